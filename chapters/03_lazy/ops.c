@@ -1,0 +1,193 @@
+// Generated from full/ops.c by tools/chapgen: edit full/ops.c, then run make chapters.
+// ops.c - op constructors: check the shapes, record op and src, return.
+//
+// Mirrors the op half of ggml.c (ggml_add_impl, ggml_mul_mat, ...): every
+// function here is a shape rule plus bookkeeping. The arithmetic is in
+// compute.c, and it runs only when the result is computed.
+#include "ops.h"
+
+
+// b can be broadcast over a when each of a's dimensions is a whole number of b's.
+static bool can_repeat(const struct mg_tensor * b, const struct mg_tensor * a) {
+    for (int i = 0; i < MG_MAX_DIMS; i++) {
+        if (b->ne[i] <= 0 || a->ne[i] % b->ne[i] != 0) return false;
+    }
+    return true;
+}
+
+// The result tensor of an op: a fresh F32 node of the given shape, or, in
+// place, a view of a that the op will overwrite.
+static struct mg_tensor * new_result(struct mg_context * ctx, struct mg_tensor * a, int n_dims, const int64_t * ne,
+                                     bool inplace) {
+    if (inplace) return mg_view_tensor(ctx, a);
+    return mg_new_node(ctx, MG_TYPE_F32, n_dims, ne);
+}
+
+static struct mg_tensor * binary_op(struct mg_context * ctx, enum mg_op op, struct mg_tensor * a,
+                                    struct mg_tensor * b, bool inplace) {
+    MG_ASSERT(can_repeat(b, a) && "b must broadcast over a: every a->ne[i] a multiple of b->ne[i]");
+    MG_ASSERT(a->type == MG_TYPE_F32 && b->type == MG_TYPE_F32);
+    struct mg_tensor * t = new_result(ctx, a, MG_MAX_DIMS, a->ne, inplace);
+    t->op     = op;
+    t->src[0] = a;
+    t->src[1] = b;
+    return t;
+}
+
+struct mg_tensor * mg_add(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    return binary_op(ctx, MG_OP_ADD, a, b, false);
+}
+struct mg_tensor * mg_add_inplace(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    return binary_op(ctx, MG_OP_ADD, a, b, true);
+}
+struct mg_tensor * mg_sub(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    return binary_op(ctx, MG_OP_SUB, a, b, false);
+}
+struct mg_tensor * mg_sub_inplace(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    return binary_op(ctx, MG_OP_SUB, a, b, true);
+}
+struct mg_tensor * mg_mul(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    return binary_op(ctx, MG_OP_MUL, a, b, false);
+}
+struct mg_tensor * mg_mul_inplace(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    return binary_op(ctx, MG_OP_MUL, a, b, true);
+}
+struct mg_tensor * mg_div(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    return binary_op(ctx, MG_OP_DIV, a, b, false);
+}
+struct mg_tensor * mg_div_inplace(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    return binary_op(ctx, MG_OP_DIV, a, b, true);
+}
+
+static struct mg_tensor * unary_op(struct mg_context * ctx, enum mg_op op, struct mg_tensor * a, bool inplace) {
+    MG_ASSERT(a->type == MG_TYPE_F32);
+    struct mg_tensor * t = new_result(ctx, a, MG_MAX_DIMS, a->ne, inplace);
+    t->op     = op;
+    t->src[0] = a;
+    return t;
+}
+
+static struct mg_tensor * scale_impl(struct mg_context * ctx, struct mg_tensor * a, float s, bool inplace) {
+    struct mg_tensor * t = unary_op(ctx, MG_OP_SCALE, a, inplace);
+    mg_set_op_param_f32(t, 0, s);
+    return t;
+}
+
+struct mg_tensor * mg_scale(struct mg_context * ctx, struct mg_tensor * a, float s) {
+    return scale_impl(ctx, a, s, false);
+}
+struct mg_tensor * mg_scale_inplace(struct mg_context * ctx, struct mg_tensor * a, float s) {
+    return scale_impl(ctx, a, s, true);
+}
+
+struct mg_tensor * mg_sqr(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_SQR, a, false);
+}
+struct mg_tensor * mg_sqr_inplace(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_SQR, a, true);
+}
+struct mg_tensor * mg_sqrt(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_SQRT, a, false);
+}
+struct mg_tensor * mg_sqrt_inplace(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_SQRT, a, true);
+}
+struct mg_tensor * mg_relu(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_RELU, a, false);
+}
+struct mg_tensor * mg_relu_inplace(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_RELU, a, true);
+}
+struct mg_tensor * mg_silu(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_SILU, a, false);
+}
+struct mg_tensor * mg_silu_inplace(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_SILU, a, true);
+}
+struct mg_tensor * mg_gelu(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_GELU, a, false);
+}
+struct mg_tensor * mg_gelu_inplace(struct mg_context * ctx, struct mg_tensor * a) {
+    return unary_op(ctx, MG_OP_GELU, a, true);
+}
+
+struct mg_tensor * mg_sum_rows(struct mg_context * ctx, struct mg_tensor * a) {
+    MG_ASSERT(a->type == MG_TYPE_F32);
+    const int64_t ne[4] = {1, a->ne[1], a->ne[2], a->ne[3]};
+    struct mg_tensor * t = mg_new_node(ctx, MG_TYPE_F32, 4, ne);
+    t->op     = MG_OP_SUM_ROWS;
+    t->src[0] = a;
+    return t;
+}
+
+static struct mg_tensor * rms_norm_impl(struct mg_context * ctx, struct mg_tensor * a, float eps, bool inplace) {
+    struct mg_tensor * t = unary_op(ctx, MG_OP_RMS_NORM, a, inplace);
+    mg_set_op_param_f32(t, 0, eps);
+    return t;
+}
+
+struct mg_tensor * mg_rms_norm(struct mg_context * ctx, struct mg_tensor * a, float eps) {
+    return rms_norm_impl(ctx, a, eps, false);
+}
+struct mg_tensor * mg_rms_norm_inplace(struct mg_context * ctx, struct mg_tensor * a, float eps) {
+    return rms_norm_impl(ctx, a, eps, true);
+}
+
+// soft_max keeps its scale in op_params[0] and its optional mask in src[1].
+static struct mg_tensor * soft_max_impl(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * mask,
+                                        float scale, bool inplace) {
+    struct mg_tensor * t = unary_op(ctx, MG_OP_SOFT_MAX, a, inplace);
+    mg_set_op_param_f32(t, 0, scale);
+    t->src[1] = mask;   // NULL for a plain softmax
+    return t;
+}
+
+struct mg_tensor * mg_soft_max(struct mg_context * ctx, struct mg_tensor * a) {
+    return soft_max_impl(ctx, a, NULL, 1.0f, false);
+}
+struct mg_tensor * mg_soft_max_inplace(struct mg_context * ctx, struct mg_tensor * a) {
+    return soft_max_impl(ctx, a, NULL, 1.0f, true);
+}
+
+struct mg_tensor * mg_mul_mat(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    MG_ASSERT(a->ne[0] == b->ne[0] && "mul_mat multiplies over ne[0]: both rows must have the same length");
+    MG_ASSERT(b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && "b's matrices must be a multiple of a's");
+    MG_ASSERT(!mg_is_transposed(a) && "mul_mat reads whole rows of a: make it contiguous with mg_cont");
+    MG_ASSERT(b->type == MG_TYPE_F32);
+    const int64_t ne[4] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
+    struct mg_tensor * t = mg_new_node(ctx, MG_TYPE_F32, 4, ne);
+    t->op     = MG_OP_MUL_MAT;
+    t->src[0] = a;
+    t->src[1] = b;
+    return t;
+}
+
+struct mg_tensor * mg_cont(struct mg_context * ctx, struct mg_tensor * a) {
+    struct mg_tensor * t = mg_new_node(ctx, a->type, 4, a->ne);
+    t->op     = MG_OP_CONT;
+    t->src[0] = a;
+    mg_format_name(t, "%s (cont)", a->name);
+    return t;
+}
+
+struct mg_tensor * mg_cpy(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
+    MG_ASSERT(mg_nelements(a) == mg_nelements(b) && "cpy needs as many elements in the destination");
+    MG_ASSERT(a->type == MG_TYPE_F32 || a->type == b->type);
+    struct mg_tensor * t = mg_view_tensor(ctx, b);   // the result IS b's bytes
+    t->op     = MG_OP_CPY;
+    t->src[0] = a;
+    t->src[1] = b;
+    mg_format_name(t, "%s (copy of %s)", b->name, a->name);
+    return t;
+}
+
+struct mg_tensor * mg_get_rows(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * ids) {
+    MG_ASSERT(ids->type == MG_TYPE_I32 && ids->ne[1] == 1 && ids->ne[2] == 1 && ids->ne[3] == 1);
+    MG_ASSERT(a->ne[2] == 1 && a->ne[3] == 1);
+    const int64_t ne[2] = {a->ne[0], ids->ne[0]};
+    struct mg_tensor * t = mg_new_node(ctx, MG_TYPE_F32, 2, ne);
+    t->op     = MG_OP_GET_ROWS;
+    t->src[0] = a;
+    t->src[1] = ids;
+    return t;
+}

@@ -1,0 +1,359 @@
+// Generated from full/galloc.c by tools/chapgen: edit full/galloc.c, then run make chapters.
+// galloc.c - planning the compute buffer (ggml-alloc.c: ggml_dyn_tallocr,
+// ggml_gallocr_allocate_node, ggml_gallocr_free_node, ggml_gallocr_alloc_graph_impl).
+#include "galloc.h"
+#include "arena.h"
+#include "trace.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------
+// The dynamic allocator: offsets in an imaginary buffer that can grow.
+// ---------------------------------------------------------------------------
+
+#define TAIL_END (SIZE_MAX / 2)   // where the tail block "ends": nothing will ever reach it
+
+static size_t align_up(size_t n, size_t align) {
+    return (n + align - 1) / align * align;
+}
+
+void mg_dyn_alloc_reset(struct mg_dyn_alloc * a, size_t alignment) {
+    a->alignment     = alignment;
+    a->n_free_blocks = 1;
+    a->free_blocks[0] = (struct mg_free_block) {.offset = 0, .size = TAIL_END};
+    a->max_size      = 0;
+}
+
+static void remove_block(struct mg_dyn_alloc * a, int i) {
+    for (int j = i; j < a->n_free_blocks - 1; j++) a->free_blocks[j] = a->free_blocks[j + 1];
+    a->n_free_blocks--;
+}
+
+// Best fit: the smallest free block that is big enough, searching all blocks
+// but the tail. Only when none fits does the tail give up its front, which
+// is the buffer growing. Preferring holes keeps the peak low.
+size_t mg_dyn_alloc_alloc(struct mg_dyn_alloc * a, size_t size) {
+    size = align_up(size, a->alignment);
+    int best = -1;
+    for (int i = 0; i < a->n_free_blocks - 1; i++) {
+        if (a->free_blocks[i].size >= size && (best < 0 || a->free_blocks[i].size < a->free_blocks[best].size)) {
+            best = i;
+        }
+    }
+    if (best < 0) best = a->n_free_blocks - 1;   // the tail: always big enough
+
+    struct mg_free_block * block = &a->free_blocks[best];
+    const size_t offset = block->offset;
+    block->offset += size;
+    block->size   -= size;
+    if (block->size == 0) remove_block(a, best);   // never the tail: it is infinite
+
+    if (offset + size > a->max_size) a->max_size = offset + size;
+    return offset;
+}
+
+// Give [offset, offset+size) back, keeping the list sorted, and merge it with
+// the block before and/or after it when they touch: without merging, freed
+// space would splinter into holes too small to use.
+void mg_dyn_alloc_free(struct mg_dyn_alloc * a, size_t offset, size_t size) {
+    size = align_up(size, a->alignment);
+    int i = 0;   // the first block after the freed range
+    while (i < a->n_free_blocks && a->free_blocks[i].offset < offset) i++;
+
+    const bool touches_prev = i > 0 && a->free_blocks[i - 1].offset + a->free_blocks[i - 1].size == offset;
+    const bool touches_next = i < a->n_free_blocks && offset + size == a->free_blocks[i].offset;
+
+    if (touches_prev && touches_next) {
+        a->free_blocks[i - 1].size += size + a->free_blocks[i].size;
+        remove_block(a, i);
+    } else if (touches_prev) {
+        a->free_blocks[i - 1].size += size;
+    } else if (touches_next) {
+        a->free_blocks[i].offset = offset;
+        a->free_blocks[i].size  += size;
+    } else {
+        MG_ASSERT(a->n_free_blocks < MG_GALLOC_MAX_FREE_BLOCKS && "too many free blocks");
+        for (int j = a->n_free_blocks; j > i; j--) a->free_blocks[j] = a->free_blocks[j - 1];
+        a->free_blocks[i] = (struct mg_free_block) {.offset = offset, .size = size};
+        a->n_free_blocks++;
+    }
+}
+
+const char * mg_dyn_alloc_describe(const struct mg_dyn_alloc * a, char * buf, size_t size) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < a->n_free_blocks && n < size; i++) {
+        const struct mg_free_block * b = &a->free_blocks[i];
+        if (i == a->n_free_blocks - 1) {
+            n += (size_t) snprintf(buf + n, size - n, "%s[%zu, inf)", i ? " " : "", b->offset);
+        } else {
+            n += (size_t) snprintf(buf + n, size - n, "%s[%zu, %zu)", i ? " " : "", b->offset, b->offset + b->size);
+        }
+    }
+    return buf;
+}
+
+// ---------------------------------------------------------------------------
+// What the planner knows about each tensor, indexed by its graph hash slot.
+// ---------------------------------------------------------------------------
+
+struct tensor_info {
+    int    n_children;   // nodes that have yet to read it
+    int    n_views;      // views of it that are still alive
+    bool   planned;      // the plan gave it an offset
+    bool   live;         // ... and it holds those bytes right now
+    size_t offset;
+    size_t size;
+};
+
+struct mg_gallocr {
+    struct mg_dyn_alloc  alloc;
+    bool                 reuse_parent;
+    struct tensor_info * info;         // one per slot of the planned graph's hash set
+    size_t               info_size;
+    size_t               peak;
+    size_t               sum;
+    int                  n_reserves;
+
+    struct mg_tensor **  planned_nodes;   // what was planned, to recognise the same graph
+    int                  planned_n_nodes;
+    int                  planned_n_leafs;
+
+    struct mg_buffer *   buffer;          // ours, for mg_gallocr_alloc_graph
+    const char *         region;          // where the last plan was placed
+    size_t               region_size;
+};
+
+struct mg_gallocr * mg_gallocr_new(size_t alignment) {
+    struct mg_gallocr * ga = calloc(1, sizeof(*ga));
+    MG_ASSERT(ga != NULL);
+    mg_dyn_alloc_reset(&ga->alloc, alignment ? alignment : MG_GALLOC_DEFAULT_ALIGN);
+    ga->reuse_parent = true;
+    return ga;
+}
+
+void mg_gallocr_free(struct mg_gallocr * ga) {
+    if (ga == NULL) return;
+    free(ga->info);
+    free(ga->planned_nodes);
+    mg_buffer_free(ga->buffer);
+    free(ga);
+}
+
+void mg_gallocr_set_reuse_parent(struct mg_gallocr * ga, bool reuse) {
+    ga->reuse_parent = reuse;
+}
+
+static struct tensor_info * info_of(struct mg_gallocr * ga, const struct mg_cgraph * g, const struct mg_tensor * t) {
+    return &ga->info[mg_hash_find(&g->visited, t)];
+}
+
+// Bytes we placed in an earlier plan count as not placed: replanning may move them.
+static bool in_our_region(const struct mg_gallocr * ga, const void * p) {
+    return ga->region != NULL && (const char *) p >= ga->region && (const char *) p < ga->region + ga->region_size;
+}
+
+// A tensor the plan must give bytes to: no data of its own, and not a view
+// (a view's bytes are its source's).
+static bool needs_bytes(const struct mg_gallocr * ga, const struct mg_tensor * t) {
+    return t->view_src == NULL && (t->data == NULL || in_our_region(ga, t->data));
+}
+
+// Ops whose kernels may write their result over an input of the same size:
+// element i of the output depends only on element i (or the row) of the input
+// (ggml_op_can_inplace).
+static bool op_can_inplace(enum mg_op op) {
+    switch (op) {
+        case MG_OP_ADD: case MG_OP_SUB: case MG_OP_MUL: case MG_OP_DIV:
+        case MG_OP_SCALE: case MG_OP_SQR: case MG_OP_SQRT:
+        case MG_OP_RELU: case MG_OP_SILU: case MG_OP_GELU:
+        case MG_OP_RMS_NORM: case MG_OP_SOFT_MAX:
+            return true;
+        default:
+            return false;
+    }
+}
+
+static void trace_step(struct mg_gallocr * ga, const char * what, const struct mg_tensor * t, size_t size, size_t offset) {
+    if (!mg_trace_on(MG_TRACE_ALLOC)) return;
+    char free_list[512];
+    mg_trace(MG_TRACE_ALLOC, "%-5s %-12s %6zu bytes at %6zu   free: %s", what, t->name, size, offset,
+             mg_dyn_alloc_describe(&ga->alloc, free_list, sizeof(free_list)));
+}
+
+// The input that t may take over: an input whose last reader is t, of
+// exactly t's size, that is neither a leaf nor an output nor viewed.
+static struct mg_tensor * dying_parent(struct mg_gallocr * ga, const struct mg_cgraph * g, const struct mg_tensor * t,
+                                       size_t size) {
+    if (!ga->reuse_parent || !op_can_inplace(t->op)) return NULL;
+    for (int i = 0; i < MG_MAX_SRC; i++) {
+        struct mg_tensor * p = t->src[i];
+        if (p == NULL || p->op == MG_OP_NONE || p->view_src != NULL) continue;
+        if (p->flags & MG_TENSOR_FLAG_OUTPUT) continue;
+        const struct tensor_info * pi = info_of(ga, g, p);
+        if (pi->live && pi->n_children == 1 && pi->n_views == 0 && pi->size == size) return p;
+    }
+    return NULL;
+}
+
+static void allocate_tensor(struct mg_gallocr * ga, const struct mg_cgraph * g, struct mg_tensor * t) {
+    struct tensor_info * ti = info_of(ga, g, t);
+    if (ti->planned || !needs_bytes(ga, t)) return;
+    const size_t size = align_up(mg_nbytes(t), ga->alloc.alignment);
+    struct mg_tensor * parent = dying_parent(ga, g, t, size);
+    if (parent != NULL) {
+        struct tensor_info * pi = info_of(ga, g, parent);
+        pi->live   = false;   // its bytes are t's now: freeing parent must not free them
+        ti->offset = pi->offset;
+        mg_trace(MG_TRACE_ALLOC, "reuse %-12s for %s (%zu bytes at %zu)", parent->name, t->name, size, ti->offset);
+    } else {
+        ti->offset = mg_dyn_alloc_alloc(&ga->alloc, size);
+        trace_step(ga, "alloc", t, size, ti->offset);
+    }
+    ti->size    = size;
+    ti->planned = true;
+    ti->live    = true;
+    ga->sum    += size;
+}
+
+// Leafs (weights, inputs) and outputs keep their bytes for the caller.
+static void free_tensor(struct mg_gallocr * ga, const struct mg_cgraph * g, struct mg_tensor * t) {
+    struct tensor_info * ti = info_of(ga, g, t);
+    if (!ti->live || t->op == MG_OP_NONE) return;
+    if (t->flags & MG_TENSOR_FLAG_OUTPUT) return;
+    mg_dyn_alloc_free(&ga->alloc, ti->offset, ti->size);
+    ti->live = false;
+    trace_step(ga, "free", t, ti->size, ti->offset);
+}
+
+// p has no readers left. A view holds no bytes itself, but it keeps its
+// source alive: the source goes when its last view and last reader are gone.
+static void release(struct mg_gallocr * ga, const struct mg_cgraph * g, struct mg_tensor * p) {
+    if (p->view_src != NULL) {
+        struct tensor_info * si = info_of(ga, g, p->view_src);
+        si->n_views--;
+        if (si->n_children == 0 && si->n_views == 0) free_tensor(ga, g, p->view_src);
+    } else {
+        free_tensor(ga, g, p);
+    }
+}
+
+static void ensure_info(struct mg_gallocr * ga, const struct mg_cgraph * g) {
+    if (ga->info_size < g->visited.size) {
+        free(ga->info);
+        ga->info = malloc(g->visited.size * sizeof(struct tensor_info));
+        MG_ASSERT(ga->info != NULL);
+        ga->info_size = g->visited.size;
+    }
+    memset(ga->info, 0, g->visited.size * sizeof(struct tensor_info));
+}
+
+static void remember_graph(struct mg_gallocr * ga, const struct mg_cgraph * g) {
+    free(ga->planned_nodes);
+    ga->planned_nodes = malloc((size_t) (g->n_nodes + 1) * sizeof(struct mg_tensor *));
+    MG_ASSERT(ga->planned_nodes != NULL);
+    memcpy(ga->planned_nodes, g->nodes, (size_t) g->n_nodes * sizeof(struct mg_tensor *));
+    ga->planned_n_nodes = g->n_nodes;
+    ga->planned_n_leafs = g->n_leafs;
+}
+
+size_t mg_gallocr_reserve(struct mg_gallocr * ga, struct mg_cgraph * g) {
+    mg_dyn_alloc_reset(&ga->alloc, ga->alloc.alignment);
+    ensure_info(ga, g);
+    ga->sum = 0;
+    ga->n_reserves++;
+
+    // Who reads what: a tensor dies when its last reader has run.
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct mg_tensor * node = g->nodes[i];
+        for (int j = 0; j < MG_MAX_SRC; j++) {
+            if (node->src[j] != NULL) info_of(ga, g, node->src[j])->n_children++;
+        }
+        if (node->view_src != NULL) info_of(ga, g, node->view_src)->n_views++;
+    }
+
+    // Inputs first, at the bottom of the buffer: nothing computed later may
+    // land on them before they are read.
+    for (int i = 0; i < g->n_leafs; i++) {
+        if (g->leafs[i]->flags & MG_TENSOR_FLAG_INPUT) allocate_tensor(ga, g, g->leafs[i]);
+    }
+
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct mg_tensor * node = g->nodes[i];
+        for (int j = 0; j < MG_MAX_SRC; j++) {
+            if (node->src[j] != NULL) allocate_tensor(ga, g, node->src[j]);
+        }
+        allocate_tensor(ga, g, node);
+        for (int j = 0; j < MG_MAX_SRC; j++) {
+            struct mg_tensor * p = node->src[j];
+            if (p == NULL) continue;
+            struct tensor_info * pi = info_of(ga, g, p);
+            pi->n_children--;
+            if (pi->n_children == 0 && pi->n_views == 0) release(ga, g, p);
+        }
+    }
+
+    ga->peak = ga->alloc.max_size;
+    remember_graph(ga, g);
+    mg_trace(MG_TRACE_ALLOC, "peak %zu bytes for %d results of %zu bytes", ga->peak, g->n_nodes, ga->sum);
+    return ga->peak;
+}
+
+void mg_gallocr_place(struct mg_gallocr * ga, struct mg_cgraph * g, void * base) {
+    ga->region      = base;
+    ga->region_size = ga->peak;
+    for (int i = 0; i < g->n_leafs; i++) {
+        struct tensor_info * ti = info_of(ga, g, g->leafs[i]);
+        if (ti->planned) g->leafs[i]->data = (char *) base + ti->offset;
+    }
+    // Nodes are in execution order, so a view's source is placed before the view.
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct mg_tensor * t = g->nodes[i];
+        if (t->view_src != NULL) {
+            t->data = t->view_src->data != NULL ? (char *) t->view_src->data + t->view_offs : NULL;
+        } else if (info_of(ga, g, t)->planned) {
+            t->data = (char *) base + info_of(ga, g, t)->offset;
+        }
+    }
+}
+
+static bool is_planned_graph(const struct mg_gallocr * ga, const struct mg_cgraph * g) {
+    return ga->planned_nodes != NULL && ga->planned_n_nodes == g->n_nodes && ga->planned_n_leafs == g->n_leafs &&
+           memcmp(ga->planned_nodes, g->nodes, (size_t) g->n_nodes * sizeof(struct mg_tensor *)) == 0;
+}
+
+bool mg_gallocr_alloc_graph(struct mg_gallocr * ga, struct mg_cgraph * g) {
+    if (!is_planned_graph(ga, g)) mg_gallocr_reserve(ga, g);
+    if (ga->buffer == NULL || ga->buffer->size < ga->peak) {
+        // A bigger plan than the buffer we have: grow it (ggml reallocates too).
+        mg_buffer_free(ga->buffer);
+        ga->buffer = mg_buffer_new(ga->peak);
+        if (ga->buffer == NULL) return false;
+        mg_trace(MG_TRACE_ALLOC, "compute buffer: %zu bytes", ga->peak);
+    }
+    mg_gallocr_place(ga, g, ga->buffer->data);
+    return true;
+}
+
+size_t mg_gallocr_get_buffer_size(const struct mg_gallocr * ga) {
+    return ga->peak;
+}
+
+size_t mg_gallocr_get_sum_size(const struct mg_gallocr * ga) {
+    return ga->sum;
+}
+
+int mg_gallocr_n_reserves(const struct mg_gallocr * ga) {
+    return ga->n_reserves;
+}
+
+bool mg_gallocr_get_offset(const struct mg_gallocr * ga, const struct mg_cgraph * g, const struct mg_tensor * t,
+                           size_t * offset) {
+    if (!mg_graph_contains(g, t)) return false;
+    const struct tensor_info * ti = &ga->info[mg_hash_find(&g->visited, t)];
+    if (!ti->planned) return false;
+    *offset = ti->offset;
+    return true;
+}

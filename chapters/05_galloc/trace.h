@@ -1,0 +1,33 @@
+// Generated from full/trace.h by tools/chapgen: edit full/trace.h, then run make chapters.
+// trace.h - one switch for every chapter's tracing.
+//
+//     MG_TRACE=alloc,graph ./demo        (or MG_TRACE=all)
+//
+// Each category prints lines that start with "[category] " on stderr, so a
+// trace can be read next to the program's own output and compared by tests.
+// The switch is read at run time, the way llama.cpp's eval-callback is, not
+// compiled in the way ggml-alloc's AT_PRINTF is.
+#pragma once
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+enum mg_trace_category {
+    MG_TRACE_ALLOC   = 1 << 0,   // arena objects, graph-allocator decisions
+    MG_TRACE_GRAPH   = 1 << 1,   // graph building
+    MG_TRACE_EXEC    = 1 << 2,   // each node as it is computed
+};
+
+// Turn categories on from a comma-separated list ("alloc,graph", "all", "");
+// false, with mg_last_error() naming the word, for an unknown category.
+bool mg_trace_set(const char * spec);
+
+// Whether a category is on. The first call reads $MG_TRACE.
+bool mg_trace_on(enum mg_trace_category cat);
+
+// Where trace lines go (stderr unless a test captures them).
+void mg_trace_set_stream(FILE * f);
+
+// Print one "[category] ..." line (the newline is added) if the category is on.
+void mg_trace(enum mg_trace_category cat, const char * fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,0 +1,14 @@
+// Generated from full/mg.h by tools/chapgen: edit full/mg.h, then run make chapters.
+// mg.h - everything a program using the engine includes.
+#pragma once
+
+#include "tensor.h"
+#include "quants.h"
+#include "arena.h"
+#include "mmap.h"
+#include "trace.h"
+#include "ops.h"
+#include "compute.h"
+#include "graph.h"
+#include "galloc.h"
+#include "kv_cache.h"

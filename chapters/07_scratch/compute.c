@@ -1,0 +1,441 @@
+// Generated from full/compute.c by tools/chapgen: edit full/compute.c, then run make chapters.
+// compute.c - one kernel per op (ggml-cpu/ops.cpp and ggml-cpu.c).
+//
+// These are the plain scalar kernels: each reads its inputs through their
+// strides, so it works on any view, and writes only rows [r0, r1) of its
+// share. They are the reference that faster kernels are tested against.
+#include "compute.h"
+#include "ops.h"
+#include "quants.h"
+#include "vec.h"
+
+#include <math.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------
+// Helpers: where rows live, and the exp that ggml uses.
+// ---------------------------------------------------------------------------
+
+// Row number ir of t (counting all rows of all matrices) as (i1, i2, i3).
+static void unravel_row(const struct mg_tensor * t, int64_t ir, int64_t * i1, int64_t * i2, int64_t * i3) {
+    *i1 = ir % t->ne[1];
+    *i2 = ir / t->ne[1] % t->ne[2];
+    *i3 = ir / (t->ne[1] * t->ne[2]);
+}
+
+static char * row_ptr(const struct mg_tensor * t, int64_t i1, int64_t i2, int64_t i3) {
+    return (char *) t->data + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+}
+
+static float get_f32(const char * row, const struct mg_tensor * t, int64_t i0) {
+    return *(const float *) (row + i0 * t->nb[0]);
+}
+
+static void set_f32(char * row, const struct mg_tensor * t, int64_t i0, float v) {
+    *(float *) (row + i0 * t->nb[0]) = v;
+}
+
+// A port of ggml_v_expf (ggml-cpu/vec.h, AVX-512 version), one value at a
+// time. It splits x = n*ln2 + b with |b| <= ln2/2, evaluates a degree-5
+// polynomial for e^b - 1, and scales by 2^n. fmaf keeps every fused step of
+// the vector code fused here too; the compiler must not fuse the others
+// (-ffp-contract=off), or the last bit changes.
+float mg_expf(float x) {
+    const float shift = 0x1.8p23f;                        // adding it rounds to an integer
+    const float z = fmaf(x, 0x1.715476p+0f, shift);       // x / ln2, rounded, in the low bits
+    const float n = z - shift;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));   // x - n*ln2 in two parts
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (fabsf(n) > 192.0f) return n > 0.0f ? INFINITY : 0.0f;   // far out of float range
+    return ldexpf(j, (int) n);
+}
+
+// ggml's vector loops (AVX-512: 16 floats at a time) use ggml_v_expf, and the
+// last n % 16 elements of a row fall to the C library's expf. Which exp an
+// element gets depends on its place in the row; we do the same.
+static float row_expf(float x, int64_t i, int64_t n) {
+    return i < n - n % 16 ? mg_expf(x) : expf(x);
+}
+
+static float silu_f32(float x, int64_t i, int64_t n) {
+    return x / (1.0f + row_expf(-x, i, n));
+}
+
+// GELU, tanh approximation (ggml_gelu_f32).
+static float gelu_f32(float x) {
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    return 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + 0.044715f * x * x)));
+}
+
+// ---------------------------------------------------------------------------
+// Element-wise ops
+// ---------------------------------------------------------------------------
+
+static float apply_binary(enum mg_op op, float x, float y) {
+    switch (op) {
+        case MG_OP_ADD: return x + y;
+        case MG_OP_SUB: return x - y;
+        case MG_OP_MUL: return x * y;
+        case MG_OP_DIV: return x / y;
+        default: MG_ASSERT(false && "not a binary op");
+    }
+}
+
+// dst = a op b, where b repeats over a (each index taken modulo b's size).
+static void forward_binary(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a = dst->src[0];
+    const struct mg_tensor * b = dst->src[1];
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(dst, ir, &i1, &i2, &i3);
+        const char * ra = row_ptr(a, i1, i2, i3);
+        const char * rb = row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
+        char *       rd = row_ptr(dst, i1, i2, i3);
+        for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
+            set_f32(rd, dst, i0, apply_binary(dst->op, get_f32(ra, a, i0), get_f32(rb, b, i0 % b->ne[0])));
+        }
+    }
+}
+
+static void forward_unary(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a = dst->src[0];
+    const int64_t n = dst->ne[0];
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(dst, ir, &i1, &i2, &i3);
+        const char * ra = row_ptr(a, i1, i2, i3);
+        char *       rd = row_ptr(dst, i1, i2, i3);
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            const float x = get_f32(ra, a, i0);
+            float y = 0.0f;
+            switch (dst->op) {
+                case MG_OP_SCALE: y = x * mg_get_op_param_f32(dst, 0); break;
+                case MG_OP_SQR:   y = x * x;                          break;
+                case MG_OP_SQRT:  y = sqrtf(x);                       break;
+                case MG_OP_RELU:  y = x > 0.0f ? x : 0.0f;            break;
+                case MG_OP_SILU:  y = silu_f32(x, i0, n);             break;
+                case MG_OP_GELU:  y = gelu_f32(x);                    break;
+                default: MG_ASSERT(false && "not a unary op");
+            }
+            set_f32(rd, dst, i0, y);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Row reductions
+// ---------------------------------------------------------------------------
+
+static void forward_sum_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a = dst->src[0];
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(a, ir, &i1, &i2, &i3);
+        const char * ra  = row_ptr(a, i1, i2, i3);
+        double       sum = 0.0;   // ggml sums in ggml_float, a double
+        for (int64_t i0 = 0; i0 < a->ne[0]; i0++) sum += get_f32(ra, a, i0);
+        set_f32(row_ptr(dst, i1, i2, i3), dst, 0, (float) sum);
+    }
+}
+
+// y = x / sqrt(mean(x^2) + eps), exactly as ggml_compute_forward_rms_norm_f32
+// rounds it: squares in float, summed in double, the mean rounded to float.
+static void forward_rms_norm(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a   = dst->src[0];
+    const float              eps = mg_get_op_param_f32(dst, 0);
+    const int64_t            n   = a->ne[0];
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(a, ir, &i1, &i2, &i3);
+        const char * ra  = row_ptr(a, i1, i2, i3);
+        char *       rd  = row_ptr(dst, i1, i2, i3);
+        double       sum = 0.0;
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            const float x = get_f32(ra, a, i0);
+            sum += (double) (x * x);
+        }
+        const float mean  = (float) (sum / (double) n);
+        const float scale = 1.0f / sqrtf(mean + eps);
+        for (int64_t i0 = 0; i0 < n; i0++) set_f32(rd, dst, i0, get_f32(ra, a, i0) * scale);
+    }
+}
+
+// softmax(x * scale + mask) per row: subtract the row's max before exp so
+// that no exp overflows, sum in double, multiply by the inverse
+// (ggml_compute_forward_soft_max_f32).
+static void forward_soft_max(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a     = dst->src[0];
+    const float              scale = mg_get_op_param_f32(dst, 0);
+    const int64_t            n     = a->ne[0];
+    const struct mg_tensor * mask  = dst->src[1];
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(a, ir, &i1, &i2, &i3);
+        const char * ra = row_ptr(a, i1, i2, i3);
+        float *      rd = (float *) row_ptr(dst, i1, i2, i3);
+        MG_ASSERT(dst->nb[0] == sizeof(float));
+        // This share's own slice of the work buffer holds the scaled, masked
+        // row, so the output row is written exactly once.
+        float * w = (float *) p->wdata + (size_t) p->ith * (size_t) (n + MG_CACHE_LINE / sizeof(float));
+        for (int64_t i0 = 0; i0 < n; i0++) w[i0] = get_f32(ra, a, i0) * scale;
+        if (mask != NULL) {
+            // One mask row per row of each matrix: row i1 of every head uses mask row i1.
+            const char * rm = (const char *) mask->data + i1 * mask->nb[1];
+            for (int64_t i0 = 0; i0 < n; i0++) {
+                w[i0] += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0])
+                                                   : ((const float *) rm)[i0];
+            }
+        }
+        float max = -INFINITY;
+        for (int64_t i0 = 0; i0 < n; i0++) max = fmaxf(max, w[i0]);
+        double sum = 0.0;
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            const float e = row_expf(w[i0] - max, i0, n);
+            sum += (double) e;
+            rd[i0] = e;
+        }
+        const float inv_sum = (float) (1.0 / sum);
+        for (int64_t i0 = 0; i0 < n; i0++) rd[i0] *= inv_sum;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Matrix multiplication
+// ---------------------------------------------------------------------------
+
+// Where row (i11, i12, i13) of b is found in the form the dot product wants:
+// in b itself when b is already of the vec_dot_type, otherwise in the work
+// buffer, where init converted all of b's rows one after another.
+static const char * mul_mat_b_row(const struct mg_compute_params * p, const struct mg_tensor * b,
+                                  enum mg_type vec_dot_type, int64_t i11, int64_t i12, int64_t i13) {
+    if (b->type == vec_dot_type) return row_ptr(b, i11, i12, i13);
+    const size_t row_size = mg_row_size(vec_dot_type, b->ne[0]);
+    return (const char *) p->wdata + (size_t) ((i13 * b->ne[2] + i12) * b->ne[1] + i11) * row_size;
+}
+
+// Convert this share of b's rows (F32 activations) into the weights'
+// vec_dot_type: quantized to Q8_0 for Q8_0/Q4_0 weights, rounded to F16 for
+// F16 weights. Converting once here, instead of inside every dot product,
+// is what the work buffer is for.
+static void mul_mat_init(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor *          a   = dst->src[0];
+    const struct mg_tensor *          b   = dst->src[1];
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(a->type);
+    if (b->type == cpu->vec_dot_type) return;
+    const size_t row_size = mg_row_size(cpu->vec_dot_type, b->ne[0]);
+    MG_ASSERT(b->nb[0] == sizeof(float));
+    MG_ASSERT(p->wsize >= row_size * (size_t) mg_nrows(b));
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(b), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(b, ir, &i1, &i2, &i3);
+        cpu->from_float((const float *) row_ptr(b, i1, i2, i3), (char *) p->wdata + (size_t) ir * row_size, b->ne[0]);
+    }
+}
+
+// dst[i, j] = dot(row i of a, row j of b), for every matrix. a's matrix i02
+// serves b's matrices i02*r2 .. i02*r2 + r2-1 (broadcasting, as in GQA).
+// Each share takes whole rows of a, so a dot product is never split between
+// threads and the result does not depend on the thread count.
+static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a = dst->src[0];
+    const struct mg_tensor * b = dst->src[1];
+    const int64_t r2 = b->ne[2] / a->ne[2];
+    const int64_t r3 = b->ne[3] / a->ne[3];
+    MG_ASSERT(a->nb[0] == mg_type_size(a->type) && "rows of a must be contiguous");
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(a->type);
+    MG_ASSERT(cpu != NULL && cpu->vec_dot != NULL && "no dot product for this weight type");
+    int64_t r0, r1;
+    mg_split_rows(a->ne[1], p->ith, p->nth, &r0, &r1);
+    for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {
+        for (int64_t i12 = 0; i12 < b->ne[2]; i12++) {
+            for (int64_t i11 = 0; i11 < b->ne[1]; i11++) {
+                const char * b_row = mul_mat_b_row(p, b, cpu->vec_dot_type, i11, i12, i13);
+                float * out = (float *) row_ptr(dst, i11, i12, i13);
+                for (int64_t i01 = r0; i01 < r1; i01++) {
+                    const char * a_row = row_ptr(a, i01, i12 / r2, i13 / r3);
+                    cpu->vec_dot(a->ne[0], &out[i01], a_row, b_row);
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Copies and lookups
+// ---------------------------------------------------------------------------
+
+// Copy one element of a plain type (F32, F16, I32) into dst's type.
+static void convert_element(const char * src, enum mg_type src_type, char * dst, enum mg_type dst_type) {
+    if (src_type == dst_type) {
+        memcpy(dst, src, mg_type_size(src_type));
+    } else if (src_type == MG_TYPE_F32 && dst_type == MG_TYPE_F16) {
+        *(mg_fp16_t *) dst = mg_fp32_to_fp16(*(const float *) src);
+    } else if (src_type == MG_TYPE_F16 && dst_type == MG_TYPE_F32) {
+        *(float *) dst = mg_fp16_to_fp32(*(const mg_fp16_t *) src);
+    } else {
+        MG_ASSERT(false && "no conversion between these types");
+    }
+}
+
+// Element k of t in logical order (i0 fastest), wherever its strides put it.
+static char * element_in_order(const struct mg_tensor * t, int64_t k) {
+    const int64_t i0 = k % t->ne[0];
+    k /= t->ne[0];
+    const int64_t i1 = k % t->ne[1];
+    k /= t->ne[1];
+    const int64_t i2 = k % t->ne[2];
+    const int64_t i3 = k / t->ne[2];
+    return (char *) mg_element_ptr(t, i0, i1, i2, i3);
+}
+
+// cont and cpy are the same loop: element k of the source goes to element k
+// of the destination, both counted in logical order, so the shapes may differ
+// as long as the counts agree (a {4, 3} tensor copies into a {12} view).
+static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * src = dst->src[0];
+    MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
+    int64_t k0, k1;
+    mg_split_rows(mg_nelements(dst), p->ith, p->nth, &k0, &k1);
+    for (int64_t k = k0; k < k1; k++) {
+        convert_element(element_in_order(src, k), src->type, element_in_order(dst, k), dst->type);
+    }
+}
+
+// Row ids[k] of a, decoded to F32, becomes row k of dst: the embedding lookup.
+static void forward_get_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor *      a   = dst->src[0];
+    const struct mg_tensor *      ids = dst->src[1];
+    const struct mg_type_traits * tt  = mg_get_type_traits(a->type);
+    MG_ASSERT(tt->to_float != NULL && a->nb[0] == tt->type_size);
+    int64_t k0, k1;
+    mg_split_rows(ids->ne[0], p->ith, p->nth, &k0, &k1);
+    for (int64_t k = k0; k < k1; k++) {
+        const int32_t row = *(const int32_t *) ((const char *) ids->data + k * ids->nb[0]);
+        MG_ASSERT(row >= 0 && row < a->ne[1] && "get_rows: row index out of range");
+        tt->to_float(row_ptr(a, row, 0, 0), (float *) row_ptr(dst, k, 0, 0), a->ne[0]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// RoPE
+// ---------------------------------------------------------------------------
+
+// cos and sin of every pair's angle for one position. The angles are built
+// the way ggml_rope_cache_init builds them, by repeated multiplication in
+// float (theta_{i+1} = theta_i * theta_scale), not by pow per pair: the
+// rounding of this recurrence is part of what llama.cpp computes.
+static void rope_angles(float pos, int n_rot, float freq_base, float freq_scale, float * cos_out, float * sin_out) {
+    const float theta_scale = powf(freq_base, -2.0f / (float) n_rot);
+    float theta = pos;
+    for (int i = 0; i < n_rot / 2; i++) {
+        cos_out[i] = cosf(theta * freq_scale);
+        sin_out[i] = sinf(theta * freq_scale);
+        theta *= theta_scale;
+    }
+}
+
+// Rotate each pair (x0, x1) by its angle: (x0 cos - x1 sin, x0 sin + x1 cos).
+// NEOX pairs element i with i + n_rot/2; NORMAL pairs 2i with 2i+1.
+static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a          = dst->src[0];
+    const struct mg_tensor * pos        = dst->src[1];
+    const int                n_rot      = mg_get_op_param_i32(dst, 0);
+    const int                mode       = mg_get_op_param_i32(dst, 1);
+    const float              freq_base  = mg_get_op_param_f32(dst, 2);
+    const float              freq_scale = mg_get_op_param_f32(dst, 3);
+    float cos_t[512], sin_t[512];
+    MG_ASSERT(n_rot / 2 <= 512);
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
+    int64_t angles_for = -1;   // the token whose angles are in cos_t/sin_t
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(a, ir, &i1, &i2, &i3);
+        if (i2 != angles_for) {
+            const int32_t position = *(const int32_t *) ((const char *) pos->data + i2 * pos->nb[0]);
+            rope_angles((float) position, n_rot, freq_base, freq_scale, cos_t, sin_t);
+            angles_for = i2;
+        }
+        const char * ra   = row_ptr(a, i1, i2, i3);
+        char *       rd   = row_ptr(dst, i1, i2, i3);
+        const int    half = n_rot / 2;
+        for (int i = 0; i < half; i++) {
+            const int64_t j0 = mode == MG_ROPE_NEOX ? i : 2 * i;
+            const int64_t j1 = mode == MG_ROPE_NEOX ? i + half : 2 * i + 1;
+            const float   x0 = get_f32(ra, a, j0);
+            const float   x1 = get_f32(ra, a, j1);
+            set_f32(rd, dst, j0, x0 * cos_t[i] - x1 * sin_t[i]);
+            set_f32(rd, dst, j1, x0 * sin_t[i] + x1 * cos_t[i]);
+        }
+        for (int64_t i0 = n_rot; i0 < a->ne[0]; i0++) set_f32(rd, dst, i0, get_f32(ra, a, i0));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Dispatch
+// ---------------------------------------------------------------------------
+
+int64_t mg_compute_n_rows(const struct mg_tensor * t) {
+    switch (t->op) {
+        case MG_OP_MUL_MAT:  return t->src[0]->ne[1];
+        case MG_OP_CONT:
+        case MG_OP_CPY:      return mg_nelements(t);
+        case MG_OP_GET_ROWS: return t->src[1]->ne[0];
+        default:             return mg_nrows(t);
+    }
+}
+
+void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t) {
+    // No default: with -Wswitch, an op added to enum mg_op without a case
+    // here is a compile error, like the static_assert on the op tables.
+    switch (t->op) {
+        case MG_OP_NONE:
+        case MG_OP_VIEW:
+        case MG_OP_RESHAPE:
+        case MG_OP_PERMUTE:
+        case MG_OP_TRANSPOSE: break;   // nothing to compute: the bytes are already there
+        case MG_OP_ADD:
+        case MG_OP_SUB:
+        case MG_OP_MUL:
+        case MG_OP_DIV:       forward_binary(p, t);   break;
+        case MG_OP_SCALE:
+        case MG_OP_SQR:
+        case MG_OP_SQRT:
+        case MG_OP_RELU:
+        case MG_OP_SILU:
+        case MG_OP_GELU:      forward_unary(p, t);    break;
+        case MG_OP_SUM_ROWS:  forward_sum_rows(p, t); break;
+        case MG_OP_RMS_NORM:  forward_rms_norm(p, t); break;
+        case MG_OP_SOFT_MAX:  forward_soft_max(p, t); break;
+        case MG_OP_MUL_MAT:   forward_mul_mat(p, t);  break;
+        case MG_OP_CONT:
+        case MG_OP_CPY:       forward_copy(p, t);     break;
+        case MG_OP_GET_ROWS:  forward_get_rows(p, t); break;
+        case MG_OP_ROPE:      forward_rope(p, t);     break;
+        case MG_OP_COUNT:     MG_ASSERT(false && "MG_OP_COUNT is not an op");
+    }
+}
+
+bool mg_compute_needs_init(const struct mg_tensor * t) {
+    if (t->op != MG_OP_MUL_MAT) return false;
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(t->src[0]->type);
+    return cpu != NULL && t->src[1]->type != cpu->vec_dot_type;
+}
+
+void mg_compute_forward_init(const struct mg_compute_params * p, struct mg_tensor * t) {
+    if (t->op == MG_OP_MUL_MAT) mul_mat_init(p, t);
+}

@@ -1,0 +1,180 @@
+// Generated from full/vec.c by tools/chapgen: edit full/vec.c, then run make chapters.
+// vec.c - dot products of a weight row with a converted activation row, the
+// scalar way ggml-cpu computes them (vec.cpp, quants.c: *_generic).
+//
+// The integer part of each block (the sum of code products) is exact, so its
+// order does not matter. The float part does: every kernel below turns its
+// integer sums into floats in ggml's order, written out as in ggml, so that
+// a learner can compare line by line and so that results agree to the bit.
+#include "vec.h"
+
+// ---------------------------------------------------------------------------
+// Float rows
+// ---------------------------------------------------------------------------
+
+// ggml's non-SIMD build sums these float products in double; its SIMD builds
+// (x86 included) sum them in float lanes. We keep one float accumulator, summed
+// in order: the simplest float order, and what a naive matmul loop computes.
+void mg_vec_dot_f32(int64_t n, float * s, const void * vx, const void * vy) {
+    const float * x   = vx;
+    const float * y   = vy;
+    float         sum = 0.0f;
+    for (int64_t i = 0; i < n; i++) sum += x[i] * y[i];
+    *s = sum;
+}
+
+// ggml_vec_dot_f16, scalar path: each product is rounded to float, the sum is
+// kept in double.
+void mg_vec_dot_f16(int64_t n, float * s, const void * vx, const void * vy) {
+    const mg_fp16_t * x   = vx;
+    const mg_fp16_t * y   = vy;
+    double            sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double) (mg_fp16_to_fp32(x[i]) * mg_fp16_to_fp32(y[i]));
+    *s = (float) sum;
+}
+
+// ggml_vec_dot_bf16, scalar path: as F16.
+void mg_vec_dot_bf16(int64_t n, float * s, const void * vx, const void * vy) {
+    const mg_bf16_t * x   = vx;
+    const mg_bf16_t * y   = vy;
+    double            sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double) (mg_bf16_to_fp32(x[i]) * mg_bf16_to_fp32(y[i]));
+    *s = (float) sum;
+}
+
+// ---------------------------------------------------------------------------
+// 32-element blocks x Q8_0. Per block: S = sum of (weight code) * (activation
+// code), exact in int; then one or two float multiplies by the F16 scales.
+// ---------------------------------------------------------------------------
+
+// ggml_vec_dot_q4_0_q8_0_generic: acc += (S * dW) * dA.
+void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q4_0 * x    = vx;
+    const struct mg_block_q8_0 * y    = vy;
+    float                        sumf = 0;
+    for (int64_t b = 0; b < n / MG_QK4_0; b++) {
+        int sumi = 0;
+        for (int j = 0; j < MG_QK4_0 / 2; j++) {
+            sumi += ((x[b].qs[j] & 0xf) - 8) * y[b].qs[j];
+            sumi += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + MG_QK4_0 / 2];
+        }
+        sumf += sumi * mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d);
+    }
+    *s = sumf;
+}
+
+// ggml_vec_dot_q8_0_q8_0_generic: acc += S * (dW * dA).
+void mg_vec_dot_q8_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q8_0 * x    = vx;
+    const struct mg_block_q8_0 * y    = vy;
+    float                        sumf = 0;
+    for (int64_t b = 0; b < n / MG_QK8_0; b++) {
+        int sumi = 0;
+        for (int j = 0; j < MG_QK8_0; j++) sumi += x[b].qs[j] * y[b].qs[j];
+        sumf += sumi * (mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d));
+    }
+    *s = sumf;
+}
+
+// ---------------------------------------------------------------------------
+// K-quants x Q8_K. The integer sums go into 8 lanes (element e into lane e % 8,
+// the shape of ggml's loop, which compilers vectorize), each lane times its
+// sub-block scale. Per super-block, each lane is scaled by dW * dA and added
+// to a float lane; the 8 float lanes are summed only at the very end. The
+// mins of Q4_K/Q5_K come off per super-block through Q8_K's bsums.
+// ---------------------------------------------------------------------------
+
+static void add_lanes(float lanes[8], float d, const int32_t isum[8]) {
+    for (int l = 0; l < 8; l++) lanes[l] += d * isum[l];
+}
+
+static float sum_lanes(float acc, const float lanes[8]) {
+    for (int l = 0; l < 8; l++) acc += lanes[l];
+    return acc;
+}
+
+// ggml_vec_dot_q4_K_q8_K_generic.
+void mg_vec_dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q4_K * x        = vx;
+    const struct mg_block_q8_K * y        = vy;
+    float                        lanes[8] = {0};
+    float                        sumf     = 0;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        uint8_t sc[8], m[8];
+        for (int j = 0; j < 8; j++) mg_get_scale_min_k4(j, x[i].scales, &sc[j], &m[j]);
+
+        int32_t        isum[8] = {0};
+        const int8_t * q8      = y[i].qs;
+        for (int c = 0; c < 4; c++) {   // chunk c: sub-blocks 2c (low nibbles) and 2c+1 (high)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t byte = x[i].qs[32 * c + l];
+                isum[l % 8] += sc[2 * c] * ((byte & 0xf) * q8[64 * c + l]);
+                isum[l % 8] += sc[2 * c + 1] * ((byte >> 4) * q8[64 * c + 32 + l]);
+            }
+        }
+        int summ = 0;   // sum over 16-element groups of (their min) * (their activation sum)
+        for (int j = 0; j < 16; j++) summ += y[i].bsums[j] * m[j / 2];
+
+        add_lanes(lanes, mg_fp16_to_fp32(x[i].d) * y[i].d, isum);
+        const float dmin = mg_fp16_to_fp32(x[i].dmin) * y[i].d;
+        sumf -= dmin * summ;
+    }
+    *s = sum_lanes(sumf, lanes);
+}
+
+// ggml_vec_dot_q6_K_q8_K_generic.
+void mg_vec_dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q6_K * x        = vx;
+    const struct mg_block_q8_K * y        = vy;
+    float                        lanes[8] = {0};
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        int32_t isum[8] = {0};
+        for (int h = 0; h < 2; h++) {   // each half of 128 elements
+            const uint8_t * ql = x[i].ql + 64 * h;
+            const uint8_t * qh = x[i].qh + 32 * h;
+            const int8_t *  sc = x[i].scales + 8 * h;
+            const int8_t *  q8 = y[i].qs + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                const int is = l / 16;
+                const int q0 = ((ql[l] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                const int q1 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                const int q2 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                const int q3 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                isum[l % 8] += sc[is + 0] * (q0 * q8[l]);
+                isum[l % 8] += sc[is + 2] * (q1 * q8[l + 32]);
+                isum[l % 8] += sc[is + 4] * (q2 * q8[l + 64]);
+                isum[l % 8] += sc[is + 6] * (q3 * q8[l + 96]);
+            }
+        }
+        add_lanes(lanes, mg_fp16_to_fp32(x[i].d) * y[i].d, isum);
+    }
+    *s = sum_lanes(0.0f, lanes);
+}
+
+// ---------------------------------------------------------------------------
+// The table (ggml-cpu.c, type_traits_cpu[]). from_float says how mul_mat
+// converts the activations for this weight type, vec_dot how it multiplies.
+// ---------------------------------------------------------------------------
+
+static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
+    [MG_TYPE_F32] = {.from_float = NULL, .vec_dot = mg_vec_dot_f32, .vec_dot_type = MG_TYPE_F32},
+    [MG_TYPE_F16] = {.from_float = mg_fp32_to_fp16_row, .vec_dot = mg_vec_dot_f16, .vec_dot_type = MG_TYPE_F16},
+    [MG_TYPE_Q4_0] = {
+        .from_float = mg_quantize_row_q8_0, .vec_dot = mg_vec_dot_q4_0_q8_0, .vec_dot_type = MG_TYPE_Q8_0,
+    },
+    [MG_TYPE_Q8_0] = {
+        .from_float = mg_quantize_row_q8_0, .vec_dot = mg_vec_dot_q8_0_q8_0, .vec_dot_type = MG_TYPE_Q8_0,
+    },
+    [MG_TYPE_BF16] = {.from_float = mg_fp32_to_bf16_row, .vec_dot = mg_vec_dot_bf16, .vec_dot_type = MG_TYPE_BF16},
+    [MG_TYPE_Q4_K] = {
+        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q4_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
+    },
+    [MG_TYPE_Q6_K] = {
+        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q6_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
+    },
+};
+
+const struct mg_type_traits_cpu * mg_get_type_traits_cpu(enum mg_type type) {
+    if ((int) type < 0 || type >= MG_TYPE_COUNT || type_traits_cpu[type].vec_dot == NULL) return NULL;
+    return &type_traits_cpu[type];
+}

@@ -1,0 +1,28 @@
+//@file 02
+// mmap.h - a file's bytes as memory, without reading it.
+//
+//     struct mg_mmap * m = mg_mmap_open("weights.bin");
+//     t->data = (char *) m->addr + offset;   // a tensor whose data is the file
+//
+// mmap asks the kernel to make the file appear in our address space. No byte
+// is read until it is touched: the first touch of each page is a page fault
+// that the kernel serves from its page cache (a minor fault) or from disk (a
+// major fault). Loading a 4 GB model this way takes milliseconds, and two
+// processes mapping the same file share one copy in RAM (llama-mmap.cpp).
+#pragma once
+
+#include <stddef.h>
+
+struct mg_mmap {
+    void * addr;   // the first byte of the file
+    size_t size;   // the file's size in bytes
+};
+
+// Map a whole file read-only. NULL, with mg_last_error() naming the file and
+// the reason, if it cannot be opened or mapped.
+struct mg_mmap * mg_mmap_open(const char * path);
+void             mg_mmap_close(struct mg_mmap * m);
+
+// Page faults of this process so far (getrusage): minor = served from RAM,
+// major = had to wait for the disk.
+void mg_page_faults(long * minor, long * major);

@@ -1,0 +1,361 @@
+//@file 07
+// vec.c - dot products of a weight row with a converted activation row, the
+// scalar way ggml-cpu computes them (vec.cpp, quants.c: *_generic).
+//
+// The integer part of each block (the sum of code products) is exact, so its
+// order does not matter. The float part does: every kernel below turns its
+// integer sums into floats in ggml's order, written out as in ggml, so that
+// a learner can compare line by line and so that results agree to the bit.
+#include "vec.h"
+
+// ---------------------------------------------------------------------------
+// Float rows
+// ---------------------------------------------------------------------------
+
+// ggml's non-SIMD build sums these float products in double; its SIMD builds
+// (x86 included) sum them in float lanes. We keep one float accumulator, summed
+// in order: the simplest float order, and what a naive matmul loop computes.
+void mg_vec_dot_f32(int64_t n, float * s, const void * vx, const void * vy) {
+    const float * x   = vx;
+    const float * y   = vy;
+    float         sum = 0.0f;
+    for (int64_t i = 0; i < n; i++) sum += x[i] * y[i];
+    *s = sum;
+}
+
+// ggml_vec_dot_f16, scalar path: each product is rounded to float, the sum is
+// kept in double.
+void mg_vec_dot_f16(int64_t n, float * s, const void * vx, const void * vy) {
+    const mg_fp16_t * x   = vx;
+    const mg_fp16_t * y   = vy;
+    double            sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double) (mg_fp16_to_fp32(x[i]) * mg_fp16_to_fp32(y[i]));
+    *s = (float) sum;
+}
+//@+ 09 vec-k-quants
+
+// ggml_vec_dot_bf16, scalar path: as F16.
+void mg_vec_dot_bf16(int64_t n, float * s, const void * vx, const void * vy) {
+    const mg_bf16_t * x   = vx;
+    const mg_bf16_t * y   = vy;
+    double            sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double) (mg_bf16_to_fp32(x[i]) * mg_bf16_to_fp32(y[i]));
+    *s = (float) sum;
+}
+//@- 09 vec-k-quants
+
+// ---------------------------------------------------------------------------
+// 32-element blocks x Q8_0. Per block: S = sum of (weight code) * (activation
+// code), exact in int; then one or two float multiplies by the F16 scales.
+// ---------------------------------------------------------------------------
+
+// ggml_vec_dot_q4_0_q8_0_generic: acc += (S * dW) * dA.
+void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q4_0 * x    = vx;
+    const struct mg_block_q8_0 * y    = vy;
+    float                        sumf = 0;
+    for (int64_t b = 0; b < n / MG_QK4_0; b++) {
+        int sumi = 0;
+        for (int j = 0; j < MG_QK4_0 / 2; j++) {
+            sumi += ((x[b].qs[j] & 0xf) - 8) * y[b].qs[j];
+            sumi += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + MG_QK4_0 / 2];
+        }
+        sumf += sumi * mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d);
+    }
+    *s = sumf;
+}
+
+// ggml_vec_dot_q8_0_q8_0_generic: acc += S * (dW * dA).
+void mg_vec_dot_q8_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q8_0 * x    = vx;
+    const struct mg_block_q8_0 * y    = vy;
+    float                        sumf = 0;
+    for (int64_t b = 0; b < n / MG_QK8_0; b++) {
+        int sumi = 0;
+        for (int j = 0; j < MG_QK8_0; j++) sumi += x[b].qs[j] * y[b].qs[j];
+        sumf += sumi * (mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d));
+    }
+    *s = sumf;
+}
+//@+ full more-quants
+
+// ggml_vec_dot_q5_0_q8_0_generic: acc += (dW * dA) * S.
+void mg_vec_dot_q5_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q5_0 * x    = vx;
+    const struct mg_block_q8_0 * y    = vy;
+    float                        sumf = 0;
+    for (int64_t b = 0; b < n / MG_QK5_0; b++) {
+        int sumi = 0;
+        for (int j = 0; j < MG_QK5_0 / 2; j++) {
+            const int q0 = ((x[b].qs[j] & 0xf) | (mg_qh_bit(x[b].qh, j) << 4)) - 16;
+            const int q1 = ((x[b].qs[j] >> 4) | (mg_qh_bit(x[b].qh, j + MG_QK5_0 / 2) << 4)) - 16;
+            sumi += q0 * y[b].qs[j] + q1 * y[b].qs[j + MG_QK5_0 / 2];
+        }
+        sumf += (mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d)) * sumi;
+    }
+    *s = sumf;
+}
+
+// ggml_vec_dot_iq4_nl_q8_0_generic: acc += (dA * dW) * S, S over table values.
+void mg_vec_dot_iq4_nl_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_iq4_nl * x    = vx;
+    const struct mg_block_q8_0 *   y    = vy;
+    float                          sumf = 0;
+    for (int64_t b = 0; b < n / MG_QK4_NL; b++) {
+        const float d    = mg_fp16_to_fp32(y[b].d) * mg_fp16_to_fp32(x[b].d);
+        int         sumi = 0;
+        for (int j = 0; j < MG_QK4_NL / 2; j++) {
+            sumi += y[b].qs[j] * mg_kvalues_iq4nl[x[b].qs[j] & 0xf];
+            sumi += y[b].qs[j + MG_QK4_NL / 2] * mg_kvalues_iq4nl[x[b].qs[j] >> 4];
+        }
+        sumf += d * sumi;
+    }
+    *s = sumf;
+}
+
+// ---------------------------------------------------------------------------
+// Blocks with a min x Q8_1. Per block the weights are q*dW + mW, so
+//   sum_i (q_i dW + mW) * a_i dA = (dW dA) * S + mW * (dA sum_i a_i)
+// and Q8_1 carries sA = dA * sum_i a_i ready-made.
+// ---------------------------------------------------------------------------
+
+// ggml_vec_dot_q4_1_q8_1_generic: acc += (dW * dA) * S + mW * sA.
+void mg_vec_dot_q4_1_q8_1(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q4_1 * x    = vx;
+    const struct mg_block_q8_1 * y    = vy;
+    float                        sumf = 0;
+    for (int64_t b = 0; b < n / MG_QK4_1; b++) {
+        int sumi = 0;
+        for (int j = 0; j < MG_QK4_1 / 2; j++) {
+            sumi += (x[b].qs[j] & 0xf) * y[b].qs[j] + (x[b].qs[j] >> 4) * y[b].qs[j + MG_QK4_1 / 2];
+        }
+        sumf += (mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d)) * sumi +
+                mg_fp16_to_fp32(x[b].m) * mg_fp16_to_fp32(y[b].s);
+    }
+    *s = sumf;
+}
+
+// ggml_vec_dot_q5_1_q8_1_generic: as Q4_1.
+void mg_vec_dot_q5_1_q8_1(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q5_1 * x    = vx;
+    const struct mg_block_q8_1 * y    = vy;
+    float                        sumf = 0;
+    for (int64_t b = 0; b < n / MG_QK5_1; b++) {
+        int sumi = 0;
+        for (int j = 0; j < MG_QK5_1 / 2; j++) {
+            const int q0 = (x[b].qs[j] & 0xf) | (mg_qh_bit(x[b].qh, j) << 4);
+            const int q1 = (x[b].qs[j] >> 4) | (mg_qh_bit(x[b].qh, j + MG_QK5_1 / 2) << 4);
+            sumi += q0 * y[b].qs[j] + q1 * y[b].qs[j + MG_QK5_1 / 2];
+        }
+        sumf += (mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d)) * sumi +
+                mg_fp16_to_fp32(x[b].m) * mg_fp16_to_fp32(y[b].s);
+    }
+    *s = sumf;
+}
+//@- full more-quants
+//@+ 09 vec-k-quants
+
+// ---------------------------------------------------------------------------
+// K-quants x Q8_K. The integer sums go into 8 lanes (element e into lane e % 8,
+// the shape of ggml's loop, which compilers vectorize), each lane times its
+// sub-block scale. Per super-block, each lane is scaled by dW * dA and added
+// to a float lane; the 8 float lanes are summed only at the very end. The
+// mins of Q4_K/Q5_K come off per super-block through Q8_K's bsums.
+// ---------------------------------------------------------------------------
+
+static void add_lanes(float lanes[8], float d, const int32_t isum[8]) {
+    for (int l = 0; l < 8; l++) lanes[l] += d * isum[l];
+}
+
+static float sum_lanes(float acc, const float lanes[8]) {
+    for (int l = 0; l < 8; l++) acc += lanes[l];
+    return acc;
+}
+
+// ggml_vec_dot_q4_K_q8_K_generic.
+void mg_vec_dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q4_K * x        = vx;
+    const struct mg_block_q8_K * y        = vy;
+    float                        lanes[8] = {0};
+    float                        sumf     = 0;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        uint8_t sc[8], m[8];
+        for (int j = 0; j < 8; j++) mg_get_scale_min_k4(j, x[i].scales, &sc[j], &m[j]);
+
+        int32_t        isum[8] = {0};
+        const int8_t * q8      = y[i].qs;
+        for (int c = 0; c < 4; c++) {   // chunk c: sub-blocks 2c (low nibbles) and 2c+1 (high)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t byte = x[i].qs[32 * c + l];
+                isum[l % 8] += sc[2 * c] * ((byte & 0xf) * q8[64 * c + l]);
+                isum[l % 8] += sc[2 * c + 1] * ((byte >> 4) * q8[64 * c + 32 + l]);
+            }
+        }
+        int summ = 0;   // sum over 16-element groups of (their min) * (their activation sum)
+        for (int j = 0; j < 16; j++) summ += y[i].bsums[j] * m[j / 2];
+
+        add_lanes(lanes, mg_fp16_to_fp32(x[i].d) * y[i].d, isum);
+        const float dmin = mg_fp16_to_fp32(x[i].dmin) * y[i].d;
+        sumf -= dmin * summ;
+    }
+    *s = sum_lanes(sumf, lanes);
+}
+
+// ggml_vec_dot_q6_K_q8_K_generic.
+void mg_vec_dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q6_K * x        = vx;
+    const struct mg_block_q8_K * y        = vy;
+    float                        lanes[8] = {0};
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        int32_t isum[8] = {0};
+        for (int h = 0; h < 2; h++) {   // each half of 128 elements
+            const uint8_t * ql = x[i].ql + 64 * h;
+            const uint8_t * qh = x[i].qh + 32 * h;
+            const int8_t *  sc = x[i].scales + 8 * h;
+            const int8_t *  q8 = y[i].qs + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                const int is = l / 16;
+                const int q0 = ((ql[l] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                const int q1 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                const int q2 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                const int q3 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                isum[l % 8] += sc[is + 0] * (q0 * q8[l]);
+                isum[l % 8] += sc[is + 2] * (q1 * q8[l + 32]);
+                isum[l % 8] += sc[is + 4] * (q2 * q8[l + 64]);
+                isum[l % 8] += sc[is + 6] * (q3 * q8[l + 96]);
+            }
+        }
+        add_lanes(lanes, mg_fp16_to_fp32(x[i].d) * y[i].d, isum);
+    }
+    *s = sum_lanes(0.0f, lanes);
+}
+//@- 09 vec-k-quants
+//@+ full more-quants
+
+// ggml_vec_dot_q2_K_q8_K_generic: no lanes; per super-block
+// acc += (dA * dW) * S - (dA * dminW) * sum_j bsums_j * m_j.
+void mg_vec_dot_q2_K_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q2_K * x    = vx;
+    const struct mg_block_q8_K * y    = vy;
+    float                        sumf = 0;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        const uint8_t * sc   = x[i].scales;
+        int             summ = 0;
+        for (int j = 0; j < 16; j++) summ += y[i].bsums[j] * (sc[j] >> 4);
+
+        int isum = 0;
+        for (int e = 0; e < MG_QK_K; e++) {   // e = 128h + 32k + l
+            const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+            const int q = (x[i].qs[32 * h + l] >> (2 * k)) & 3;
+            isum += (sc[e / 16] & 0xf) * (q * y[i].qs[e]);
+        }
+        const float dall = y[i].d * mg_fp16_to_fp32(x[i].d);
+        const float dmin = y[i].d * mg_fp16_to_fp32(x[i].dmin);
+        sumf += dall * isum - dmin * summ;
+    }
+    *s = sumf;
+}
+
+// ggml_vec_dot_q3_K_q8_K_generic.
+void mg_vec_dot_q3_K_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q3_K * x        = vx;
+    const struct mg_block_q8_K * y        = vy;
+    float                        lanes[8] = {0};
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        int32_t isum[8] = {0};
+        for (int e = 0; e < MG_QK_K; e++) {   // e = 128h + 32k + l
+            const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+            const int low2 = (x[i].qs[32 * h + l] >> (2 * k)) & 3;
+            const int high = (x[i].hmask[l] >> (e / 32)) & 1;
+            const int q    = low2 - (high ? 0 : 4);
+            isum[e % 8] += mg_q3_K_scale(x[i].scales, e / 16) * (q * y[i].qs[e]);
+        }
+        add_lanes(lanes, mg_fp16_to_fp32(x[i].d) * y[i].d, isum);
+    }
+    *s = sum_lanes(0.0f, lanes);
+}
+
+// ggml_vec_dot_q5_K_q8_K_generic: Q4_K with a 5th bit.
+void mg_vec_dot_q5_K_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q5_K * x        = vx;
+    const struct mg_block_q8_K * y        = vy;
+    float                        lanes[8] = {0};
+    float                        sumf     = 0;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        uint8_t sc[8], m[8];
+        for (int j = 0; j < 8; j++) mg_get_scale_min_k4(j, x[i].scales, &sc[j], &m[j]);
+
+        int32_t        isum[8] = {0};
+        const int8_t * q8      = y[i].qs;
+        for (int c = 0; c < 4; c++) {
+            for (int l = 0; l < 32; l++) {
+                const uint8_t byte = x[i].qs[32 * c + l];
+                const int     q_lo = (byte & 0xf) + 16 * ((x[i].qh[l] >> (2 * c)) & 1);
+                const int     q_hi = (byte >> 4) + 16 * ((x[i].qh[l] >> (2 * c + 1)) & 1);
+                isum[l % 8] += sc[2 * c] * (q_lo * q8[64 * c + l]);
+                isum[l % 8] += sc[2 * c + 1] * (q_hi * q8[64 * c + 32 + l]);
+            }
+        }
+        int summ = 0;
+        for (int j = 0; j < 16; j++) summ += y[i].bsums[j] * m[j / 2];
+
+        add_lanes(lanes, mg_fp16_to_fp32(x[i].d) * y[i].d, isum);
+        const float dmin = mg_fp16_to_fp32(x[i].dmin) * y[i].d;
+        sumf -= dmin * summ;
+    }
+    *s = sum_lanes(sumf, lanes);
+}
+//@- full more-quants
+
+// ---------------------------------------------------------------------------
+// The table (ggml-cpu.c, type_traits_cpu[]). from_float says how mul_mat
+// converts the activations for this weight type, vec_dot how it multiplies.
+// ---------------------------------------------------------------------------
+
+static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
+    [MG_TYPE_F32] = {.from_float = NULL, .vec_dot = mg_vec_dot_f32, .vec_dot_type = MG_TYPE_F32},
+    [MG_TYPE_F16] = {.from_float = mg_fp32_to_fp16_row, .vec_dot = mg_vec_dot_f16, .vec_dot_type = MG_TYPE_F16},
+    [MG_TYPE_Q4_0] = {
+        .from_float = mg_quantize_row_q8_0, .vec_dot = mg_vec_dot_q4_0_q8_0, .vec_dot_type = MG_TYPE_Q8_0,
+    },
+    [MG_TYPE_Q8_0] = {
+        .from_float = mg_quantize_row_q8_0, .vec_dot = mg_vec_dot_q8_0_q8_0, .vec_dot_type = MG_TYPE_Q8_0,
+    },
+    //@+ 09 vec-k-quants
+    [MG_TYPE_BF16] = {.from_float = mg_fp32_to_bf16_row, .vec_dot = mg_vec_dot_bf16, .vec_dot_type = MG_TYPE_BF16},
+    [MG_TYPE_Q4_K] = {
+        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q4_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
+    },
+    [MG_TYPE_Q6_K] = {
+        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q6_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
+    },
+    //@- 09 vec-k-quants
+    //@+ full more-quants
+    [MG_TYPE_Q4_1] = {
+        .from_float = mg_quantize_row_q8_1, .vec_dot = mg_vec_dot_q4_1_q8_1, .vec_dot_type = MG_TYPE_Q8_1,
+    },
+    [MG_TYPE_Q5_0] = {
+        .from_float = mg_quantize_row_q8_0, .vec_dot = mg_vec_dot_q5_0_q8_0, .vec_dot_type = MG_TYPE_Q8_0,
+    },
+    [MG_TYPE_Q5_1] = {
+        .from_float = mg_quantize_row_q8_1, .vec_dot = mg_vec_dot_q5_1_q8_1, .vec_dot_type = MG_TYPE_Q8_1,
+    },
+    [MG_TYPE_Q2_K] = {
+        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q2_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
+    },
+    [MG_TYPE_Q3_K] = {
+        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q3_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
+    },
+    [MG_TYPE_Q5_K] = {
+        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q5_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
+    },
+    [MG_TYPE_IQ4_NL] = {
+        .from_float = mg_quantize_row_q8_0, .vec_dot = mg_vec_dot_iq4_nl_q8_0, .vec_dot_type = MG_TYPE_Q8_0,
+    },
+    //@- full more-quants
+};
+
+const struct mg_type_traits_cpu * mg_get_type_traits_cpu(enum mg_type type) {
+    if ((int) type < 0 || type >= MG_TYPE_COUNT || type_traits_cpu[type].vec_dot == NULL) return NULL;
+    return &type_traits_cpu[type];
+}

@@ -1,0 +1,562 @@
+// test_chapgen.c - tests of tools/chapgen, the chapter generator.
+//
+// The tests run the chapgen binary the way make does and look at what it
+// writes, prints and returns. The fixture (tests/tools/fixture/) holds a small
+// full/ tree that uses every marker, its chapters.list (01 one, 02 two,
+// 03 three), a chapters/ directory as it is before a run (hand-written files
+// and stale generated ones), and expected/: what chapters/ must be after the
+// run, written by hand.
+//
+// Build and run from the project root (make test-tools does the same). One
+// command; -D_DEFAULT_SOURCE is for harness.c, which uses M_PI:
+//
+//   gcc -std=c11 -Wall -Wextra -Werror -o /tmp/chapgen tools/chapgen.c && gcc -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -DMG_TEST_ROOT='"/work/main"' -DCHAPGEN_BIN='"/tmp/chapgen"' -DCHAPGEN_FIXTURE='"/work/main/tests/tools/fixture"' -Itests tests/tools/test_chapgen.c tests/harness.c $(pkg-config --cflags --libs check) -lm -o /tmp/test_chapgen && /tmp/test_chapgen
+
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700   // popen, mkdtemp, nftw, utimensat
+#endif
+
+#include "harness.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CHAPGEN_BIN
+#error "CHAPGEN_BIN must name the chapgen binary"
+#endif
+#ifndef CHAPGEN_FIXTURE
+#error "CHAPGEN_FIXTURE must name tests/tools/fixture"
+#endif
+
+#define FIXTURE(rel) CHAPGEN_FIXTURE "/" rel
+#define LIST         FIXTURE("chapters.list")
+#define OLD_TIME     1000000000   // 2001-09-09: a timestamp no run can produce
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+// Runs a shell command built like printf; returns its exit status and, in
+// *output (the caller frees), what it printed on stdout and stderr.
+static int run(char ** output, const char * fmt, ...) {
+    char cmd[4096];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, args);
+    va_end(args);
+    strncat(cmd, " 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+    FILE * p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "cannot run %s", cmd);
+    size_t len = 0, cap = 4096;
+    char * text = malloc(cap);
+    for (size_t n; (n = fread(text + len, 1, cap - len - 1, p)) > 0;) {
+        len += n;
+        if (cap - len < 1024) text = realloc(text, cap *= 2);
+    }
+    text[len] = '\0';
+    int status = pclose(p);
+    if (output) *output = text;
+    else        free(text);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static char * temp_dir(void) {
+    const char * base = getenv("TMPDIR");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/test_chapgen.XXXXXX", base && *base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(path));
+    return strdup(path);
+}
+
+static int remove_entry(const char * path, const struct stat * st, int flag, struct FTW * ftw) {
+    (void) st, (void) flag, (void) ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_tree(char * dir) {
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(dir);
+}
+
+static const char * join(const char * dir, const char * rel) {
+    static char path[4][2048];
+    static int next;
+    char * p = path[next++ % 4];   // a few results may be alive at once
+    snprintf(p, sizeof(path[0]), "%s/%s", dir, rel);
+    return p;
+}
+
+// Writes text to path, creating the directories on the way.
+static void write_text(const char * path, const char * text) {
+    char dir[2048];
+    snprintf(dir, sizeof(dir), "%s", path);
+    for (char * slash = strchr(dir + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        mkdir(dir, 0777);
+        *slash = '/';
+    }
+    FILE * f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char * read_text(const char * path) {
+    return mg_test_read_file(path, NULL);
+}
+
+static bool exists(const char * path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static time_t mtime_of(const char * path) {
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    return st.st_mtime;
+}
+
+static void set_old_mtime(const char * path) {
+    struct timespec times[2] = { { OLD_TIME, 0 }, { OLD_TIME, 0 } };
+    ck_assert_int_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+}
+
+// The regular files of a tree, as sorted relative paths (hidden ones too).
+struct file_list {
+    char * paths[256];
+    int n;
+};
+
+static struct file_list * listing;
+static size_t listing_base;
+
+static int list_entry(const char * path, const struct stat * st, int flag, struct FTW * ftw) {
+    (void) st, (void) ftw;
+    if (flag == FTW_F && listing->n < 256) listing->paths[listing->n++] = strdup(path + listing_base + 1);
+    return 0;
+}
+
+static int compare_paths(const void * a, const void * b) {
+    return strcmp(*(char * const *) a, *(char * const *) b);
+}
+
+static void list_files(const char * dir, struct file_list * out) {
+    out->n = 0;
+    listing = out;
+    listing_base = strlen(dir);
+    nftw(dir, list_entry, 16, FTW_PHYS);
+    qsort(out->paths, (size_t) out->n, sizeof(char *), compare_paths);
+}
+
+// Compares two trees file by file; returns the number of differences and
+// describes them in report.
+static int tree_diff(const char * tree_a, const char * tree_b, char * report, size_t size) {
+    char a[1024], b[1024];   // the arguments may be join() results, which join() reuses
+    snprintf(a, sizeof(a), "%s", tree_a);
+    snprintf(b, sizeof(b), "%s", tree_b);
+    struct file_list fa, fb;
+    list_files(a, &fa);
+    list_files(b, &fb);
+    int differences = 0, i = 0, j = 0;
+    report[0] = '\0';
+    while (i < fa.n || j < fb.n) {
+        int order = i == fa.n ? 1 : j == fb.n ? -1 : strcmp(fa.paths[i], fb.paths[j]);
+        char line[2560] = "";
+        if (order < 0) {
+            snprintf(line, sizeof(line), "only in %s: %s\n", a, fa.paths[i++]);
+        } else if (order > 0) {
+            snprintf(line, sizeof(line), "only in %s: %s\n", b, fb.paths[j++]);
+        } else {
+            size_t na, nb;
+            char * x = mg_test_read_file(join(a, fa.paths[i]), &na);
+            char * y = mg_test_read_file(join(b, fb.paths[j]), &nb);
+            if (!x || !y || na != nb || memcmp(x, y, na) != 0)
+                snprintf(line, sizeof(line), "differs: %s\n", fa.paths[i]);
+            free(x), free(y);
+            i++, j++;
+        }
+        if (line[0]) {
+            differences++;
+            strncat(report, line, size - strlen(report) - 1);
+        }
+    }
+    for (int k = 0; k < fa.n; k++) free(fa.paths[k]);
+    for (int k = 0; k < fb.n; k++) free(fb.paths[k]);
+    return differences;
+}
+
+// A copy of one of the fixture's chapter trees in a fresh temporary directory.
+static char * copy_of(const char * fixture_dir) {
+    char * dir = temp_dir();
+    ck_assert_int_eq(run(NULL, "cp -R '%s' '%s/chapters'", fixture_dir, dir), 0);
+    return dir;
+}
+
+static int chapgen(char ** output, const char * options, const char * chapters_dir) {
+    return run(output, "'%s' %s --list '%s' '%s' '%s'", CHAPGEN_BIN, options, LIST, FIXTURE("full"),
+               chapters_dir);
+}
+
+// ---------------------------------------------------------------------------
+// Generating the fixture
+
+START_TEST(test_generates_the_expected_tree) {
+    char * dir = copy_of(FIXTURE("chapters"));
+    char * out;
+    int status = chapgen(&out, "", join(dir, "chapters"));
+    ck_assert_msg(status == 0, "chapgen failed (%d): %s", status, out);
+    char report[4096];
+    int differences = tree_diff(join(dir, "chapters"), FIXTURE("expected"), report, sizeof(report));
+    ck_assert_msg(differences == 0, "chapters/ differs from expected/:\n%s", report);
+    ck_assert_ptr_nonnull(strstr(out, "01_one         4 written, 0 unchanged, 2 deleted"));
+    free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_second_run_changes_nothing) {
+    char * dir = copy_of(FIXTURE("expected"));
+    char * out;
+    ck_assert_int_eq(chapgen(&out, "", join(dir, "chapters")), 0);
+    ck_assert_ptr_null(strstr(out, "1 written"));
+    ck_assert_ptr_nonnull(strstr(out, "03_three       0 written, 5 unchanged, 0 deleted"));
+    char report[4096];
+    ck_assert_msg(tree_diff(join(dir, "chapters"), FIXTURE("expected"), report, sizeof(report)) == 0,
+                  "%s", report);
+    free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_unchanged_files_keep_their_mtime) {
+    char * dir = copy_of(FIXTURE("expected"));
+    char chapter[1024];
+    snprintf(chapter, sizeof(chapter), "%s/chapters/02_two", dir);
+    set_old_mtime(join(chapter, "tensor.c"));
+    set_old_mtime(join(chapter, "README.md"));
+    write_text(join(chapter, "arena.c"), "// Generated from full/arena.c by hand: out of date\n");
+    set_old_mtime(join(chapter, "arena.c"));
+
+    char * out;
+    ck_assert_int_eq(chapgen(&out, "", join(dir, "chapters")), 0);
+    ck_assert_ptr_nonnull(strstr(out, "02_two         1 written, 3 unchanged, 0 deleted"));
+    ck_assert_int_eq(mtime_of(join(chapter, "tensor.c")), OLD_TIME);
+    ck_assert_int_eq(mtime_of(join(chapter, "README.md")), OLD_TIME);
+    ck_assert_int_ne(mtime_of(join(chapter, "arena.c")), OLD_TIME);
+    char * arena = read_text(join(chapter, "arena.c"));
+    char * want = read_text(FIXTURE("expected/02_two/arena.c"));
+    ck_assert_str_eq(arena, want);
+    free(arena), free(want), free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_hand_written_files_untouched_stale_ones_deleted) {
+    char * dir = copy_of(FIXTURE("chapters"));
+    char chapters[1024];
+    snprintf(chapters, sizeof(chapters), "%s/chapters", dir);
+    // A directory with a hand-written file and a stale generated one: the
+    // generated file goes, the directory stays.
+    write_text(join(chapters, "02_two/sub/keep.txt"), "hand-written\n");
+    write_text(join(chapters, "02_two/sub/old.c"),
+               "// Generated from full/sub/old.c by tools/chapgen: edit full/sub/old.c, then run make chapters.\n");
+    set_old_mtime(join(chapters, "01_one/Makefile"));
+    set_old_mtime(join(chapters, "02_two/notes.txt"));
+    set_old_mtime(join(chapters, "03_three/README.md"));
+
+    ck_assert_int_eq(chapgen(NULL, "", chapters), 0);
+    ck_assert(!exists(join(chapters, "01_one/stale.c")));
+    ck_assert(!exists(join(chapters, "01_one/gone/gone.h")));
+    ck_assert_msg(!exists(join(chapters, "01_one/gone")), "the emptied directory should be removed");
+    ck_assert(!exists(join(chapters, "02_two/sub/old.c")));
+    ck_assert(exists(join(chapters, "02_two/sub/keep.txt")));
+    ck_assert_int_eq(mtime_of(join(chapters, "01_one/Makefile")), OLD_TIME);
+    ck_assert_int_eq(mtime_of(join(chapters, "02_two/notes.txt")), OLD_TIME);
+    ck_assert_int_eq(mtime_of(join(chapters, "03_three/README.md")), OLD_TIME);
+    char * notes = read_text(join(chapters, "02_two/notes.txt"));
+    char * want = read_text(FIXTURE("chapters/02_two/notes.txt"));
+    ck_assert_str_eq(notes, want);
+    free(notes), free(want);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_snippets_are_filled_and_dedented) {
+    char * dir = copy_of(FIXTURE("chapters"));
+    ck_assert_int_eq(chapgen(NULL, "", join(dir, "chapters")), 0);
+    char * readme = read_text(join(dir, "chapters/02_two/README.md"));
+    ck_assert_ptr_null(strstr(readme, "stale text"));
+    // The views block as chapter 02 has it: the nested chapter-03 check is not there.
+    ck_assert_ptr_nonnull(strstr(readme, "```c\n// Views arrive in chapter 02.\n"
+                                         "int tensor_view(int x) {\n    int y = x;\n    return y;\n}\n```\n"));
+    // The better block sits 4 spaces deep in full/tensor.c; the snippet starts at the margin.
+    ck_assert_ptr_nonnull(strstr(readme, "```c\nreturn n * (n + 1) / 2;\n```\n<!-- /snippet -->\n"));
+    free(readme);
+    remove_tree(dir);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// --check
+
+START_TEST(test_check_reports_fresh) {
+    char * out;
+    ck_assert_int_eq(chapgen(&out, "--check", FIXTURE("expected")), 0);
+    ck_assert_ptr_nonnull(strstr(out, "chapgen: chapters are fresh (13 files)"));
+    free(out);
+}
+END_TEST
+
+// A check of a copy of expected/ after one change: it must fail, name the file,
+// and leave the copy as it was.
+static void check_finds(void (*change)(const char * chapters), const char * what, const char * file) {
+    char * dir = copy_of(FIXTURE("expected"));
+    char chapters[1024];
+    snprintf(chapters, sizeof(chapters), "%s/chapters", dir);
+    change(chapters);
+    char after[4096];
+    char * snapshot = temp_dir();
+    ck_assert_int_eq(run(NULL, "cp -R '%s' '%s/copy'", chapters, snapshot), 0);
+
+    char * out;
+    ck_assert_int_eq(chapgen(&out, "--check", chapters), 1);
+    char line[2048];
+    snprintf(line, sizeof(line), "%s/%s", chapters, file);
+    ck_assert_msg(strstr(out, what) && strstr(out, line), "expected '%s' and '%s' in:\n%s", what, line, out);
+    ck_assert_ptr_nonnull(strstr(out, "chapgen: STALE: 1 file out of date"));
+    ck_assert_ptr_nonnull(strstr(out, "run make chapters"));
+    ck_assert_msg(tree_diff(chapters, join(snapshot, "copy"), after, sizeof(after)) == 0,
+                  "--check changed chapters/:\n%s", after);
+    free(out);
+    remove_tree(snapshot);
+    remove_tree(dir);
+}
+
+static void modify_tensor_c(const char * chapters) {
+    write_text(join(chapters, "02_two/tensor.c"),
+               "// Generated from full/tensor.c by tools/chapgen: edit full/tensor.c, then run make chapters.\n"
+               "int edited_by_hand;\n");
+}
+static void delete_late_h(const char * chapters) { ck_assert_int_eq(unlink(join(chapters, "03_three/late.h")), 0); }
+static void add_generated_file(const char * chapters) {
+    write_text(join(chapters, "01_one/demos/extra.c"),
+               "// Generated from full/demos/extra.c by tools/chapgen: edit full/demos/extra.c, then run make chapters.\n");
+}
+static void edit_snippet(const char * chapters) {
+    char * readme = read_text(join(chapters, "02_two/README.md"));
+    char * at = strstr(readme, "return n * (n + 1) / 2;");
+    ck_assert_ptr_nonnull(at);
+    at[0] = 'R';
+    write_text(join(chapters, "02_two/README.md"), readme);
+    free(readme);
+}
+
+START_TEST(test_check_finds_modified_file) { check_finds(modify_tensor_c, "differs", "02_two/tensor.c"); }
+END_TEST
+START_TEST(test_check_finds_missing_file) { check_finds(delete_late_h, "missing", "03_three/late.h"); }
+END_TEST
+START_TEST(test_check_finds_extra_file) { check_finds(add_generated_file, "extra", "01_one/demos/extra.c"); }
+END_TEST
+START_TEST(test_check_finds_stale_snippet) { check_finds(edit_snippet, "stale snippets", "02_two/README.md"); }
+END_TEST
+
+START_TEST(test_check_ignores_hand_written_files_and_cleans_up) {
+    char * dir = copy_of(FIXTURE("expected"));
+    write_text(join(dir, "chapters/01_one/exercise.c"), "// written by a learner\n");
+    char * tmp = temp_dir();
+    char * out;
+    int status = run(&out, "TMPDIR='%s' '%s' --check --list '%s' '%s' '%s/chapters'", tmp, CHAPGEN_BIN, LIST,
+                     FIXTURE("full"), dir);
+    ck_assert_msg(status == 0, "%s", out);
+    struct file_list left;
+    list_files(tmp, &left);
+    ck_assert_msg(left.n == 0, "--check left %d files in TMPDIR, e.g. %s", left.n, left.n ? left.paths[0] : "");
+    ck_assert_msg(rmdir(tmp) == 0, "--check left a directory in TMPDIR");
+    free(tmp), free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Marker rules on small made-up trees
+
+// A tree with chapters 01 a, 02 b, 03 c and one source file; returns the
+// directory, to be removed by the caller.
+static char * tree_with(const char * rel, const char * text) {
+    char * dir = temp_dir();
+    write_text(join(dir, "chapters.list"), "01 a\n02 b\n03 c\n");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/full/%s", dir, rel);
+    write_text(path, text);
+    return dir;
+}
+
+static int chapgen_tree(char ** output, const char * dir) {
+    return run(output, "'%s' --list '%s/chapters.list' '%s/full' '%s/chapters'", CHAPGEN_BIN, dir, dir, dir);
+}
+
+START_TEST(test_plus_inside_old_ends_with_it) {
+    char * dir = tree_with("x.c", "//@file 01\n"
+                                  "#if 0 //@old 01..02 naive\n"
+                                  "int naive;\n"
+                                  "//@+ 02 tweak\n"
+                                  "int tweak;\n"
+                                  "//@- 02 tweak\n"
+                                  "#endif //@old naive\n"
+                                  "int always;\n");
+    char * out;
+    ck_assert_msg(chapgen_tree(&out, dir) == 0, "%s", out);
+    char * a = read_text(join(dir, "chapters/01_a/x.c"));
+    char * b = read_text(join(dir, "chapters/02_b/x.c"));
+    char * c = read_text(join(dir, "chapters/03_c/x.c"));
+    ck_assert_ptr_nonnull(strstr(a, ".\nint naive;\nint always;\n"));
+    ck_assert_ptr_nonnull(strstr(b, ".\nint naive;\nint tweak;\nint always;\n"));
+    ck_assert_ptr_nonnull(strstr(c, ".\nint always;\n"));
+    ck_assert_ptr_null(strstr(c, "tweak"));
+    free(a), free(b), free(c), free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+struct bad_case {
+    const char * file;    // below full/
+    const char * text;
+    const char * where;   // the file:line the message must start with
+    const char * says;    // and a phrase it must contain
+};
+
+static const struct bad_case bad_cases[] = {
+    { "bad.c", "//@file 01\n//@+ 02 alpha\nint a;\n//@- 02 beta\n", "full/bad.c:4: ", "does not close" },
+    { "bad.c", "//@file 01\n//@+ 02 alpha\nint a;\n//@- 03 alpha\n", "full/bad.c:4: ", "expected '//@- 02 alpha'" },
+    { "bad.c", "//@file 01\n#if 0 //@old 01..01 a\n//@- 01 a\n", "full/bad.c:3: ", "expected '#endif //@old a'" },
+    { "bad.c", "//@file 01\nint a;\n//@- 02 alpha\n", "full/bad.c:3: ", "no block is open" },
+    { "bad.c", "//@file 01\nint a;\n//@+ 02 alpha\nint b;\n", "full/bad.c:3: ", "never closed" },
+    { "bad.c", "//@file 01\n//@+ 03 outer\n//@+ 02 inner\n//@- 02 inner\n//@- 03 outer\n",
+      "full/bad.c:3: ", "does not narrow" },
+    { "bad.c", "//@file 01\n#if 0 //@old 01..02 old\n//@+ 03 later\n//@- 03 later\n#endif //@old old\n",
+      "full/bad.c:3: ", "does not narrow" },
+    { "bad.c", "//@file 01\n#if 0 //@old 01..02 old\n//@+ full later\n//@- full later\n#endif //@old old\n",
+      "full/bad.c:3: ", "does not narrow" },
+    { "bad.c", "//@file 01\n#if 0 //@old 01..01 a\n#if 0 //@old 01..02 b\n#endif //@old b\n#endif //@old a\n",
+      "full/bad.c:3: ", "does not narrow the enclosing '//@old 01..01 a' (line 2)" },
+    { "bad.c", "//@file 02\nint a;\n//@+ 01 early\n//@- 01 early\n", "full/bad.c:3: ", "outside the file" },
+    { "bad.c", "//@file 01\n//@+ 02 same\n//@+ 03 same\n//@- 03 same\n//@- 02 same\n",
+      "full/bad.c:3: ", "already open" },
+    { "bad.c", "//@file 01\n\n//@+ 07 alpha\n//@- 07 alpha\n", "full/bad.c:3: ", "not in" },
+    { "bad.c", "//@file 04\n", "full/bad.c:1: ", "not in" },
+    { "bad.c", "//@file 01\n//@+ 02\n", "full/bad.c:2: ", "malformed marker" },
+    { "bad.c", "//@file 01\n  //@plus 02 x\n", "full/bad.c:2: ", "malformed marker" },
+    { "bad.c", "//@file 01\n//@+ 02 x // why\n//@- 02 x\n", "full/bad.c:2: ", "malformed marker" },
+    { "bad.c", "//@file 01\n#if 0 //@old 01-02 x\n", "full/bad.c:2: ", "not a range" },
+    { "bad.c", "//@file 01\n#if 0 //@old 02..01 x\n", "full/bad.c:2: ", "ends before it starts" },
+    { "bad.c", "//@file 01\n//@+ 2 x\n", "full/bad.c:2: ", "two digits" },
+    { "bad.c", "//@file 01\n#endif //@old\n", "full/bad.c:2: ", "malformed marker" },
+    { "bad.c", "//@file 01\nint a;\n//@file 02\n", "full/bad.c:3: ", "first line" },
+    { "bad.c", "//@+ 02 x\n//@- 02 x\n", "full/bad.c:1: ", "must start with '//@file'" },
+    { "bad.c", "//@file 01..02\n", "full/bad.c:1: ", "belongs in full/retired/" },
+    { "retired/old.c", "//@file 01\n", "full/retired/old.c:1: ", "needs a last chapter" },
+    { "retired/old.c", "//@file full\n", "full/retired/old.c:1: ", "needs a last chapter" },
+};
+
+START_TEST(test_bad_input_is_an_error_at_file_line) {
+    const struct bad_case * bad = &bad_cases[_i];
+    char * dir = tree_with(bad->file, bad->text);
+    char * out;
+    int status = chapgen_tree(&out, dir);
+    ck_assert_msg(status == 2, "case %d: status %d, output:\n%s", _i, status, out);
+    char where[1024];
+    snprintf(where, sizeof(where), "%s/%s", dir, bad->where);
+    ck_assert_msg(strncmp(out, where, strlen(where)) == 0 && strstr(out, bad->says),
+                  "case %d: expected '%s' ... '%s', got:\n%s", _i, where, bad->says, out);
+    ck_assert_msg(!exists(join(dir, "chapters")), "case %d: wrote chapters/ despite the error", _i);
+    free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_two_files_landing_together_is_an_error) {
+    char * dir = tree_with("x.c", "//@file 02\n");
+    write_text(join(dir, "full/retired/x.c"), "//@file 01..02\n");
+    char * out;
+    ck_assert_int_eq(chapgen_tree(&out, dir), 2);
+    ck_assert_msg(strstr(out, "full/x.c:1: lands as x.c in chapter 02"), "%s", out);
+    free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_snippet_errors_name_the_readme_line) {
+    static const struct {
+        const char * snippet, * says;
+    } cases[] = {
+        { "<!-- snippet x.c views -->", "no block 'views' in chapter 01" },   // views comes in 02
+        { "<!-- snippet y.c views -->", "chapter 01 has no file y.c" },
+        { "<!-- snippet x.c -->", "expected '<!-- snippet FILE TAG -->'" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char * dir = tree_with("x.c", "//@file 01\nint x;\n//@+ 02 views\nint v;\n//@- 02 views\n");
+        char readme[512];
+        snprintf(readme, sizeof(readme), "# one\n\n%s\n```c\n```\n<!-- /snippet -->\n", cases[i].snippet);
+        write_text(join(dir, "chapters/01_a/README.md"), readme);
+        char * out;
+        ck_assert_int_eq(chapgen_tree(&out, dir), 2);
+        char where[1024];
+        snprintf(where, sizeof(where), "%s/chapters/01_a/README.md:3: ", dir);
+        ck_assert_msg(strstr(out, where) && strstr(out, cases[i].says), "expected '%s' ... '%s', got:\n%s",
+                      where, cases[i].says, out);
+        char * after = read_text(join(dir, "chapters/01_a/README.md"));
+        ck_assert_str_eq(after, readme);
+        free(after), free(out);
+        remove_tree(dir);
+    }
+}
+END_TEST
+
+START_TEST(test_usage_errors) {
+    char * out;
+    ck_assert_int_eq(run(&out, "'%s' --list '%s' '%s'", CHAPGEN_BIN, LIST, FIXTURE("full")), 2);
+    ck_assert_ptr_nonnull(strstr(out, "usage: chapgen"));
+    free(out);
+    ck_assert_int_eq(run(&out, "'%s' --list /nonexistent/chapters.list full chapters", CHAPGEN_BIN), 2);
+    ck_assert_ptr_nonnull(strstr(out, "/nonexistent/chapters.list"));
+    free(out);
+}
+END_TEST
+
+Suite * mg_test_suite(void) {
+    Suite * s = suite_create("chapgen");
+    TCase * gen = tcase_create("generate");
+    tcase_add_test(gen, test_generates_the_expected_tree);
+    tcase_add_test(gen, test_second_run_changes_nothing);
+    tcase_add_test(gen, test_unchanged_files_keep_their_mtime);
+    tcase_add_test(gen, test_hand_written_files_untouched_stale_ones_deleted);
+    tcase_add_test(gen, test_snippets_are_filled_and_dedented);
+    suite_add_tcase(s, gen);
+
+    TCase * check = tcase_create("check");
+    tcase_add_test(check, test_check_reports_fresh);
+    tcase_add_test(check, test_check_finds_modified_file);
+    tcase_add_test(check, test_check_finds_missing_file);
+    tcase_add_test(check, test_check_finds_extra_file);
+    tcase_add_test(check, test_check_finds_stale_snippet);
+    tcase_add_test(check, test_check_ignores_hand_written_files_and_cleans_up);
+    suite_add_tcase(s, check);
+
+    TCase * rules = tcase_create("rules");
+    tcase_add_test(rules, test_plus_inside_old_ends_with_it);
+    tcase_add_loop_test(rules, test_bad_input_is_an_error_at_file_line, 0,
+                        (int) (sizeof(bad_cases) / sizeof(bad_cases[0])));
+    tcase_add_test(rules, test_two_files_landing_together_is_an_error);
+    tcase_add_test(rules, test_snippet_errors_name_the_readme_line);
+    tcase_add_test(rules, test_usage_errors);
+    suite_add_tcase(s, rules);
+    return s;
+}
