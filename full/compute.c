@@ -428,6 +428,27 @@ static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * 
 }
 //@- 06 attention-ops
 
+//@+ 09 set-rows
+// Row r of src, converted to dst's type, into row idx[r] of dst.
+static void forward_set_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * src = dst->src[0];
+    const struct mg_tensor * idx = dst->src[1];
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(src), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        unravel_row(src, r, &i1, &i2, &i3);
+        const int32_t row = ((const int32_t *) idx->data)[r];
+        MG_ASSERT(row >= 0 && row < dst->ne[1] && "set_rows: row index out of range");
+        const char * rs = row_ptr(src, i1, i2, i3);
+        char *       rd = row_ptr(dst, row, 0, 0);
+        for (int64_t i0 = 0; i0 < src->ne[0]; i0++) {
+            convert_element(rs + i0 * src->nb[0], src->type, rd + i0 * dst->nb[0], dst->type);
+        }
+    }
+}
+//@- 09 set-rows
+
 // ---------------------------------------------------------------------------
 // Dispatch
 // ---------------------------------------------------------------------------
@@ -438,6 +459,12 @@ int64_t mg_compute_n_rows(const struct mg_tensor * t) {
         case MG_OP_CONT:
         case MG_OP_CPY:      return mg_nelements(t);
         case MG_OP_GET_ROWS: return t->src[1]->ne[0];
+        //@+ full fused-ops
+        case MG_OP_FLASH_ATTN: return t->src[0]->ne[1] * t->src[0]->ne[2];
+        //@- full fused-ops
+        //@+ 09 set-rows
+        case MG_OP_SET_ROWS: return mg_nrows(t->src[0]);
+        //@- 09 set-rows
         default:             return mg_nrows(t);
     }
 }
@@ -471,6 +498,9 @@ void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t
         //@+ 06 attention-ops
         case MG_OP_ROPE:      forward_rope(p, t);     break;
         //@- 06 attention-ops
+        //@+ 09 set-rows
+        case MG_OP_SET_ROWS:  forward_set_rows(p, t); break;
+        //@- 09 set-rows
         //@+ full fused-ops
         case MG_OP_SWIGLU:     mg_compute_forward_swiglu(p, t);     break;
         case MG_OP_FLASH_ATTN: mg_compute_forward_flash_attn(p, t); break;

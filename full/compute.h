@@ -46,6 +46,12 @@ bool mg_compute_needs_init(const struct mg_tensor * t);
 void mg_compute_forward_init(const struct mg_compute_params * params, struct mg_tensor * t);
 //@- 07 init-phase
 
+//@+ full fused-ops
+// Kernels of the fused ops (compute_fused.c).
+void mg_compute_forward_swiglu    (const struct mg_compute_params * params, struct mg_tensor * t);
+void mg_compute_forward_flash_attn(const struct mg_compute_params * params, struct mg_tensor * t);
+//@- full fused-ops
+
 // Compute t and everything it depends on, giving results their data from ctx.
 void mg_compute(struct mg_context * ctx, struct mg_tensor * t);
 

@@ -5,6 +5,7 @@
 #include "json.h"
 #include "tensor.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -436,7 +437,7 @@ struct mg_json * mg_json_parse(const char * text, size_t len, const char * name)
 struct mg_json * mg_json_parse_file(const char * path) {
     FILE * f = fopen(path, "rb");
     if (f == NULL) {
-        mg_set_error("%s: cannot open", path);
+        mg_set_error("%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;

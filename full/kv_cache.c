@@ -89,6 +89,37 @@ void mg_kv_cache_store(struct mg_context * ctx, struct mg_cgraph * g, struct mg_
              (long long) (pos0 + n_tokens - 1), (size_t) n_tokens * 2 * (size_t) n_embd * mg_type_size(kv->type));
 }
 
+//@+ 09 kv-store-rows
+void mg_kv_cache_store_rows(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv, int il,
+                            struct mg_tensor * k_cur, struct mg_tensor * v_cur, struct mg_tensor * k_idx,
+                            struct mg_tensor * v_idx) {
+    const int64_t n_embd   = (int64_t) kv->head_dim * kv->n_head_kv;
+    const int64_t n_tokens = k_cur->ne[2];
+    // K: token t's row goes to row k_idx[t].
+    struct mg_tensor * k_rows = mg_reshape_2d(ctx, k_cur, n_embd, n_tokens);
+    mg_build_forward_expand(g, mg_format_name(mg_set_rows(ctx, kv->k[il], k_rows, k_idx), "k_store-%d", il));
+    // V is transposed, so each value is a "row" of one element: value i of
+    // token t goes to element i*n_ctx + pos of the flattened cache.
+    struct mg_tensor * v_cache = mg_reshape_2d(ctx, kv->v[il], 1, n_embd * kv->n_ctx);
+    struct mg_tensor * v_vals  = mg_reshape_2d(ctx, v_cur, 1, n_embd * n_tokens);
+    mg_build_forward_expand(g, mg_format_name(mg_set_rows(ctx, v_cache, v_vals, v_idx), "v_store-%d", il));
+}
+
+void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor * k_idx, struct mg_tensor * v_idx,
+                                int pos0) {
+    const int64_t n_embd   = (int64_t) kv->head_dim * kv->n_head_kv;
+    const int64_t n_tokens = k_idx->ne[0];
+    MG_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv->n_ctx && v_idx->ne[0] == n_embd * n_tokens);
+    int32_t * k = k_idx->data;
+    int32_t * v = v_idx->data;
+    for (int64_t t = 0; t < n_tokens; t++) {
+        k[t] = (int32_t) (pos0 + t);
+        for (int64_t i = 0; i < n_embd; i++) v[t * n_embd + i] = (int32_t) (i * kv->n_ctx + pos0 + t);
+    }
+    mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
+}
+//@- 09 kv-store-rows
+
 struct mg_tensor * mg_kv_cache_k(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv) {
     const struct mg_tensor * k = kv->k[il];
     const size_t es = mg_type_size(kv->type);

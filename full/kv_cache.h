@@ -53,6 +53,18 @@ int mg_kv_cache_n_kv(const struct mg_kv_cache * kv, int pos_end);
 void mg_kv_cache_store(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv, int il,
                        struct mg_tensor * k_cur, struct mg_tensor * v_cur, int pos0);
 
+//@+ 09 kv-store-rows
+// The same store, with the positions read from inputs when the graph runs
+// (mg_set_rows), so that one built graph serves every decode step.
+// k_idx: I32 {T}; v_idx: I32 {head_dim * n_head_kv * T}; fill them with
+// mg_kv_cache_fill_store_idx before each compute.
+void mg_kv_cache_store_rows(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv, int il,
+                            struct mg_tensor * k_cur, struct mg_tensor * v_cur, struct mg_tensor * k_idx,
+                            struct mg_tensor * v_idx);
+void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor * k_idx, struct mg_tensor * v_idx,
+                                int pos0);
+//@- 09 kv-store-rows
+
 // Views of layer il's first n_kv positions, shaped for mg_attn:
 // K as {head_dim, n_kv, n_head_kv}, V as {n_kv, head_dim, n_head_kv}.
 struct mg_tensor * mg_kv_cache_k(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv);

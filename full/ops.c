@@ -222,6 +222,22 @@ struct mg_tensor * mg_rope(struct mg_context * ctx, struct mg_tensor * a, struct
 }
 //@- 06 attention-ops
 
+//@+ 09 set-rows
+struct mg_tensor * mg_set_rows(struct mg_context * ctx, struct mg_tensor * dst, struct mg_tensor * src,
+                               struct mg_tensor * idx) {
+    MG_ASSERT(src->type == MG_TYPE_F32 && (dst->type == MG_TYPE_F32 || dst->type == MG_TYPE_F16));
+    MG_ASSERT(src->ne[0] == dst->ne[0] && "rows must have the same length");
+    MG_ASSERT(idx->type == MG_TYPE_I32 && idx->ne[0] == mg_nrows(src) && "one index per row of src");
+    MG_ASSERT(dst->ne[2] == 1 && dst->ne[3] == 1 && mg_is_contiguous(idx));
+    struct mg_tensor * t = mg_view_tensor(ctx, dst);
+    t->op     = MG_OP_SET_ROWS;
+    t->src[0] = src;
+    t->src[1] = idx;
+    t->src[2] = dst;   // so that the graph holds the destination too
+    return t;
+}
+//@- 09 set-rows
+
 //@+ full fused-ops
 struct mg_tensor * mg_swiglu(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
     MG_ASSERT(mg_are_same_shape(a, b) && a->type == MG_TYPE_F32 && b->type == MG_TYPE_F32);

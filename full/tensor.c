@@ -192,6 +192,9 @@ static const char * const op_names[MG_OP_COUNT] = {
     //@+ 06 attention-ops
     [MG_OP_ROPE]      = "ROPE",
     //@- 06 attention-ops
+    //@+ 09 set-rows
+    [MG_OP_SET_ROWS]  = "SET_ROWS",
+    //@- 09 set-rows
     //@+ full fused-ops
     [MG_OP_SWIGLU]     = "SWIGLU",
     [MG_OP_FLASH_ATTN] = "FLASH_ATTN",
@@ -226,6 +229,9 @@ static const char * const op_symbols[MG_OP_COUNT] = {
     //@+ 06 attention-ops
     [MG_OP_ROPE]      = "rope(x)",
     //@- 06 attention-ops
+    //@+ 09 set-rows
+    [MG_OP_SET_ROWS]  = "y[i]=x",
+    //@- 09 set-rows
     //@+ full fused-ops
     [MG_OP_SWIGLU]     = "silu(x)*y",
     [MG_OP_FLASH_ATTN] = "flash_attn(q,k,v)",
@@ -238,11 +244,14 @@ static_assert(MG_OP_COUNT == 5, "a new op needs a name and a symbol above");
 #if 0 //@old 03..05 op-count
 static_assert(MG_OP_COUNT == 22, "a new op needs a name and a symbol above");
 #endif //@old op-count
-#if 0 //@old 06..09 op-count
+#if 0 //@old 06..08 op-count
 static_assert(MG_OP_COUNT == 23, "a new op needs a name and a symbol above");
 #endif //@old op-count
+#if 0 //@old 09..09 op-count
+static_assert(MG_OP_COUNT == 24, "a new op needs a name and a symbol above");
+#endif //@old op-count
 //@+ full op-count
-static_assert(MG_OP_COUNT == 25, "a new op needs a name and a symbol above");
+static_assert(MG_OP_COUNT == 26, "a new op needs a name and a symbol above");
 //@- full op-count
 
 const char * mg_op_name(enum mg_op op) {

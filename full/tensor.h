@@ -153,6 +153,9 @@ enum mg_op {
     //@+ 06 attention-ops
     MG_OP_ROPE,
     //@- 06 attention-ops
+    //@+ 09 set-rows
+    MG_OP_SET_ROWS,     // write src[0]'s rows into the rows of src[2] that src[1] names
+    //@- 09 set-rows
     //@+ full fused-ops
     MG_OP_SWIGLU,       // silu(src[0]) * src[1] in one pass
     MG_OP_FLASH_ATTN,   // softmax(Q K^T * scale + mask) V with an online softmax

@@ -55,7 +55,7 @@ struct mg_unicode_range {
 };
 extern const struct mg_unicode_range mg_unicode_ranges[];
 extern const int                     mg_unicode_n_ranges;
-extern const char                    mg_unicode_version[];   // "15.0.0"
+extern const char                    mg_unicode_version[];   // "15.0.0+15.1": see tools/gen_unicode.c
 
 // The flags of any code point (never 0: at least MG_UNICODE_UNDEFINED).
 uint16_t mg_unicode_flags(uint32_t cpt);

@@ -32,7 +32,7 @@ TEST_BINS := $(foreach t,$(TEST_SRCS),$(BUILD)/tests/$(notdir $(patsubst %/,%,$(
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 
-.PHONY: all lib demos run test graph clean deps tsan asan
+.PHONY: all lib demos run run-demo test graph clean deps tsan asan
 .DEFAULT_GOAL := all
 
 all: lib demos $(EXTRA_ALL)
@@ -51,9 +51,11 @@ $(BUILD)/demo_%: demos/%.c $(LIB) $(wildcard *.h)
 $(BUILD):
 	@mkdir -p $(BUILD)/tests
 
-# The traced demo of this chapter.
-run: $(BUILD)/demo_$(DEMO)
-	MG_TRACE=$(TRACE) ./$(BUILD)/demo_$(DEMO)
+# The traced demo of this chapter (full/ runs the engine instead: RUN_TARGET).
+RUN_TARGET ?= run-demo
+run: $(RUN_TARGET)
+run-demo: $(BUILD)/demo_$(DEMO)
+	MG_TRACE=$(TRACE) ./$(BUILD)/demo_$(DEMO) $(DEMO_ARGS)
 
 # Tests: each test_*.c is one Check suite (see tests/harness.h), built against
 # this chapter's library; then the README's demo excerpt is compared with the
@@ -77,7 +79,7 @@ test: deps $(TEST_BINS) $(BUILD)/demo_$(DEMO) $(BUILD)/readme_check
 	done; \
 	if [ -f README.md ]; then \
 		echo "== README.md excerpt vs ./$(BUILD)/demo_$(DEMO)"; \
-		MG_TRACE=$(TRACE) ./$(BUILD)/demo_$(DEMO) > $(BUILD)/demo.out 2>&1 && \
+		MG_TRACE=$(TRACE) ./$(BUILD)/demo_$(DEMO) $(DEMO_ARGS) > $(BUILD)/demo.out 2>&1 && \
 		./$(BUILD)/readme_check README.md $(BUILD)/demo.out || failed=1; \
 	fi; \
 	exit $$failed
@@ -85,7 +87,7 @@ test: deps $(TEST_BINS) $(BUILD)/demo_$(DEMO) $(BUILD)/readme_check
 # Graphviz drawings: the demo writes .dot files into build/dot, `dot` renders them.
 graph: $(BUILD)/demo_$(DEMO)
 	@mkdir -p $(BUILD)/dot
-	MG_DOT=$(BUILD)/dot ./$(BUILD)/demo_$(DEMO) > /dev/null
+	MG_DOT=$(BUILD)/dot ./$(BUILD)/demo_$(DEMO) $(DEMO_ARGS) > /dev/null
 	@if command -v dot > /dev/null; then \
 		for f in $(BUILD)/dot/*.dot; do \
 			dot -Tsvg $$f -o $${f%.dot}.svg && dot -Tpng $$f -o $${f%.dot}.png && echo "rendered $${f%.dot}.svg and .png"; \

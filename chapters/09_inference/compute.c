@@ -385,6 +385,25 @@ static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * 
     }
 }
 
+// Row r of src, converted to dst's type, into row idx[r] of dst.
+static void forward_set_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * src = dst->src[0];
+    const struct mg_tensor * idx = dst->src[1];
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(src), p->ith, p->nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t i1, i2, i3;
+        unravel_row(src, r, &i1, &i2, &i3);
+        const int32_t row = ((const int32_t *) idx->data)[r];
+        MG_ASSERT(row >= 0 && row < dst->ne[1] && "set_rows: row index out of range");
+        const char * rs = row_ptr(src, i1, i2, i3);
+        char *       rd = row_ptr(dst, row, 0, 0);
+        for (int64_t i0 = 0; i0 < src->ne[0]; i0++) {
+            convert_element(rs + i0 * src->nb[0], src->type, rd + i0 * dst->nb[0], dst->type);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Dispatch
 // ---------------------------------------------------------------------------
@@ -395,6 +414,7 @@ int64_t mg_compute_n_rows(const struct mg_tensor * t) {
         case MG_OP_CONT:
         case MG_OP_CPY:      return mg_nelements(t);
         case MG_OP_GET_ROWS: return t->src[1]->ne[0];
+        case MG_OP_SET_ROWS: return mg_nrows(t->src[0]);
         default:             return mg_nrows(t);
     }
 }
@@ -426,6 +446,7 @@ void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t
         case MG_OP_CPY:       forward_copy(p, t);     break;
         case MG_OP_GET_ROWS:  forward_get_rows(p, t); break;
         case MG_OP_ROPE:      forward_rope(p, t);     break;
+        case MG_OP_SET_ROWS:  forward_set_rows(p, t); break;
         case MG_OP_COUNT:     MG_ASSERT(false && "MG_OP_COUNT is not an op");
     }
 }

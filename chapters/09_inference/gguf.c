@@ -217,6 +217,7 @@ static bool read_u64(struct gguf_loader * L, uint64_t * v, const char * what) {
 // *at is the file offset of the bytes and the cursor is past them.
 static bool read_string(struct gguf_loader * L, const char * what, size_t * at, uint64_t * len) {
     size_t field = L->pos;
+    *at = 0;
     if (!read_u64(L, len, what)) return false;
     if (*len > GGUF_MAX_LENGTH) {
         return fail(L, field, what, "length %" PRIu64 " is over ggml's limit of 2^30 bytes", *len);

@@ -92,3 +92,11 @@ enum mg_rope_mode {
 // pos * freq_scale * freq_base^(-2i/n_rot); dims from n_rot on are left alone.
 struct mg_tensor * mg_rope(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * pos, int n_rot,
                            enum mg_rope_mode mode, float freq_base, float freq_scale);
+
+// Row r of src goes to row idx[r] of dst (src F32, dst F32 or F16; idx I32,
+// one per row of src); the result is a view of dst. Where a cpy into a view
+// fixes the destination when the graph is built, set_rows reads it from an
+// input when the graph runs: the same graph can store each new token's K and
+// V at a new position, so a decode graph can be reused (ggml_set_rows).
+struct mg_tensor * mg_set_rows(struct mg_context * ctx, struct mg_tensor * dst, struct mg_tensor * src,
+                               struct mg_tensor * idx);

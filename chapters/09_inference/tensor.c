@@ -148,6 +148,7 @@ static const char * const op_names[MG_OP_COUNT] = {
     [MG_OP_CPY]       = "CPY",
     [MG_OP_GET_ROWS]  = "GET_ROWS",
     [MG_OP_ROPE]      = "ROPE",
+    [MG_OP_SET_ROWS]  = "SET_ROWS",
 };
 
 static const char * const op_symbols[MG_OP_COUNT] = {
@@ -174,9 +175,10 @@ static const char * const op_symbols[MG_OP_COUNT] = {
     [MG_OP_CPY]       = "x->y",
     [MG_OP_GET_ROWS]  = "get_rows(x)",
     [MG_OP_ROPE]      = "rope(x)",
+    [MG_OP_SET_ROWS]  = "y[i]=x",
 };
 
-static_assert(MG_OP_COUNT == 23, "a new op needs a name and a symbol above");
+static_assert(MG_OP_COUNT == 24, "a new op needs a name and a symbol above");
 
 const char * mg_op_name(enum mg_op op) {
     return op >= 0 && op < MG_OP_COUNT ? op_names[op] : "?";

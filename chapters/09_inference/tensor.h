@@ -125,6 +125,7 @@ enum mg_op {
     MG_OP_CPY,          // copy src[0] into src[1]'s bytes (with type conversion)
     MG_OP_GET_ROWS,
     MG_OP_ROPE,
+    MG_OP_SET_ROWS,     // write src[0]'s rows into the rows of src[2] that src[1] names
 
     MG_OP_COUNT,
 };

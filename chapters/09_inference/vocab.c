@@ -489,7 +489,7 @@ static const struct {
 };
 
 static bool pre_type_of(const char * pre, enum mg_pretok * type, const char * where) {
-    if (pre == NULL) {
+    if (pre == NULL || pre[0] == '\0') {
         *type = MG_PRETOK_DEFAULT;   // llama.cpp warns that quality will suffer, and carries on
         return true;
     }
@@ -1064,19 +1064,17 @@ int32_t mg_detok_push(struct mg_detok * d, const struct mg_vocab * v, int32_t to
     if (n_out > (int64_t) out_size) return -(int32_t) n_out;
 
     // out = (pending + piece) minus the held tail; the tail becomes pending.
-    char held[4];
-    memcpy(held, tail + (n_tail - hold), (size_t) hold);
-    int64_t n_from_pending = n_out < d->n_pending ? n_out : d->n_pending;
-    memcpy(out, d->pending, (size_t) n_from_pending);
-    memcpy(out + n_from_pending, piece, (size_t) (n_out - n_from_pending));
-    memcpy(d->pending, held, (size_t) hold);
+    const int64_t n_from_pending = n_out < d->n_pending ? n_out : d->n_pending;
+    for (int64_t i = 0; i < n_from_pending; i++) out[i] = d->pending[i];
+    for (int64_t i = n_from_pending; i < n_out; i++) out[i] = piece[i - d->n_pending];
+    for (int32_t i = 0; i < hold; i++) d->pending[i] = (char) tail[n_tail - hold + i];
     d->n_pending = hold;
     return (int32_t) n_out;
 }
 
 int32_t mg_detok_flush(struct mg_detok * d, char * out, int32_t out_size) {
     if (d->n_pending > out_size) return -d->n_pending;
-    memcpy(out, d->pending, (size_t) d->n_pending);
+    for (int32_t i = 0; i < d->n_pending; i++) out[i] = d->pending[i];
     int32_t n = d->n_pending;
     d->n_pending = 0;
     return n;

@@ -30,12 +30,22 @@ struct rows {
 
 static struct rows R;
 
-static void make_rows(enum mg_type type, int64_t n, uint64_t seed) {
+// Gaussian rows, or (aligned) rows whose elements share a random sign and
+// have magnitudes near the block maximum: the per-block integer sums then
+// reach 13 and more significant bits, and the order of the float multiplies
+// that follow starts to matter.
+static void make_rows_of(enum mg_type type, int64_t n, uint64_t seed, bool aligned) {
     uint64_t rng = seed;
     float    w[MAX_N];
     for (int64_t i = 0; i < n; i++) {
-        w[i]        = mg_test_rand_normal(&rng);
-        R.a_f32[i]  = mg_test_rand_normal(&rng) * 3.0f;
+        if (aligned) {
+            const float sign = (mg_test_rand_u64(&rng) & 1) ? 1.0f : -1.0f;
+            w[i]       = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f);
+            R.a_f32[i] = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f) * 3.0f;
+        } else {
+            w[i]       = mg_test_rand_normal(&rng);
+            R.a_f32[i] = mg_test_rand_normal(&rng) * 3.0f;
+        }
     }
     R.n = n;
     const struct mg_type_traits *     tw = mg_get_type_traits(type);
@@ -47,6 +57,10 @@ static void make_rows(enum mg_type type, int64_t n, uint64_t seed) {
     if (tc->from_float) tc->from_float(R.a_f32, R.a, n);
     else memcpy(R.a, R.a_f32, (size_t) n * sizeof(float));
     mg_get_type_traits(tc->vec_dot_type)->to_float(R.a, R.af, n);
+}
+
+static void make_rows(enum mg_type type, int64_t n, uint64_t seed) {
+    make_rows_of(type, n, seed, false);
 }
 
 // The exact dot of the decoded rows, and the sum of |terms|, which bounds every
@@ -180,10 +194,18 @@ START_TEST(test_vec_dot_f16_order) {
 }
 END_TEST
 
+// Rows for the order tests: mostly one to three blocks of aligned data, where
+// a difference of one rounding in one block's term is not lost in the
+// rounding of a large sum; every fourth a long Gaussian row.
+static void make_order_rows(enum mg_type type, int k, uint64_t seed) {
+    if (k % 4 == 0) make_rows_of(type, 4096, seed, false);
+    else make_rows_of(type, 32 * (k % 4), seed, true);
+}
+
 // Q4_0: acc += (S * dW) * dA with S the exact int sum of (q - 8) * a per block.
 START_TEST(test_vec_dot_q4_0_order) {
-    for (int k = 0; k < 10; k++) {
-        make_rows(MG_TYPE_Q4_0, 4096, 510 + k);
+    for (int k = 0; k < 200; k++) {
+        make_order_rows(MG_TYPE_Q4_0, k, 510 + (uint64_t) k);
         const struct mg_block_q4_0 * w   = (const void *) R.w;
         const struct mg_block_q8_0 * a   = (const void *) R.a;
         float                        acc = 0;
@@ -202,8 +224,8 @@ END_TEST
 
 // Q8_0: acc += S * (dW * dA).
 START_TEST(test_vec_dot_q8_0_order) {
-    for (int k = 0; k < 10; k++) {
-        make_rows(MG_TYPE_Q8_0, 4096, 520 + k);
+    for (int k = 0; k < 200; k++) {
+        make_order_rows(MG_TYPE_Q8_0, k, 1520 + (uint64_t) k);
         const struct mg_block_q8_0 * w   = (const void *) R.w;
         const struct mg_block_q8_0 * a   = (const void *) R.a;
         float                        acc = 0;

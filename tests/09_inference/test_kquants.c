@@ -438,11 +438,21 @@ static uint8_t dot_wq[DOT_N * 2], dot_aq[DOT_N * 2];
 
 // Weights of type `type` and activations converted as mul_mat does; returns
 // the library's vec_dot and the exact dot of the decoded rows (*mag = sum |terms|).
-static float prepare_dot(enum mg_type type, int64_t n, uint64_t seed, double * exact, double * mag) {
+//
+// With aligned, the two rows share a random sign per element and have
+// magnitudes near their maximum, so the integer block sums grow to 13 and more
+// significant bits, where the order of the float multiplies starts to matter.
+static float prepare_dot(enum mg_type type, int64_t n, uint64_t seed, bool aligned, double * exact, double * mag) {
     uint64_t rng = seed;
     for (int64_t i = 0; i < n; i++) {
-        dot_w[i] = mg_test_rand_normal(&rng);
-        dot_a[i] = mg_test_rand_normal(&rng) * 2.0f;
+        if (aligned) {
+            const float sign = (mg_test_rand_u64(&rng) & 1) ? 1.0f : -1.0f;
+            dot_w[i] = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f);
+            dot_a[i] = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f) * 2.0f;
+        } else {
+            dot_w[i] = mg_test_rand_normal(&rng);
+            dot_a[i] = mg_test_rand_normal(&rng) * 2.0f;
+        }
     }
     const struct mg_type_traits *     tw = mg_get_type_traits(type);
     const struct mg_type_traits_cpu * tc = mg_get_type_traits_cpu(type);
@@ -483,7 +493,7 @@ START_TEST(test_vec_dot_k_accuracy) {
     for (size_t t = 0; t < 2; t++) {
         for (size_t k = 0; k < 3; k++) {
             double       exact, mag;
-            const float  got = prepare_dot(types[t], lengths[k], 40 + k, &exact, &mag);
+            const float  got = prepare_dot(types[t], lengths[k], 40 + k, false, &exact, &mag);
             const double nb  = (double) lengths[k] / 256;
             // per super-block: 2 multiplies and an addition per lane (and per min), 9 final additions
             const double tol = (6 * nb + 10) * 0x1p-24 * mag;
@@ -498,7 +508,7 @@ START_TEST(test_vec_dot_bf16_accuracy) {
     const int64_t lengths[] = {1, 33, 4096};
     for (size_t k = 0; k < 3; k++) {
         double       exact, mag;
-        const float  got = prepare_dot(MG_TYPE_BF16, lengths[k], 50 + k, &exact, &mag);
+        const float  got = prepare_dot(MG_TYPE_BF16, lengths[k], 50 + k, false, &exact, &mag);
         const double tol = 0x1p-24 * mag + 0x1p-24 * fabs(exact);
         ck_assert_msg(fabs(got - exact) <= tol, "n %lld: %g vs %g", (long long) lengths[k], got, exact);
     }
@@ -508,14 +518,18 @@ END_TEST
 // FACTS 2.6 to the bit. Q4_K: per super-block, 8 int lanes (element e into
 // lane e % 8) times (dW * dA) added to 8 float lanes; mins subtracted per
 // super-block as (dminW * dA) * sum_j bsums_j * m_{j/2}; lanes added at the end.
+//
+// Mostly one super-block of aligned data (where one rounding in one lane is
+// not lost in the rounding of a large sum), every fourth a long Gaussian row.
 START_TEST(test_vec_dot_q4_K_order) {
-    for (int k = 0; k < 10; k++) {
-        double      exact, mag;
-        const float got = prepare_dot(MG_TYPE_Q4_K, DOT_N, 60 + k, &exact, &mag);
+    for (int k = 0; k < 100; k++) {
+        double       exact, mag;
+        const int    n   = k % 4 == 0 ? DOT_N : 256;
+        const float  got = prepare_dot(MG_TYPE_Q4_K, n, 60 + (uint64_t) k, k % 4 != 0, &exact, &mag);
         const struct mg_block_q4_K * w = (const void *) dot_wq;
         const struct mg_block_q8_K * a = (const void *) dot_aq;
         float lanes[8] = {0}, acc = 0;
-        for (int i = 0; i < DOT_N / 256; i++) {
+        for (int i = 0; i < n / 256; i++) {
             int isum[8] = {0}, summ = 0;
             for (int e = 0; e < 256; e++) {
                 int sc, m;
@@ -533,13 +547,14 @@ START_TEST(test_vec_dot_q4_K_order) {
 END_TEST
 
 START_TEST(test_vec_dot_q6_K_order) {
-    for (int k = 0; k < 10; k++) {
-        double      exact, mag;
-        const float got = prepare_dot(MG_TYPE_Q6_K, DOT_N, 70 + k, &exact, &mag);
+    for (int k = 0; k < 100; k++) {
+        double       exact, mag;
+        const int    n   = k % 4 == 0 ? DOT_N : 256;
+        const float  got = prepare_dot(MG_TYPE_Q6_K, n, 170 + (uint64_t) k, k % 4 != 0, &exact, &mag);
         const struct mg_block_q6_K * w = (const void *) dot_wq;
         const struct mg_block_q8_K * a = (const void *) dot_aq;
         float lanes[8] = {0}, acc = 0;
-        for (int i = 0; i < DOT_N / 256; i++) {
+        for (int i = 0; i < n / 256; i++) {
             int isum[8] = {0};
             for (int e = 0; e < 256; e++) isum[e % 8] += w[i].scales[e / 16] * q6_K_elem(&w[i], e).q * a[i].qs[e];
             for (int l = 0; l < 8; l++) lanes[l] += (mg_fp16_to_fp32(w[i].d) * a[i].d) * (float) isum[l];
@@ -552,7 +567,7 @@ END_TEST
 
 START_TEST(test_vec_dot_bf16_order) {
     double      exact, mag;
-    const float got = prepare_dot(MG_TYPE_BF16, 1000, 80, &exact, &mag);
+    const float got = prepare_dot(MG_TYPE_BF16, 1000, 80, false, &exact, &mag);
     double      acc = 0;
     for (int i = 0; i < 1000; i++) acc += (double) (dot_wf[i] * dot_af[i]);
     ck_assert_float_eq(got, (float) acc);

@@ -19,7 +19,7 @@
 // (one command, on one line).
 
 #ifndef _XOPEN_SOURCE
-#define _XOPEN_SOURCE 700   // hsearch
+#define _XOPEN_SOURCE 700   // hsearch, mkstemp
 #endif
 
 #include "harness.h"
@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -207,6 +208,10 @@ START_TEST(test_unicode_flags) {
     ck_assert_int_eq(mg_unicode_flags(0x0378), MG_UNICODE_UNDEFINED);     // unassigned
     ck_assert_int_eq(mg_unicode_flags(0x10FFFF), MG_UNICODE_UNDEFINED);   // a noncharacter: not in UnicodeData
     ck_assert_int_eq(mg_unicode_flags(0x110000), MG_UNICODE_UNDEFINED);   // beyond Unicode
+    // Added in Unicode 15.1, which llama.cpp's table has and Debian 12's UCD lacks.
+    ck_assert_int_eq(mg_unicode_flags(0x2EBF0), MG_UNICODE_LETTER);       // CJK extension I
+    ck_assert_int_eq(mg_unicode_flags(0x31EF), MG_UNICODE_SYMBOL);
+    ck_assert_int_eq(mg_unicode_flags(0x1C89), MG_UNICODE_UNDEFINED);     // added in 16.0: not in llama.cpp's table
 }
 END_TEST
 
@@ -226,7 +231,7 @@ START_TEST(test_unicode_table_shape) {
     int n_space = 0;
     for (uint32_t c = 0; c < 0x110000; c++) n_space += (mg_unicode_flags(c) & MG_UNICODE_WHITESPACE) != 0;
     ck_assert_int_eq(n_space, 25);
-    ck_assert_str_eq(mg_unicode_version, "15.0.0");
+    ck_assert_str_eq(mg_unicode_version, "15.0.0+15.1");   // llama.cpp's table is 15.1
 }
 END_TEST
 
@@ -933,6 +938,185 @@ START_TEST(test_merge_order) {
 END_TEST
 
 // ---------------------------------------------------------------------------
+// mg_vocab_load on small GGUF files written here, byte by byte (GGUF v3,
+// docs/FACTS.md section 1: header, then key/value pairs, no tensors).
+// ---------------------------------------------------------------------------
+
+struct gguf_bytes {
+    unsigned char data[4096];
+    size_t        n;
+    uint64_t      n_kv;
+};
+
+static void put(struct gguf_bytes * b, const void * src, size_t n) {
+    ck_assert(b->n + n <= sizeof(b->data));
+    memcpy(b->data + b->n, src, n);   // little-endian host, like the format
+    b->n += n;
+}
+
+static void put_u32(struct gguf_bytes * b, uint32_t v) { put(b, &v, 4); }
+static void put_u64(struct gguf_bytes * b, uint64_t v) { put(b, &v, 8); }
+
+static void put_str(struct gguf_bytes * b, const char * s) {
+    put_u64(b, strlen(s));
+    put(b, s, strlen(s));
+}
+
+static void kv_str(struct gguf_bytes * b, const char * key, const char * value) {
+    put_str(b, key);
+    put_u32(b, 8);   // string
+    put_str(b, value);
+    b->n_kv++;
+}
+
+static void kv_u32(struct gguf_bytes * b, const char * key, uint32_t value) {
+    put_str(b, key);
+    put_u32(b, 4);   // u32
+    put_u32(b, value);
+    b->n_kv++;
+}
+
+static void kv_strs(struct gguf_bytes * b, const char * key, const char * const * values, uint64_t n) {
+    put_str(b, key);
+    put_u32(b, 9);   // array
+    put_u32(b, 8);   // of strings
+    put_u64(b, n);
+    for (uint64_t i = 0; i < n; i++) put_str(b, values[i]);
+    b->n_kv++;
+}
+
+static void kv_i32s(struct gguf_bytes * b, const char * key, const int32_t * values, uint64_t n) {
+    put_str(b, key);
+    put_u32(b, 9);   // array
+    put_u32(b, 5);   // of i32
+    put_u64(b, n);
+    put(b, values, n * sizeof(int32_t));
+    b->n_kv++;
+}
+
+// Writes header + the key/values to a temporary file, opens it and loads
+// the vocabulary (NULL on failure, with mg_last_error()).
+static struct mg_vocab * load_gguf_bytes(const struct gguf_bytes * kvs) {
+    char path[] = "/tmp/mg_test_vocab_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    FILE * f = fdopen(fd, "wb");
+    uint32_t version = 3;
+    uint64_t n_tensors = 0;
+    fwrite("GGUF", 1, 4, f);
+    fwrite(&version, 4, 1, f);
+    fwrite(&n_tensors, 8, 1, f);
+    fwrite(&kvs->n_kv, 8, 1, f);
+    fwrite(kvs->data, 1, kvs->n, f);
+    fclose(f);
+    struct mg_gguf * g = mg_gguf_open(path);
+    ck_assert_msg(g != NULL, "%s", mg_last_error());
+    struct mg_vocab * v = mg_vocab_load(g);
+    mg_gguf_close(g);
+    unlink(path);
+    return v;
+}
+
+static const char * const small_tokens[] = { "a", "b", "ab", "<|im_end|>" };
+static const int32_t small_types[] = { 1, 1, 1, 3 };
+static const char * const small_merges[] = { "a b" };
+
+// A valid vocabulary-only file; leave_out names one key not to write.
+static void small_gguf(struct gguf_bytes * b, const char * model, const char * pre, const char * leave_out) {
+    memset(b, 0, sizeof(*b));
+    if (model) kv_str(b, "tokenizer.ggml.model", model);
+    if (pre) kv_str(b, "tokenizer.ggml.pre", pre);
+    kv_strs(b, "tokenizer.ggml.tokens", small_tokens, 4);
+    if (!leave_out || strcmp(leave_out, "token_type") != 0) kv_i32s(b, "tokenizer.ggml.token_type", small_types, 4);
+    if (!leave_out || strcmp(leave_out, "merges") != 0) kv_strs(b, "tokenizer.ggml.merges", small_merges, 1);
+}
+
+START_TEST(test_load_gguf) {
+    struct gguf_bytes b;
+    small_gguf(&b, "gpt2", "qwen2", NULL);
+    struct mg_vocab * v = load_gguf_bytes(&b);
+    ck_assert_msg(v != NULL, "%s", mg_last_error());
+    ck_assert_str_eq(mg_vocab_pre(v), "qwen2");
+    int32_t ids[8];
+    ck_ids(ids, tokenize(v, "ab", 2, ids, false, false), (const int32_t[]) { 2 }, 1, "ab");
+    // No bos/eos keys: llama.cpp's default 11 is out of range here, so none.
+    ck_assert_int_eq(mg_vocab_bos(v), -1);
+    ck_assert_int_eq(mg_vocab_eos(v), -1);
+    // No eot key: found by its text, and it ends generation.
+    ck_assert_int_eq(mg_vocab_eot(v), 3);
+    ck_assert(mg_vocab_is_eog(v, 3));
+    ck_assert(mg_vocab_chat_template(v) == NULL);
+    mg_vocab_free(v);
+
+    // Keys that name tokens: in range they count, out of range they are ignored.
+    small_gguf(&b, "gpt2", "gpt-2", NULL);
+    kv_u32(&b, "tokenizer.ggml.eos_token_id", 2);
+    kv_u32(&b, "tokenizer.ggml.bos_token_id", 99);
+    kv_str(&b, "tokenizer.chat_template", "{{ messages }}");
+    v = load_gguf_bytes(&b);
+    ck_assert_msg(v != NULL, "%s", mg_last_error());
+    ck_assert_int_eq(mg_vocab_eos(v), 2);
+    ck_assert_int_eq(mg_vocab_bos(v), -1);
+    ck_assert(mg_vocab_is_eog(v, 2));   // "ab" is eos, so it ends generation
+    ck_assert_str_eq(mg_vocab_chat_template(v), "{{ messages }}");
+    mg_vocab_free(v);
+
+    // No pre-tokenizer key: the DEFAULT pipeline (llama.cpp warns and goes on).
+    small_gguf(&b, "gpt2", NULL, NULL);
+    v = load_gguf_bytes(&b);
+    ck_assert_msg(v != NULL, "%s", mg_last_error());
+    ck_assert_str_eq(mg_vocab_pre(v), "");
+    mg_vocab_free(v);
+
+    // No token types: every token is NORMAL, so "<|im_end|>" prints as text.
+    small_gguf(&b, "gpt2", "gpt-2", "token_type");
+    v = load_gguf_bytes(&b);
+    ck_assert_msg(v != NULL, "%s", mg_last_error());
+    ck_assert_int_eq(mg_vocab_token_attr(v, 0), MG_TOKEN_ATTR_NORMAL);
+    mg_vocab_free(v);
+}
+END_TEST
+
+START_TEST(test_load_gguf_errors) {
+    struct gguf_bytes b;
+    small_gguf(&b, "llama", "gpt-2", NULL);
+    ck_assert(load_gguf_bytes(&b) == NULL);
+    ck_assert_msg(strstr(mg_last_error(), "tokenizer.ggml.model") && strstr(mg_last_error(), "'llama'"), "%s",
+                  mg_last_error());
+
+    small_gguf(&b, NULL, "gpt-2", NULL);
+    ck_assert(load_gguf_bytes(&b) == NULL);
+    ck_assert_msg(strstr(mg_last_error(), "tokenizer.ggml.model") != NULL, "%s", mg_last_error());
+
+    small_gguf(&b, "gpt2", "gpt2", NULL);   // the model's name used as the pre-tokenizer's
+    ck_assert(load_gguf_bytes(&b) == NULL);
+    ck_assert_msg(strstr(mg_last_error(), "/tmp/mg_test_vocab_") && strstr(mg_last_error(), "tokenizer.ggml.pre")
+                  && strstr(mg_last_error(), "'gpt-2'"), "%s", mg_last_error());
+
+    small_gguf(&b, "gpt2", "gpt-2", "merges");
+    ck_assert(load_gguf_bytes(&b) == NULL);
+    ck_assert_msg(strstr(mg_last_error(), "tokenizer.ggml.merges") != NULL, "%s", mg_last_error());
+
+    small_gguf(&b, "gpt2", "gpt-2", "token_type");
+    kv_i32s(&b, "tokenizer.ggml.token_type", small_types, 3);   // one short
+    ck_assert(load_gguf_bytes(&b) == NULL);
+    ck_assert_msg(strstr(mg_last_error(), "tokenizer.ggml.token_type") != NULL, "%s", mg_last_error());
+
+    small_gguf(&b, "gpt2", "gpt-2", NULL);
+    kv_str(&b, "tokenizer.ggml.bos_token_id", "1");   // a string where a number belongs
+    ck_assert(load_gguf_bytes(&b) == NULL);
+    ck_assert_msg(strstr(mg_last_error(), "bos_token_id") != NULL, "%s", mg_last_error());
+
+    memset(&b, 0, sizeof(b));   // tokens as one string instead of an array of them
+    kv_str(&b, "tokenizer.ggml.model", "gpt2");
+    kv_str(&b, "tokenizer.ggml.tokens", "a");
+    kv_strs(&b, "tokenizer.ggml.merges", small_merges, 1);
+    ck_assert(load_gguf_bytes(&b) == NULL);
+    ck_assert_msg(strstr(mg_last_error(), "tokenizer.ggml.tokens") != NULL, "%s", mg_last_error());
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // A synthetic 150,000-token vocabulary against a slow reference BPE
 // ---------------------------------------------------------------------------
 
@@ -1209,6 +1393,8 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tokens, test_errors);
     tcase_add_test(tokens, test_add_special);
     tcase_add_test(tokens, test_merge_order);
+    tcase_add_test(tokens, test_load_gguf);
+    tcase_add_test(tokens, test_load_gguf_errors);
     suite_add_tcase(s, tokens);
 
     TCase * big = tcase_create("synthetic");

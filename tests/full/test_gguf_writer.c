@@ -178,7 +178,13 @@ static void check_everything(const char * path, uint32_t alignment) {
     for (int i = 0; i < 12; i++) ck_assert_str_eq(mg_gguf_type_name(mg_gguf_kv_type(g, i)), types[i]);
 
     // Arrays.
-    const struct { const char * key; enum mg_gguf_type type; const void * values; size_t n, size; bool f, b; } arrays[] = {
+    const struct {
+        const char *      key;
+        enum mg_gguf_type type;
+        const void *      values;
+        size_t            n, size;
+        bool              f, b;   // floats, bools
+    } arrays[] = {
         {"a.u8", MG_GGUF_TYPE_UINT8, arr_u8, 3, 1, false, false},
         {"a.i8", MG_GGUF_TYPE_INT8, arr_i8, 3, 1, false, false},
         {"a.u16", MG_GGUF_TYPE_UINT16, arr_u16, 2, 2, false, false},

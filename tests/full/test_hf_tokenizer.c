@@ -220,7 +220,8 @@ END_TEST
 
 START_TEST(test_json_strings) {
     // Every escape, a BMP \u, a surrogate pair, raw UTF-8, and \u0000.
-    struct mg_json * v = parse("\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t \\u00e9 \\u4f60 \\ud83d\\ude00 \xe5\xa5\xbd \\u0000!\"");
+    struct mg_json * v = parse("\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t "
+                               "\\u00e9 \\u4f60 \\ud83d\\ude00 \xe5\xa5\xbd \\u0000!\"");
     ck_assert_ptr_nonnull(v);
     const char want[] = "q\" b\\ s/ \b\f\n\r\t \xc3\xa9 \xe4\xbd\xa0 \xf0\x9f\x98\x80 \xe5\xa5\xbd \0!";
     ck_assert_uint_eq(v->len, sizeof(want) - 1);

@@ -266,8 +266,587 @@ START_TEST(test_hand_built_q2_K) {
     for (int e = 0; e < 256; e++) set_two_bits(b.qs, e, e % 4);
     float y[256];
     mg_dequantize_row_q2_K(&b, y, 256);
-    ck_assert_float_eq(y[0], -7.5f);     // 0 * 0 - 0.5 * 15
-    ck_assert_float_eq(y[37], -4.5f);    // 2 * 1 - 0.5 * 13
-    ck_assert_float_eq(y[130], 14.0f);   // 8 * 2 - 0.5 * 7 ... e=130: j = 8, q = 2: 16 - 3.5 = 12.5
+    ck_assert_float_eq(y[0], -7.5f);     // sub-block 0: 0 * 0 - 0.5 * 15
+    ck_assert_float_eq(y[37], -4.5f);    // sub-block 2, code 1: 2 * 1 - 0.5 * 13
+    ck_assert_float_eq(y[130], 12.5f);   // sub-block 8, code 2: 8 * 2 - 0.5 * 7
+    ck_assert_float_eq(y[255], 45.0f);   // sub-block 15, code 3: 15 * 3 - 0
+    for (int e = 0; e < 256; e++) ck_assert_int_eq(q2_K_elem(&b, e).q, e % 4);
 }
 END_TEST
+
+// Q3_K with signed scales sc_j = 4 (j - 8), stored + 32 in 6 bits, and codes
+// q = e % 8 - 4 (low 2 bits in qs, the high bit in hmask: set means +0).
+START_TEST(test_hand_built_q3_K) {
+    struct mg_block_q3_K b;
+    memset(&b, 0, sizeof(b));
+    b.d = 0x3800;   // 0.5
+    for (int j = 0; j < 16; j++) {
+        const int stored = 4 * (j - 8) + 32;
+        if (j < 8) b.scales[j] |= (uint8_t) (stored & 15);
+        else b.scales[j - 8] |= (uint8_t) ((stored & 15) << 4);
+        b.scales[8 + j % 4] |= (uint8_t) ((stored >> 4) << (2 * (j / 4)));
+    }
+    for (int e = 0; e < 256; e++) {
+        const int u = e % 8;   // q + 4
+        set_two_bits(b.qs, e, u & 3);
+        if (u >= 4) b.hmask[e % 32] |= (uint8_t) (1 << (e / 32));
+    }
+    float y[256];
+    mg_dequantize_row_q3_K(&b, y, 256);
+    ck_assert_float_eq(y[0], 64.0f);      // (0.5 * -32) * -4
+    ck_assert_float_eq(y[37], -12.0f);    // (0.5 * -24) * 1
+    ck_assert_float_eq(y[100], 0.0f);     // (0.5 * -8) * 0
+    ck_assert_float_eq(y[255], 42.0f);    // (0.5 * 28) * 3
+    for (int e = 0; e < 256; e++) {
+        const struct elem el = q3_K_elem(&b, e);
+        ck_assert_int_eq(el.q, e % 8 - 4);
+        ck_assert_float_eq(el.step, 0.5f * (float) (4 * (e / 16 - 8)));
+    }
+}
+END_TEST
+
+// Q5_K: Q4_K's scales (sc, m below, 6 bits each) and codes 7e mod 32.
+START_TEST(test_hand_built_q5_K) {
+    const int sc[8] = {3, 13, 23, 33, 43, 53, 63, 17};
+    const int m[8]  = {0, 5, 40, 63, 16, 31, 48, 1};
+    struct mg_block_q5_K b;
+    memset(&b, 0, sizeof(b));
+    b.d    = 0x3c00;   // 1
+    b.dmin = 0x3800;   // 0.5
+    for (int j = 0; j < 4; j++) {
+        b.scales[j]     = (uint8_t) (sc[j] | (sc[j + 4] >> 4) << 6);
+        b.scales[j + 4] = (uint8_t) (m[j] | (m[j + 4] >> 4) << 6);
+        b.scales[j + 8] = (uint8_t) ((sc[j + 4] & 15) | (m[j + 4] & 15) << 4);
+    }
+    for (int e = 0; e < 256; e++) {
+        const int q    = (7 * e) % 32;
+        uint8_t * byte = &b.qs[32 * (e / 64) + e % 32];
+        *byte |= (uint8_t) ((e % 64) < 32 ? (q & 15) : (q & 15) << 4);
+        if (q >= 16) b.qh[e % 32] |= (uint8_t) (1 << (e / 32));
+    }
+    float y[256];
+    mg_dequantize_row_q5_K(&b, y, 256);
+    ck_assert_float_eq(y[37], 36.5f);      // 13 * 3 - 0.5 * 5
+    ck_assert_float_eq(y[200], 1488.0f);   // 63 * 24 - 0.5 * 48
+    ck_assert_float_eq(y[255], 424.5f);    // 17 * 25 - 0.5 * 1
+    for (int e = 0; e < 256; e++) {
+        ck_assert_int_eq(q5_K_elem(&b, e).q, (7 * e) % 32);
+        ck_assert_float_eq(y[e], (float) sc[e / 32] * (float) ((7 * e) % 32) - 0.5f * (float) m[e / 32]);
+    }
+}
+END_TEST
+
+// Random bytes (with finite, moderate scales): the library decodes exactly as
+// the FACTS decoder does.
+
+// A finite half between 2^-8 and 2^2, of either sign.
+static mg_fp16_t random_scale(uint64_t * rng) {
+    const unsigned magnitude = 0x1c00 + (unsigned) (mg_test_rand_u64(rng) % 0x2800);
+    const unsigned sign      = (unsigned) (mg_test_rand_u64(rng) & 1) << 15;
+    return (mg_fp16_t) (magnitude | sign);
+}
+
+// Overwrites the F16 fields of every block with random_scale()s.
+static void randomize_scales(enum mg_type type, uint8_t * blocks, int n_blocks, uint64_t * rng) {
+    for (int b = 0; b < n_blocks; b++) {
+        const mg_fp16_t d = random_scale(rng), m = random_scale(rng);
+        if (type == MG_TYPE_Q4_1) {
+            struct mg_block_q4_1 * x = (struct mg_block_q4_1 *) blocks + b;
+            x->d = d, x->m = m;
+        } else if (type == MG_TYPE_Q5_0) {
+            ((struct mg_block_q5_0 *) blocks)[b].d = d;
+        } else if (type == MG_TYPE_Q5_1) {
+            struct mg_block_q5_1 * x = (struct mg_block_q5_1 *) blocks + b;
+            x->d = d, x->m = m;
+        } else if (type == MG_TYPE_Q8_1) {
+            struct mg_block_q8_1 * x = (struct mg_block_q8_1 *) blocks + b;
+            x->d = d, x->s = m;
+        } else if (type == MG_TYPE_Q2_K) {
+            struct mg_block_q2_K * x = (struct mg_block_q2_K *) blocks + b;
+            x->d = d, x->dmin = m;
+        } else if (type == MG_TYPE_Q3_K) {
+            ((struct mg_block_q3_K *) blocks)[b].d = d;
+        } else if (type == MG_TYPE_Q5_K) {
+            struct mg_block_q5_K * x = (struct mg_block_q5_K *) blocks + b;
+            x->d = d, x->dmin = m;
+        } else if (type == MG_TYPE_IQ4_NL) {
+            ((struct mg_block_iq4_nl *) blocks)[b].d = d;
+        } else {
+            ck_abort_msg("no scales for %s", mg_type_name(type));
+        }
+    }
+}
+
+START_TEST(test_random_blocks_decode_like_facts) {
+    uint64_t       rng = 17;
+    static uint8_t blocks[512 * 36];
+    static float   y[512];
+    for (int i = 0; i < N_QTYPES; i++) {
+        const struct qtype * t = &QTYPES[i];
+        const int64_t        n = 512;
+        for (int rep = 0; rep < 20; rep++) {
+            for (size_t k = 0; k < mg_row_size(t->type, n); k++) blocks[k] = (uint8_t) mg_test_rand_u64(&rng);
+            randomize_scales(t->type, blocks, (int) (n / t->block), &rng);
+            mg_get_type_traits(t->type)->to_float(blocks, y, n);
+            for (int e = 0; e < n; e++) {
+                const float want = elem_value(t->elem(blocks, e));
+                ck_assert_msg(y[e] == want, "%s elem %d: %g, FACTS says %g", t->name, e, y[e], want);
+            }
+        }
+    }
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Round trips
+// ---------------------------------------------------------------------------
+
+#define RT_N (256 * 64)
+static float   rt_x[RT_N], rt_y[RT_N];
+static uint8_t rt_q[RT_N * 2];
+
+static void quantize_gaussian(const struct qtype * t, uint64_t seed) {
+    uint64_t rng = seed;
+    for (int i = 0; i < RT_N; i++) rt_x[i] = mg_test_rand_normal(&rng);
+    const struct mg_type_traits * tr = mg_get_type_traits(t->type);
+    tr->from_float(rt_x, rt_q, RT_N);
+    tr->to_float(rt_q, rt_y, RT_N);
+}
+
+// Every element is on the nearest level of its block. The K-quants choose codes
+// against the decoded scales, up to the rounding of one float division. The
+// 32-element types divide by the unrounded scale (and subtract the unrounded
+// min), which moves the levels they aimed at by up to |qmax| * |d_f16 - d| +
+// |m_f16 - m|, each at most 2^-11 of the stored value.
+START_TEST(test_round_trip_nearest_level) {
+    for (int i = 0; i < N_QTYPES; i++) {
+        const struct qtype * t = &QTYPES[i];
+        quantize_gaussian(t, 100 + (uint64_t) i);
+        int zero_steps = 0;
+        for (int e = 0; e < RT_N; e++) {
+            const struct elem el = t->elem(rt_q, e);
+            if (el.step == 0) {   // a sub-block whose scale quantized to 0 (K-quants)
+                zero_steps++;
+                continue;
+            }
+            const double qmax  = t->type == MG_TYPE_IQ4_NL ? 127 : fmax(abs(t->qmin), abs(t->qmax));
+            const double slack = t->scale_from_fit ? (qmax * fabs(el.step) + fabs(el.offset)) * 0x1p-10
+                                                   : 1e-5 * (fabs(el.step) * qmax + fabs(el.offset));
+            const double dist  = grid_distance(t, rt_x[e], el);
+            const double err   = fabs((double) rt_y[e] - rt_x[e]);
+            ck_assert_msg(err <= dist + slack, "%s elem %d: x %g y %g, nearest level %g away", t->name, e, rt_x[e],
+                          rt_y[e], dist);
+        }
+        ck_assert_msg(zero_steps <= RT_N / 100, "%s: %d elements in zero-scale sub-blocks", t->name, zero_steps);
+    }
+}
+END_TEST
+
+START_TEST(test_round_trip_rms) {
+    for (int i = 0; i < N_QTYPES; i++) {
+        const struct qtype * t = &QTYPES[i];
+        quantize_gaussian(t, 200 + (uint64_t) i);
+        double se = 0;
+        for (int e = 0; e < RT_N; e++) se += ((double) rt_y[e] - rt_x[e]) * ((double) rt_y[e] - rt_x[e]);
+        const double rms   = sqrt(se / RT_N);
+        const double bound = 1.5 * ldexp(1, -t->code_bits);
+        ck_assert_msg(rms <= bound, "%s: RMS error %g above 1.5 * 2^-%d = %g", t->name, rms, t->code_bits, bound);
+    }
+}
+END_TEST
+
+// Q8_1 carries s = d * (sum of codes), rounded to F16, with the d it was
+// quantized with; both rules compute it the same way.
+START_TEST(test_q8_1_sum_field) {
+    uint64_t rng = 300;
+    for (int k = 0; k < 1000; k++) {
+        float x[32];
+        for (int j = 0; j < 32; j++) x[j] = mg_test_rand_normal(&rng) * (float) (1 + k % 5);
+        struct mg_block_q8_1 r, a;
+        mg_quantize_row_q8_1_ref(x, &r, 32);
+        mg_quantize_row_q8_1(x, &a, 32);
+        float amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127;
+        int         sum_r = 0, sum_a = 0;
+        for (int j = 0; j < 32; j++) {
+            ck_assert_int_eq(r.qs[j], (int) roundf(x[j] * (1.0f / d)));   // reference: roundf, 1/d
+            ck_assert_int_eq(a.qs[j], (int) nearbyintf(x[j] * (127.0f / amax)));   // x86: ties to even, 127/amax
+            sum_r += r.qs[j], sum_a += a.qs[j];
+        }
+        ck_assert_uint_eq(r.d, mg_fp32_to_fp16(d));
+        ck_assert_uint_eq(a.d, mg_fp32_to_fp16(d));
+        ck_assert_uint_eq(r.s, mg_fp32_to_fp16((float) sum_r * d));
+        ck_assert_uint_eq(a.s, mg_fp32_to_fp16((float) sum_a * d));
+    }
+}
+END_TEST
+
+START_TEST(test_q8_1_activations_round_ties_to_even) {
+    const float x[32] = {127.0f, 2.5f, -2.5f, 0.5f, 126.5f, -7.5f};
+    struct mg_block_q8_1 a, r;
+    mg_quantize_row_q8_1(x, &a, 32);
+    mg_quantize_row_q8_1_ref(x, &r, 32);
+    const int want_x86[6] = {127, 2, -2, 0, 126, -8};
+    const int want_ref[6] = {127, 3, -3, 1, 127, -8};
+    for (int j = 0; j < 6; j++) {
+        ck_assert_int_eq(a.qs[j], want_x86[j]);
+        ck_assert_int_eq(r.qs[j], want_ref[j]);
+    }
+    ck_assert_float_eq(mg_fp16_to_fp32(a.s), 245.0f);   // 127 + 2 - 2 + 0 + 126 - 8, d = 1
+    ck_assert_float_eq(mg_fp16_to_fp32(r.s), 247.0f);   // 127 + 3 - 3 + 1 + 127 - 8
+}
+END_TEST
+
+// The first strict maximum decides the sign of Q5_0's scale, as in Q4_0.
+START_TEST(test_q5_0_first_strict_maximum) {
+    float x[32] = {0}, y[32];
+    struct mg_block_q5_0 b;
+    x[3] = -2.0f, x[10] = 2.0f;   // d = -2 / -16 = 0.125
+    mg_quantize_row_q5_0_ref(x, &b, 32);
+    ck_assert_uint_eq(b.d, 0x3000);
+    mg_dequantize_row_q5_0(&b, y, 32);
+    ck_assert_float_eq(y[3], -2.0f);
+    ck_assert_float_eq(y[10], 1.875f);   // code 32 does not exist: 15 * 0.125
+    x[3] = 2.0f, x[10] = -2.0f;
+    mg_quantize_row_q5_0_ref(x, &b, 32);
+    ck_assert_uint_eq(b.d, 0xb000);
+    mg_dequantize_row_q5_0(&b, y, 32);
+    ck_assert_float_eq(y[3], 2.0f);
+    ck_assert_float_eq(y[10], -1.875f);
+}
+END_TEST
+
+// IQ4_NL, worked by hand: a block whose values are exactly 0.5 * K[q] for
+// every level must come back unchanged (least squares finds d = 0.5 exactly).
+START_TEST(test_iq4_nl_exact_levels) {
+    float x[32], y[32];
+    for (int j = 0; j < 32; j++) x[j] = 0.5f * (float) K_IQ4NL[(j * 5) % 16];
+    struct mg_block_iq4_nl b;
+    mg_quantize_row_iq4_nl_ref(x, &b, 32);
+    ck_assert_uint_eq(b.d, 0x3800);
+    mg_dequantize_row_iq4_nl(&b, y, 32);
+    for (int j = 0; j < 32; j++) ck_assert_float_eq(y[j], x[j]);
+
+    float z[32] = {0};
+    mg_quantize_row_iq4_nl_ref(z, &b, 32);   // all zero: d = 0, codes on the level nearest 0 (K[8] = 1)
+    ck_assert_uint_eq(b.d, 0);
+    for (int j = 0; j < 16; j++) ck_assert_uint_eq(b.qs[j], 0x88);
+}
+END_TEST
+
+// IQ4_NL is quantized the way llama-quantize does it (ggml: quantize_iq4_nl,
+// 7 extra scale trials on each side), not with ggml's quantize_row_iq4_nl_ref
+// (no trials). With weights x^2, each block must fit at least as well as the
+// best scale that search tries: the first guess 127/max, then (t - 127)/max for
+// t = -7..7, each with its nearest codes and their least-squares scale. Computed
+// here in double; the slack covers rounding the winning scale to F16.
+static int nearest_level(double v) {
+    int best = 0;
+    for (int i = 1; i < 16; i++) {
+        if (fabs(v - K_IQ4NL[i]) <= fabs(v - K_IQ4NL[best])) best = i;   // ties: the upper level
+    }
+    return best;
+}
+
+static double iq4nl_candidate_error(const float * x, double id) {
+    double sumqx = 0, sumq2 = 0, sumx2w = 0;
+    int    q[32];
+    for (int j = 0; j < 32; j++) {
+        const double w = (double) x[j] * x[j];
+        q[j] = K_IQ4NL[nearest_level(id * x[j])];
+        sumqx += w * q[j] * x[j];
+        sumq2 += w * q[j] * q[j];
+        sumx2w += w * x[j] * x[j];
+    }
+    if (sumq2 <= 0) return sumx2w;
+    const double d = sumqx / sumq2;
+    double       err = 0;
+    for (int j = 0; j < 32; j++) err += (double) x[j] * x[j] * (x[j] - d * q[j]) * (x[j] - d * q[j]);
+    return err;
+}
+
+START_TEST(test_iq4_nl_scale_search) {
+    uint64_t rng = 700;
+    for (int k = 0; k < 2000; k++) {
+        float x[32];
+        for (int j = 0; j < 32; j++) x[j] = mg_test_rand_normal(&rng);
+        double max = 0, energy = 0;
+        for (int j = 0; j < 32; j++) {
+            if (fabs(x[j]) > fabs(max)) max = x[j];
+            energy += (double) x[j] * x[j] * x[j] * x[j];
+        }
+        double best = iq4nl_candidate_error(x, 127 / max);
+        for (int t = -7; t <= 7; t++) best = fmin(best, iq4nl_candidate_error(x, (t - 127) / max));
+
+        struct mg_block_iq4_nl b;
+        mg_quantize_row_iq4_nl_ref(x, &b, 32);
+        const double d   = mg_fp16_to_fp32(b.d);
+        double       err = 0;
+        for (int j = 0; j < 32; j++) {
+            const double y = d * K_IQ4NL[nibble(b.qs, j)];
+            err += (double) x[j] * x[j] * (x[j] - y) * (x[j] - y);
+        }
+        ck_assert_msg(err <= best + 0x1p-18 * energy, "block %d: weighted error %g, the search finds %g", k, err,
+                      best);
+    }
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Dot products
+// ---------------------------------------------------------------------------
+
+#define DOT_N 4096
+static float   dot_w[DOT_N], dot_a[DOT_N], dot_wf[DOT_N], dot_af[DOT_N];
+static uint8_t dot_wq[DOT_N * 2], dot_aq[DOT_N * 2];
+
+// Weights of type `type` and activations converted as mul_mat does; returns
+// the library's vec_dot and the exact dot of the decoded rows (*mag = sum |terms|).
+//
+// With aligned, the two rows share a random sign per element and have
+// magnitudes near their maximum, so the integer block sums grow to 13 and more
+// significant bits, where the order of the float multiplies starts to matter.
+static float prepare_dot(enum mg_type type, int64_t n, uint64_t seed, bool aligned, double * exact, double * mag) {
+    uint64_t rng = seed;
+    for (int64_t i = 0; i < n; i++) {
+        if (aligned) {
+            const float sign = (mg_test_rand_u64(&rng) & 1) ? 1.0f : -1.0f;
+            dot_w[i] = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f);
+            dot_a[i] = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f) * 2.0f;
+        } else {
+            dot_w[i] = mg_test_rand_normal(&rng);
+            dot_a[i] = mg_test_rand_normal(&rng) * 2.0f;
+        }
+    }
+    const struct mg_type_traits *     tw = mg_get_type_traits(type);
+    const struct mg_type_traits_cpu * tc = mg_get_type_traits_cpu(type);
+    ck_assert_ptr_nonnull(tc);
+    tw->from_float(dot_w, dot_wq, n);
+    tw->to_float(dot_wq, dot_wf, n);
+    tc->from_float(dot_a, dot_aq, n);
+    mg_get_type_traits(tc->vec_dot_type)->to_float(dot_aq, dot_af, n);
+    *exact = 0, *mag = 0;
+    for (int64_t i = 0; i < n; i++) {
+        *exact += (double) dot_wf[i] * dot_af[i];
+        *mag += fabs((double) dot_wf[i] * dot_af[i]);
+    }
+    float s = NAN;
+    tc->vec_dot(n, &s, dot_wq, dot_aq);
+    return s;
+}
+
+START_TEST(test_cpu_traits) {
+    const struct {
+        enum mg_type       type, vec_dot_type;
+        mg_from_float_fn   from_float;
+        mg_vec_dot_fn      vec_dot;
+    } want[] = {
+        {MG_TYPE_Q4_1, MG_TYPE_Q8_1, mg_quantize_row_q8_1, mg_vec_dot_q4_1_q8_1},
+        {MG_TYPE_Q5_0, MG_TYPE_Q8_0, mg_quantize_row_q8_0, mg_vec_dot_q5_0_q8_0},
+        {MG_TYPE_Q5_1, MG_TYPE_Q8_1, mg_quantize_row_q8_1, mg_vec_dot_q5_1_q8_1},
+        {MG_TYPE_Q2_K, MG_TYPE_Q8_K, mg_quantize_row_q8_K, mg_vec_dot_q2_K_q8_K},
+        {MG_TYPE_Q3_K, MG_TYPE_Q8_K, mg_quantize_row_q8_K, mg_vec_dot_q3_K_q8_K},
+        {MG_TYPE_Q5_K, MG_TYPE_Q8_K, mg_quantize_row_q8_K, mg_vec_dot_q5_K_q8_K},
+        {MG_TYPE_IQ4_NL, MG_TYPE_Q8_0, mg_quantize_row_q8_0, mg_vec_dot_iq4_nl_q8_0},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const struct mg_type_traits_cpu * t = mg_get_type_traits_cpu(want[i].type);
+        ck_assert_ptr_nonnull(t);
+        ck_assert_int_eq(t->vec_dot_type, want[i].vec_dot_type);
+        ck_assert(t->from_float == want[i].from_float);
+        ck_assert(t->vec_dot == want[i].vec_dot);
+    }
+    ck_assert_ptr_null(mg_get_type_traits_cpu(MG_TYPE_Q8_1));   // activations only
+}
+END_TEST
+
+// Q8_1's s is d * (sum of codes) rounded to F16, and Q4_1/Q5_1 use it for
+// their mins: sum_i (q_i dW + mW) a_i dA = dW dA S + mW s. So their dot moves
+// away from the dot of the decoded rows by sum over blocks of mW * (s - dA sum a),
+// each at most |mW s| * 2^-11. This returns that allowance (0 for other types).
+static double q8_1_s_allowance(enum mg_type type, int64_t n) {
+    if (type != MG_TYPE_Q4_1 && type != MG_TYPE_Q5_1) return 0;
+    double allowance = 0;
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float m = type == MG_TYPE_Q4_1 ? mg_fp16_to_fp32(((const struct mg_block_q4_1 *) dot_wq)[b].m)
+                                             : mg_fp16_to_fp32(((const struct mg_block_q5_1 *) dot_wq)[b].m);
+        allowance += fabs((double) m * mg_fp16_to_fp32(((const struct mg_block_q8_1 *) dot_aq)[b].s)) * 0x1p-11;
+    }
+    return allowance;
+}
+
+// Against the exact dot of the decoded rows, for 1, 3 and 16 super-blocks (or
+// 8, 24 and 128 blocks of 32).
+START_TEST(test_vec_dot_accuracy) {
+    const int64_t lengths[] = {256, 768, 4096};
+    for (int i = 0; i < N_QTYPES; i++) {
+        const struct qtype * t = &QTYPES[i];
+        if (t->type == MG_TYPE_Q8_1) continue;   // not a weight type
+        for (int k = 0; k < 3; k++) {
+            double       exact, mag;
+            const float  got = prepare_dot(t->type, lengths[k], 400 + 10 * (uint64_t) i + (uint64_t) k, false, &exact,
+                                             &mag);
+            // per block: int sums, then up to 4 float operations; 10 more at the end
+            const double tol = (4.0 * (double) (lengths[k] / t->block) + 10) * 0x1p-24 * mag +
+                               q8_1_s_allowance(t->type, lengths[k]);
+            ck_assert_msg(fabs(got - exact) <= tol, "%s n %lld: %.9g vs %.9g (tol %g)", t->name,
+                          (long long) lengths[k], got, exact, tol);
+        }
+    }
+}
+END_TEST
+
+// FACTS 2.6, to the bit. Mostly one to three blocks of aligned data (where one
+// rounding in one block's term is not lost in the rounding of a large sum),
+// every fourth a long Gaussian row.
+START_TEST(test_vec_dot_order_32_blocks) {
+    for (int rep = 0; rep < 200; rep++) {
+        double        exact, mag;
+        const int64_t n       = rep % 4 == 0 ? DOT_N : 32 * (rep % 4);
+        const bool    aligned = rep % 4 != 0;
+
+        // Q4_1 x Q8_1: acc += (dW * dA) * S + mW * sA.
+        float got = prepare_dot(MG_TYPE_Q4_1, n, 500 + (uint64_t) rep, aligned, &exact, &mag);
+        float acc = 0;
+        for (int b = 0; b < n / 32; b++) {
+            const struct mg_block_q4_1 * w = (const struct mg_block_q4_1 *) dot_wq + b;
+            const struct mg_block_q8_1 * a = (const struct mg_block_q8_1 *) dot_aq + b;
+            int                          S = 0;
+            for (int j = 0; j < 32; j++) S += q4_1_elem(dot_wq, 32 * b + j).q * a->qs[j];
+            acc += (mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d)) * (float) S +
+                   mg_fp16_to_fp32(w->m) * mg_fp16_to_fp32(a->s);
+        }
+        ck_assert_float_eq(got, acc);
+
+        // Q5_1 x Q8_1: the same.
+        got = prepare_dot(MG_TYPE_Q5_1, n, 510 + (uint64_t) rep, aligned, &exact, &mag);
+        acc = 0;
+        for (int b = 0; b < n / 32; b++) {
+            const struct mg_block_q5_1 * w = (const struct mg_block_q5_1 *) dot_wq + b;
+            const struct mg_block_q8_1 * a = (const struct mg_block_q8_1 *) dot_aq + b;
+            int                          S = 0;
+            for (int j = 0; j < 32; j++) S += q5_1_elem(dot_wq, 32 * b + j).q * a->qs[j];
+            acc += (mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d)) * (float) S +
+                   mg_fp16_to_fp32(w->m) * mg_fp16_to_fp32(a->s);
+        }
+        ck_assert_float_eq(got, acc);
+
+        // Q5_0 x Q8_0: acc += (dW * dA) * S.
+        got = prepare_dot(MG_TYPE_Q5_0, n, 520 + (uint64_t) rep, aligned, &exact, &mag);
+        acc = 0;
+        for (int b = 0; b < n / 32; b++) {
+            const struct mg_block_q5_0 * w = (const struct mg_block_q5_0 *) dot_wq + b;
+            const struct mg_block_q8_0 * a = (const struct mg_block_q8_0 *) dot_aq + b;
+            int                          S = 0;
+            for (int j = 0; j < 32; j++) S += q5_0_elem(dot_wq, 32 * b + j).q * a->qs[j];
+            acc += (mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d)) * (float) S;
+        }
+        ck_assert_float_eq(got, acc);
+
+        // IQ4_NL x Q8_0: acc += (dA * dW) * S, S over table values.
+        got = prepare_dot(MG_TYPE_IQ4_NL, n, 530 + (uint64_t) rep, aligned, &exact, &mag);
+        acc = 0;
+        for (int b = 0; b < n / 32; b++) {
+            const struct mg_block_iq4_nl * w = (const struct mg_block_iq4_nl *) dot_wq + b;
+            const struct mg_block_q8_0 *   a = (const struct mg_block_q8_0 *) dot_aq + b;
+            int                            S = 0;
+            for (int j = 0; j < 32; j++) S += iq4_nl_elem(dot_wq, 32 * b + j).q * a->qs[j];
+            acc += (mg_fp16_to_fp32(a->d) * mg_fp16_to_fp32(w->d)) * (float) S;
+        }
+        ck_assert_float_eq(got, acc);
+    }
+}
+END_TEST
+
+START_TEST(test_vec_dot_order_k_quants) {
+    for (int rep = 0; rep < 100; rep++) {
+        double        exact, mag;
+        const int64_t n       = rep % 4 == 0 ? DOT_N : 256;
+        const bool    aligned = rep % 4 != 0;
+
+        // Q2_K: per super-block acc += (dA * dW) * S - (dA * dminW) * sum_j bsums_j * m_j; no lanes.
+        float got = prepare_dot(MG_TYPE_Q2_K, n, 600 + (uint64_t) rep, aligned, &exact, &mag);
+        float acc = 0;
+        for (int i = 0; i < n / 256; i++) {
+            const struct mg_block_q2_K * w = (const struct mg_block_q2_K *) dot_wq + i;
+            const struct mg_block_q8_K * a = (const struct mg_block_q8_K *) dot_aq + i;
+            int                          S = 0, summ = 0;
+            for (int e = 0; e < 256; e++) {
+                S += (w->scales[e / 16] & 15) * two_bits(w->qs, e) * a->qs[e];
+                summ += (w->scales[e / 16] >> 4) * a->qs[e];
+            }
+            acc += (a->d * mg_fp16_to_fp32(w->d)) * (float) S - (a->d * mg_fp16_to_fp32(w->dmin)) * (float) summ;
+        }
+        ck_assert_float_eq(got, acc);
+
+        // Q3_K: 8 lanes of (dW * dA) * isum_l, summed at the end.
+        got = prepare_dot(MG_TYPE_Q3_K, n, 610 + (uint64_t) rep, aligned, &exact, &mag);
+        float lanes[8] = {0};
+        for (int i = 0; i < n / 256; i++) {
+            const struct mg_block_q3_K * w       = (const struct mg_block_q3_K *) dot_wq + i;
+            const struct mg_block_q8_K * a       = (const struct mg_block_q8_K *) dot_aq + i;
+            int                          isum[8] = {0};
+            for (int e = 0; e < 256; e++) {
+                isum[e % 8] += q3_K_scale_of(w->scales, e / 16) * q3_K_elem(dot_wq, 256 * i + e).q * a->qs[e];
+            }
+            for (int l = 0; l < 8; l++) lanes[l] += (mg_fp16_to_fp32(w->d) * a->d) * (float) isum[l];
+        }
+        acc = 0;
+        for (int l = 0; l < 8; l++) acc += lanes[l];
+        ck_assert_float_eq(got, acc);
+
+        // Q5_K: as Q4_K: lanes, and the mins subtracted per super-block.
+        got = prepare_dot(MG_TYPE_Q5_K, n, 620 + (uint64_t) rep, aligned, &exact, &mag);
+        memset(lanes, 0, sizeof(lanes));
+        acc = 0;
+        for (int i = 0; i < n / 256; i++) {
+            const struct mg_block_q5_K * w       = (const struct mg_block_q5_K *) dot_wq + i;
+            const struct mg_block_q8_K * a       = (const struct mg_block_q8_K *) dot_aq + i;
+            int                          isum[8] = {0}, summ = 0;
+            for (int e = 0; e < 256; e++) {
+                int sc, m;
+                k4_scale_min(w->scales, e / 32, &sc, &m);
+                isum[e % 8] += sc * q5_K_elem(dot_wq, 256 * i + e).q * a->qs[e];
+                summ += m * a->qs[e];
+            }
+            for (int l = 0; l < 8; l++) lanes[l] += (mg_fp16_to_fp32(w->d) * a->d) * (float) isum[l];
+            acc -= (mg_fp16_to_fp32(w->dmin) * a->d) * (float) summ;
+        }
+        for (int l = 0; l < 8; l++) acc += lanes[l];
+        ck_assert_float_eq(got, acc);
+    }
+}
+END_TEST
+
+Suite * mg_test_suite(void) {
+    Suite * s  = suite_create("quants_more");
+    TCase * tc = tcase_create("blocks");
+    tcase_add_test(tc, test_sizes);
+    tcase_add_test(tc, test_hand_built_32_blocks);
+    tcase_add_test(tc, test_hand_built_q2_K);
+    tcase_add_test(tc, test_hand_built_q3_K);
+    tcase_add_test(tc, test_hand_built_q5_K);
+    tcase_add_test(tc, test_random_blocks_decode_like_facts);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("quantize");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_round_trip_nearest_level);
+    tcase_add_test(tc, test_round_trip_rms);
+    tcase_add_test(tc, test_q8_1_sum_field);
+    tcase_add_test(tc, test_q8_1_activations_round_ties_to_even);
+    tcase_add_test(tc, test_q5_0_first_strict_maximum);
+    tcase_add_test(tc, test_iq4_nl_exact_levels);
+    tcase_add_test(tc, test_iq4_nl_scale_search);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("vec_dot");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_cpu_traits);
+    tcase_add_test(tc, test_vec_dot_accuracy);
+    tcase_add_test(tc, test_vec_dot_order_32_blocks);
+    tcase_add_test(tc, test_vec_dot_order_k_quants);
+    suite_add_tcase(s, tc);
+    return s;
+}

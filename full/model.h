@@ -1,0 +1,93 @@
+//@file 09
+// model.h - a Qwen3-family model, loaded from a GGUF file, and its graph.
+//
+//     struct mg_model * m = mg_model_load("MiniMind-3-Q8_0.gguf");
+//     if (!m) { fprintf(stderr, "%s\n", mg_last_error()); exit(1); }
+//     // m->hp: 8 layers, n_embd 768, 8 heads over 4 KV heads of 96 ...
+//     // m->layers[3].wq: {768, 768} q8_0, its data inside the mapped file
+//     mg_model_free(m);
+//
+// Loading reads the hyper-parameters from the metadata, finds every tensor by
+// its GGUF name, checks its shape and type, and points a tensor header at its
+// bytes in the mapping: nothing is copied, so a model "loads" in milliseconds
+// and its pages are read from disk as the first forward pass touches them
+// (llama.cpp: src/models/qwen3.cpp, load_arch_hparams / load_arch_tensors).
+#pragma once
+
+#include "graph.h"
+#include "kv_cache.h"
+
+struct mg_gguf;
+struct mg_vocab;
+
+struct mg_model_hparams {
+    int   n_layer;           // qwen3.block_count
+    int   n_embd;            // qwen3.embedding_length: E
+    int   n_ff;              // qwen3.feed_forward_length: F
+    int   n_head;            // qwen3.attention.head_count: H
+    int   n_head_kv;         // qwen3.attention.head_count_kv: Hkv (H/Hkv query heads share one KV head)
+    int   head_dim;          // qwen3.attention.key_length: D (Qwen3-0.6B: 128, not E/H = 64)
+    int   n_vocab;           // the number of tokens
+    int   n_ctx_train;       // qwen3.context_length
+    float rope_freq_base;    // qwen3.rope.freq_base
+    float rope_freq_scale;   // 1 / qwen3.rope.scaling.factor for linear scaling, else 1
+    float rms_eps;           // qwen3.attention.layer_norm_rms_epsilon
+};
+
+// One transformer block. Shapes in ggml order: {row length, rows}.
+struct mg_layer {
+    struct mg_tensor * attn_norm;   // {E}
+    struct mg_tensor * wq;          // {E, D*H}
+    struct mg_tensor * wk;          // {E, D*Hkv}
+    struct mg_tensor * wv;          // {E, D*Hkv}
+    struct mg_tensor * wo;          // {D*H, E}
+    struct mg_tensor * q_norm;      // {D}, shared by all heads
+    struct mg_tensor * k_norm;      // {D}
+    struct mg_tensor * ffn_norm;    // {E}
+    struct mg_tensor * ffn_gate;    // {E, F}
+    struct mg_tensor * ffn_up;      // {E, F}
+    struct mg_tensor * ffn_down;    // {F, E}
+};
+
+struct mg_model {
+    char                    path[1024];
+    char                    name[128];     // general.name, if any
+    struct mg_model_hparams hp;
+    struct mg_gguf *        gguf;          // the mapped file: every weight's bytes live there
+    struct mg_context *     ctx;           // the weights' headers (no_alloc)
+    struct mg_vocab *       vocab;
+
+    struct mg_tensor * tok_embd;      // {E, n_vocab}
+    struct mg_tensor * output_norm;   // {E}
+    struct mg_tensor * output;        // {E, n_vocab}: output.weight, or tok_embd when tied
+    struct mg_layer *  layers;        // [n_layer]
+
+    int64_t n_params;
+    size_t  n_weight_bytes;
+};
+
+// NULL, with mg_last_error() naming the file and what is wrong (an
+// unsupported architecture or tensor type, a missing or mis-shaped tensor).
+struct mg_model * mg_model_load(const char * path);
+void              mg_model_free(struct mg_model * m);
+
+// The inputs of one batch's graph. The caller fills them before each compute.
+struct mg_batch_inputs {
+    struct mg_tensor * tokens;   // I32 {T}: token ids
+    struct mg_tensor * pos;      // I32 {T}: their positions
+    struct mg_tensor * mask;     // F32 {n_kv, T}: the causal mask over the cache
+    struct mg_tensor * k_idx;    // I32 {T}: cache rows for K (mg_kv_cache_fill_store_idx)
+    struct mg_tensor * v_idx;    // I32 {D*Hkv*T}: cache elements for V
+};
+
+// Build the forward pass of a batch of n_tokens tokens attending over n_kv
+// cache positions into g (the analogue of llama.cpp's llm_build_qwen3). Makes
+// the inputs in ctx and returns the logits: {n_vocab, n_tokens} with
+// all_logits, else {n_vocab, 1} for the last token only.
+struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
+                                  struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
+                                  struct mg_batch_inputs * in);
+
+// Graph size and context size that mg_qwen3_build needs for this model.
+int    mg_qwen3_graph_size(const struct mg_model * m);
+size_t mg_qwen3_ctx_size(const struct mg_model * m);

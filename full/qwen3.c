@@ -1,0 +1,342 @@
+//@file 09
+// qwen3.c - the Qwen3 architecture: hyper-parameters, tensors, and the
+// forward pass as a graph (llama.cpp: src/models/qwen3.cpp).
+#include "model.h"
+#include "arena.h"
+#include "gguf.h"
+#include "ops.h"
+#include "vec.h"
+#include "vocab.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------
+// Hyper-parameters
+// ---------------------------------------------------------------------------
+
+static bool get_u32_as_int(const struct mg_gguf * g, const char * key, bool required, int fallback, int * out) {
+    uint32_t v;
+    if (mg_gguf_find_key(g, key) < 0) {
+        if (required) {
+            mg_set_error("%s: metadata key '%s' is missing", mg_gguf_path(g), key);
+            return false;
+        }
+        *out = fallback;
+        return true;
+    }
+    if (!mg_gguf_get_u32(g, key, &v)) return false;   // the getter says why (wrong type, an array...)
+    if (v == 0 || v > (1u << 24)) {
+        mg_set_error("%s: metadata '%s' = %u is out of range", mg_gguf_path(g), key, v);
+        return false;
+    }
+    *out = (int) v;
+    return true;
+}
+
+static bool get_f32(const struct mg_gguf * g, const char * key, bool required, float fallback, float * out) {
+    if (mg_gguf_find_key(g, key) < 0) {
+        if (required) {
+            mg_set_error("%s: metadata key '%s' is missing", mg_gguf_path(g), key);
+            return false;
+        }
+        *out = fallback;
+        return true;
+    }
+    return mg_gguf_get_f32(g, key, out);
+}
+
+static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp) {
+    const char * arch;
+    uint64_t     arch_len;
+    if (!mg_gguf_get_str(g, "general.architecture", &arch, &arch_len)) return false;
+    if (arch_len != 5 || memcmp(arch, "qwen3", 5) != 0) {
+        mg_set_error("%s: architecture '%.*s' is not supported (this engine runs qwen3)", mg_gguf_path(g),
+                     (int) (arch_len < 64 ? arch_len : 64), arch);
+        return false;
+    }
+    if (!get_u32_as_int(g, "qwen3.block_count", true, 0, &hp->n_layer) ||
+        !get_u32_as_int(g, "qwen3.context_length", true, 0, &hp->n_ctx_train) ||
+        !get_u32_as_int(g, "qwen3.embedding_length", true, 0, &hp->n_embd) ||
+        !get_u32_as_int(g, "qwen3.feed_forward_length", true, 0, &hp->n_ff) ||
+        !get_u32_as_int(g, "qwen3.attention.head_count", true, 0, &hp->n_head) ||
+        !get_u32_as_int(g, "qwen3.attention.head_count_kv", false, hp->n_head, &hp->n_head_kv) ||
+        !get_u32_as_int(g, "qwen3.attention.key_length", false, hp->n_embd / hp->n_head, &hp->head_dim) ||
+        !get_f32(g, "qwen3.attention.layer_norm_rms_epsilon", true, 0.0f, &hp->rms_eps) ||
+        !get_f32(g, "qwen3.rope.freq_base", false, 10000.0f, &hp->rope_freq_base)) {
+        return false;
+    }
+    int value_length, n_rot;
+    if (!get_u32_as_int(g, "qwen3.attention.value_length", false, hp->head_dim, &value_length) ||
+        !get_u32_as_int(g, "qwen3.rope.dimension_count", false, hp->head_dim, &n_rot)) {
+        return false;
+    }
+    if (value_length != hp->head_dim || n_rot != hp->head_dim) {
+        mg_set_error("%s: key_length %d, value_length %d and rope.dimension_count %d must be equal for qwen3",
+                     mg_gguf_path(g), hp->head_dim, value_length, n_rot);
+        return false;
+    }
+    if (hp->n_head % hp->n_head_kv != 0) {
+        mg_set_error("%s: head_count %d is not a multiple of head_count_kv %d", mg_gguf_path(g), hp->n_head,
+                     hp->n_head_kv);
+        return false;
+    }
+    // Linear rope scaling is a plain factor on the angles; YaRN is not built here.
+    hp->rope_freq_scale = 1.0f;
+    const char * scaling = NULL;
+    uint64_t     scaling_len = 0;
+    if (mg_gguf_find_key(g, "qwen3.rope.scaling.type") >= 0 &&
+        !mg_gguf_get_str(g, "qwen3.rope.scaling.type", &scaling, &scaling_len)) {
+        return false;
+    }
+    float factor = 0.0f;
+    if (!get_f32(g, "qwen3.rope.scaling.factor", false, 0.0f, &factor)) return false;
+    const bool is_none = scaling == NULL || (scaling_len == 4 && memcmp(scaling, "none", 4) == 0);
+    const bool is_linear = scaling != NULL && scaling_len == 6 && memcmp(scaling, "linear", 6) == 0;
+    if (!is_none && !is_linear) {
+        mg_set_error("%s: rope scaling '%.*s' is not supported (none and linear are)", mg_gguf_path(g),
+                     (int) scaling_len, scaling);
+        return false;
+    }
+    if (is_linear && factor > 0.0f) hp->rope_freq_scale = 1.0f / factor;
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Tensors
+// ---------------------------------------------------------------------------
+
+enum tensor_use {
+    USE_NORM,     // multiplied element-wise: must be F32
+    USE_MATMUL,   // the weights of a mul_mat: any type with a dot product
+    USE_LOOKUP,   // read by get_rows: any type that decodes to F32
+};
+
+// Find a tensor by name, check it, and make a header that points into the file.
+static struct mg_tensor * load_tensor(struct mg_model * m, const char * name, int64_t ne0, int64_t ne1,
+                                      enum tensor_use use, bool required) {
+    const char * path = mg_gguf_path(m->gguf);
+    const struct mg_gguf_tensor_info * info = mg_gguf_find_tensor(m->gguf, name);
+    if (info == NULL) {
+        if (required) mg_set_error("%s: tensor '%s' is missing", path, name);
+        return NULL;
+    }
+    const int64_t want_ne[2] = {ne0, ne1};
+    const int     n_dims     = ne1 > 0 ? 2 : 1;
+    bool shape_ok = info->n_dims <= n_dims;
+    for (int i = 0; i < MG_MAX_DIMS; i++) shape_ok = shape_ok && info->ne[i] == (i < n_dims ? want_ne[i] : 1);
+    if (!shape_ok) {
+        mg_set_error("%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, 1, 1]", path, name,
+                     (long long) info->ne[0], (long long) info->ne[1], (long long) info->ne[2],
+                     (long long) info->ne[3], (long long) ne0, (long long) (ne1 > 0 ? ne1 : 1));
+        return NULL;
+    }
+    const char * type_name = mg_gguf_ggml_type_name(info->type);
+    const bool   known     = mg_type_is_supported(info->type);
+    bool usable = known;
+    if (known && use == USE_NORM)   usable = info->type == MG_TYPE_F32;
+    if (known && use == USE_MATMUL) usable = mg_get_type_traits_cpu((enum mg_type) info->type) != NULL;
+    if (known && use == USE_LOOKUP) usable = mg_get_type_traits((enum mg_type) info->type)->to_float != NULL;
+    if (!usable) {
+        mg_set_error("%s: tensor '%s' has type %s (%d), which this engine cannot use for %s", path, name,
+                     type_name ? type_name : "unknown", info->type,
+                     use == USE_NORM ? "a norm (F32 only)" : use == USE_MATMUL ? "a matrix multiply" : "a lookup");
+        return NULL;
+    }
+    struct mg_tensor * t = mg_new_tensor(m->ctx, (enum mg_type) info->type, n_dims, want_ne);
+    MG_ASSERT(t != NULL);
+    mg_set_name(t, name);
+    t->data = (void *) info->data;   // the bytes stay in the mapping
+    m->n_params += mg_nelements(t);
+    m->n_weight_bytes += mg_nbytes(t);
+    return t;
+}
+
+static bool load_layer(struct mg_model * m, int il) {
+    const struct mg_model_hparams * hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff, D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv;
+    struct mg_layer * l = &m->layers[il];
+    char name[MG_MAX_NAME];
+#define LOAD(field, suffix, ne0, ne1, use)                                          \
+    snprintf(name, sizeof(name), "blk.%d." suffix ".weight", il);                 \
+    if ((l->field = load_tensor(m, name, ne0, ne1, use, true)) == NULL) return false
+    LOAD(attn_norm, "attn_norm",   E,     0,     USE_NORM);
+    LOAD(wq,        "attn_q",      E,     D * H, USE_MATMUL);
+    LOAD(wk,        "attn_k",      E,     D * Hkv, USE_MATMUL);
+    LOAD(wv,        "attn_v",      E,     D * Hkv, USE_MATMUL);
+    LOAD(wo,        "attn_output", D * H, E,     USE_MATMUL);
+    LOAD(q_norm,    "attn_q_norm", D,     0,     USE_NORM);
+    LOAD(k_norm,    "attn_k_norm", D,     0,     USE_NORM);
+    LOAD(ffn_norm,  "ffn_norm",    E,     0,     USE_NORM);
+    LOAD(ffn_gate,  "ffn_gate",    E,     F,     USE_MATMUL);
+    LOAD(ffn_up,    "ffn_up",      E,     F,     USE_MATMUL);
+    LOAD(ffn_down,  "ffn_down",    F,     E,     USE_MATMUL);
+#undef LOAD
+    return true;
+}
+
+static bool load_tensors(struct mg_model * m) {
+    const int64_t E = m->hp.n_embd, V = m->hp.n_vocab;
+    m->tok_embd = load_tensor(m, "token_embd.weight", E, V, USE_LOOKUP, true);
+    if (m->tok_embd == NULL) return false;
+    m->output_norm = load_tensor(m, "output_norm.weight", E, 0, USE_NORM, true);
+    if (m->output_norm == NULL) return false;
+    // Without output.weight the embedding matrix doubles as the LM head (tied
+    // embeddings): logits are dot products with every token's embedding.
+    m->output = load_tensor(m, "output.weight", E, V, USE_MATMUL, false);
+    if (m->output == NULL) {
+        if (mg_gguf_find_tensor(m->gguf, "output.weight") != NULL) return false;   // present but unusable
+        if (mg_get_type_traits_cpu(m->tok_embd->type) == NULL) {
+            mg_set_error("%s: the embeddings (%s) double as the output, but cannot be multiplied", m->path,
+                         mg_type_name(m->tok_embd->type));
+            return false;
+        }
+        m->output = m->tok_embd;
+    }
+    m->layers = calloc((size_t) m->hp.n_layer, sizeof(struct mg_layer));
+    MG_ASSERT(m->layers != NULL);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        if (!load_layer(m, il)) return false;
+    }
+    return true;
+}
+
+struct mg_model * mg_model_load(const char * path) {
+    struct mg_model * m = calloc(1, sizeof(*m));
+    MG_ASSERT(m != NULL);
+    snprintf(m->path, sizeof(m->path), "%s", path);
+    m->gguf = mg_gguf_open(path);
+    if (m->gguf == NULL || !load_hparams(m->gguf, &m->hp)) goto fail;
+
+    const char * name;
+    uint64_t     name_len;
+    if (mg_gguf_find_key(m->gguf, "general.name") >= 0 && mg_gguf_get_str(m->gguf, "general.name", &name, &name_len)) {
+        snprintf(m->name, sizeof(m->name), "%.*s", (int) (name_len < 127 ? name_len : 127), name);
+    }
+    m->vocab = mg_vocab_load(m->gguf);
+    if (m->vocab == NULL) goto fail;
+    m->hp.n_vocab = mg_vocab_n_tokens(m->vocab);
+
+    const size_t n_tensors = 3 + 11 * (size_t) m->hp.n_layer;
+    m->ctx = mg_init((struct mg_init_params) {.mem_size = n_tensors * mg_tensor_overhead(), .no_alloc = true});
+    if (m->ctx == NULL || !load_tensors(m)) goto fail;
+    return m;
+
+fail:
+    mg_model_free(m);
+    return NULL;
+}
+
+void mg_model_free(struct mg_model * m) {
+    if (m == NULL) return;
+    mg_vocab_free(m->vocab);
+    mg_free(m->ctx);
+    mg_gguf_close(m->gguf);
+    free(m->layers);
+    free(m);
+}
+
+// ---------------------------------------------------------------------------
+// The forward pass
+// ---------------------------------------------------------------------------
+
+int mg_qwen3_graph_size(const struct mg_model * m) {
+    return 64 * m->hp.n_layer + 256;   // about 40 nodes and views per layer, with room to spare
+}
+
+size_t mg_qwen3_ctx_size(const struct mg_model * m) {
+    const int size = mg_qwen3_graph_size(m);
+    return 2 * (size_t) size * mg_tensor_overhead() + mg_graph_overhead_custom(size) + 4096;
+}
+
+static struct mg_tensor * input(struct mg_context * ctx, enum mg_type type, int64_t ne0, int64_t ne1,
+                                const char * name) {
+    struct mg_tensor * t = mg_new_node(ctx, type, ne1 > 0 ? 2 : 1, (const int64_t[]) {ne0, ne1 > 0 ? ne1 : 1});
+    t->flags |= MG_TENSOR_FLAG_INPUT;   // placed first by the allocator, filled before each compute
+    return mg_set_name(t, name);
+}
+
+// RMSNorm with a learned scale: (x / rms(x)) * w, named like llama.cpp's cb().
+static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * w, float eps,
+                               const char * name, int il) {
+    struct mg_tensor * t = mg_mul(ctx, mg_rms_norm(ctx, x, eps), w);
+    return il >= 0 ? mg_format_name(t, "%s-%d", name, il) : mg_set_name(t, name);
+}
+
+// Self-attention of one layer: Q, K, V projections, per-head norms, RoPE,
+// store K and V in the cache, attend over it, project back.
+static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
+                                    struct mg_kv_cache * kv, int il, struct mg_tensor * cur, int n_tokens, int n_kv,
+                                    const struct mg_batch_inputs * in) {
+    const struct mg_model_hparams * hp = &m->hp;
+    const struct mg_layer *         l  = &m->layers[il];
+
+    struct mg_tensor * q = mg_reshape_3d(ctx, mg_mul_mat(ctx, l->wq, cur), hp->head_dim, hp->n_head, n_tokens);
+    struct mg_tensor * k = mg_reshape_3d(ctx, mg_mul_mat(ctx, l->wk, cur), hp->head_dim, hp->n_head_kv, n_tokens);
+    struct mg_tensor * v = mg_reshape_3d(ctx, mg_mul_mat(ctx, l->wv, cur), hp->head_dim, hp->n_head_kv, n_tokens);
+    mg_format_name(v, "Vcur-%d", il);
+
+    // Qwen3 normalises every head of Q and K before rotating them.
+    q = norm(ctx, q, l->q_norm, hp->rms_eps, "Qcur_normed", il);
+    k = norm(ctx, k, l->k_norm, hp->rms_eps, "Kcur_normed", il);
+    q = mg_format_name(mg_rope(ctx, q, in->pos, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
+                       "Qcur-%d", il);
+    k = mg_format_name(mg_rope(ctx, k, in->pos, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
+                       "Kcur-%d", il);
+
+    mg_kv_cache_store_rows(ctx, g, kv, il, k, v, in->k_idx, in->v_idx);
+    struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);
+    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);
+    const float        scale = 1.0f / sqrtf((float) hp->head_dim);
+    struct mg_tensor * attn  = mg_format_name(mg_attn(ctx, q, k_all, v_all, in->mask, scale), "kqv_out-%d", il);
+    return mg_format_name(mg_mul_mat(ctx, l->wo, attn), "attn_out-%d", il);
+}
+
+// SwiGLU feed-forward: down(silu(gate(x)) * up(x)).
+static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_layer * l, struct mg_tensor * cur,
+                                       int il) {
+    struct mg_tensor * gate = mg_format_name(mg_mul_mat(ctx, l->ffn_gate, cur), "ffn_gate-%d", il);
+    struct mg_tensor * up   = mg_format_name(mg_mul_mat(ctx, l->ffn_up, cur), "ffn_up-%d", il);
+#if 0 //@old 09..09 swiglu
+    struct mg_tensor * act  = mg_mul(ctx, mg_silu(ctx, gate), up);
+#endif //@old swiglu
+    //@+ full fused-ops
+    struct mg_tensor * act  = mg_swiglu(ctx, gate, up);   // one pass instead of silu, then mul
+    //@- full fused-ops
+    return mg_format_name(mg_mul_mat(ctx, l->ffn_down, mg_format_name(act, "ffn_swiglu-%d", il)), "ffn_out-%d", il);
+}
+
+struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
+                                  struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
+                                  struct mg_batch_inputs * in) {
+    const struct mg_model_hparams * hp = &m->hp;
+    in->tokens = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_tokens");
+    in->pos    = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_pos");
+    in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");
+    in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");
+    in->v_idx  = input(ctx, MG_TYPE_I32, (int64_t) hp->head_dim * hp->n_head_kv * n_tokens, 0, "v_idxs");
+
+    struct mg_tensor * inp = mg_set_name(mg_get_rows(ctx, m->tok_embd, in->tokens), "inp_embd");
+    for (int il = 0; il < hp->n_layer; il++) {
+        // Pre-norm attention with a residual around it ...
+        struct mg_tensor * cur = norm(ctx, inp, m->layers[il].attn_norm, hp->rms_eps, "attn_norm", il);
+        cur = attention(ctx, g, m, kv, il, cur, n_tokens, n_kv, in);
+        if (il == hp->n_layer - 1 && !all_logits && n_tokens > 1) {
+            // Only the last token's logits are wanted: drop the other rows
+            // before the last feed-forward and the LM head (llama.cpp's inp_out_ids).
+            cur = mg_view_2d(ctx, cur, hp->n_embd, 1, cur->nb[1], (size_t) (n_tokens - 1) * cur->nb[1]);
+            inp = mg_view_2d(ctx, inp, hp->n_embd, 1, inp->nb[1], (size_t) (n_tokens - 1) * inp->nb[1]);
+        }
+        struct mg_tensor * ffn_inp = mg_format_name(mg_add(ctx, cur, inp), "ffn_inp-%d", il);
+        // ... then a pre-norm feed-forward with a residual around it.
+        cur = norm(ctx, ffn_inp, m->layers[il].ffn_norm, hp->rms_eps, "ffn_norm", il);
+        cur = feed_forward(ctx, &m->layers[il], cur, il);
+        inp = mg_format_name(mg_add(ctx, cur, ffn_inp), "l_out-%d", il);
+    }
+    struct mg_tensor * cur    = norm(ctx, inp, m->output_norm, hp->rms_eps, "result_norm", -1);
+    struct mg_tensor * logits = mg_set_name(mg_mul_mat(ctx, m->output, cur), "result_output");
+    logits->flags |= MG_TENSOR_FLAG_OUTPUT;
+    mg_build_forward_expand(g, logits);
+    return logits;
+}

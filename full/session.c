@@ -1,0 +1,228 @@
+//@file 09
+// session.c - decode calls: build or reuse a graph, fill its inputs, run it
+// (llama.cpp: llama_context::decode, llm_graph_result::can_reuse).
+#define _POSIX_C_SOURCE 200809L
+#include "session.h"
+#include "arena.h"
+#include "galloc.h"
+#include "plan.h"
+#include "threadpool.h"
+#include "trace.h"
+#include "vocab.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct mg_session {
+    struct mg_model *        model;
+    struct mg_session_params params;
+    struct mg_kv_cache *     kv;
+    struct mg_threadpool *   threadpool;
+    struct mg_gallocr *      galloc;
+    int                      n_past;
+
+    // The current graph, and the shape it was built for.
+    struct mg_context *    graph_ctx;
+    struct mg_cgraph *     graph;
+    struct mg_batch_inputs in;
+    struct mg_tensor *     logits_out;
+    int                    graph_n_tokens;
+    int                    graph_n_kv;
+    bool                   graph_all_logits;
+    struct mg_cplan        plan;
+    void *                 work;
+    size_t                 work_capacity;
+
+    float *                 logits;   // what mg_get_logits returns
+    size_t                  logits_capacity;
+    struct mg_session_stats stats;
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+struct mg_session_params mg_session_default_params(void) {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return (struct mg_session_params) {
+        .n_ctx     = 0,
+        .n_batch   = 512,
+        .n_threads = cores > 0 ? (int) cores : 1,
+        .kv_type   = MG_TYPE_F16,
+    };
+}
+
+struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params params) {
+    if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (params.n_batch <= 0) params.n_batch = 512;
+    if (params.n_threads <= 0) params.n_threads = 1;
+    struct mg_session * s = calloc(1, sizeof(*s));
+    MG_ASSERT(s != NULL);
+    s->model  = m;
+    s->params = params;
+    // n_kv padded to 256, as llama.cpp pads it: the decode graph keeps its shape
+    // for 256 steps at a time (so it can be reused), and softmax rows have the
+    // same length as llama.cpp's, which decides how ggml rounds them.
+    s->kv = mg_kv_cache_new(m->hp.n_layer, params.n_ctx, m->hp.head_dim, m->hp.n_head_kv, params.kv_type, 256);
+    if (s->kv == NULL) {
+        free(s);
+        return NULL;
+    }
+    s->threadpool = mg_threadpool_new(params.n_threads);
+    s->galloc     = mg_gallocr_new(0);
+    s->stats.kv_size = mg_kv_cache_bytes(s->kv);
+    return s;
+}
+
+void mg_session_free(struct mg_session * s) {
+    if (s == NULL) return;
+    mg_kv_cache_free(s->kv);
+    mg_threadpool_free(s->threadpool);
+    mg_gallocr_free(s->galloc);
+    mg_free(s->graph_ctx);
+    free(s->work);
+    free(s->logits);
+    free(s);
+}
+
+// Build the graph of a batch of this shape, plan both buffers.
+static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    const struct mg_model * m = s->model;
+    mg_free(s->graph_ctx);
+    s->graph_ctx = mg_init((struct mg_init_params) {.mem_size = mg_qwen3_ctx_size(m), .no_alloc = true});
+    if (s->graph_ctx == NULL) return false;
+    s->graph      = mg_new_graph_custom(s->graph_ctx, mg_qwen3_graph_size(m));
+    s->logits_out = mg_qwen3_build(s->graph_ctx, s->graph, m, s->kv, n_tokens, n_kv, all_logits, &s->in);
+    if (!mg_gallocr_alloc_graph(s->galloc, s->graph)) return false;
+
+    s->plan = mg_graph_plan(s->graph, s->params.n_threads);
+    if (s->plan.work_size > s->work_capacity) {
+        free(s->work);
+        s->work          = malloc(s->plan.work_size);
+        s->work_capacity = s->plan.work_size;
+        if (s->work == NULL) {
+            mg_set_error("cannot allocate a work buffer of %zu bytes", s->plan.work_size);
+            return false;
+        }
+    }
+    s->plan.work_data  = s->work;
+    s->plan.threadpool = s->threadpool;
+
+    s->graph_n_tokens   = n_tokens;
+    s->graph_n_kv       = n_kv;
+    s->graph_all_logits = all_logits;
+    s->stats.n_graphs_built++;
+    s->stats.n_nodes = s->graph->n_nodes;
+    if (mg_gallocr_get_buffer_size(s->galloc) > s->stats.compute_buffer_size) {
+        s->stats.compute_buffer_size = mg_gallocr_get_buffer_size(s->galloc);
+    }
+    if (s->plan.work_size > s->stats.work_size) s->stats.work_size = s->plan.work_size;
+    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; compute buffer %zu bytes; work buffer %zu bytes",
+             s->graph->n_nodes, s->graph->n_leafs, mg_gallocr_get_buffer_size(s->galloc), s->plan.work_size);
+    return true;
+}
+
+static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_tokens) {
+    memcpy(s->in.tokens->data, tokens, (size_t) n_tokens * sizeof(int32_t));
+    for (int i = 0; i < n_tokens; i++) ((int32_t *) s->in.pos->data)[i] = s->n_past + i;
+    mg_kv_cache_fill_mask(s->in.mask, s->n_past, n_tokens);
+    mg_kv_cache_fill_store_idx(s->kv, s->in.k_idx, s->in.v_idx, s->n_past);
+}
+
+// One batch: at most n_batch tokens, one graph.
+static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits,
+                         float * logits_dst) {
+    const int n_kv = mg_kv_cache_n_kv(s->kv, s->n_past + n_tokens);
+    mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
+             n_tokens == 1 ? "" : "s", s->n_past, n_tokens == 1 ? "" : "..", n_kv);
+    const double t0 = now_ms();
+    // The can_reuse test: the same shape gives the same graph, and a graph
+    // reads everything that changes between steps from its inputs.
+    if (s->graph != NULL && n_tokens == s->graph_n_tokens && n_kv == s->graph_n_kv &&
+        all_logits == s->graph_all_logits) {
+        s->stats.n_graphs_reused++;
+        mg_trace(MG_TRACE_INFER, "  graph reused (%d reuses so far)", s->stats.n_graphs_reused);
+    } else if (!build_graph(s, n_tokens, n_kv, all_logits)) {
+        return false;
+    }
+    set_inputs(s, tokens, n_tokens);
+    const double t1 = now_ms();
+    mg_graph_compute(s->graph, &s->plan);
+    const double t2 = now_ms();
+    s->stats.t_build_ms += t1 - t0;
+    s->stats.t_compute_ms += t2 - t1;
+
+    const size_t row = (size_t) s->model->hp.n_vocab * sizeof(float);
+    memcpy(logits_dst, s->logits_out->data, row * (size_t) s->logits_out->ne[1]);
+    s->n_past += n_tokens;
+    return true;
+}
+
+bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits) {
+    const int n_vocab = s->model->hp.n_vocab;
+    if (n_tokens <= 0) {
+        mg_set_error("mg_decode: no tokens");
+        return false;
+    }
+    if (s->n_past + n_tokens > s->params.n_ctx) {
+        mg_set_error("context full: %d positions used, %d more asked, the context holds %d (use a larger -c)",
+                     s->n_past, n_tokens, s->params.n_ctx);
+        return false;
+    }
+    for (int i = 0; i < n_tokens; i++) {
+        if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+            mg_set_error("token %d at index %d is not in the vocabulary (0..%d)", tokens[i], i, n_vocab - 1);
+            return false;
+        }
+    }
+    const size_t n_floats = (size_t) n_vocab * (all_logits ? (size_t) n_tokens : 1);
+    if (n_floats > s->logits_capacity) {
+        free(s->logits);
+        s->logits          = malloc(n_floats * sizeof(float));
+        s->logits_capacity = n_floats;
+        MG_ASSERT(s->logits != NULL);
+    }
+    s->stats.n_decode_calls++;
+    for (int done = 0; done < n_tokens;) {
+        const int n = n_tokens - done < s->params.n_batch ? n_tokens - done : s->params.n_batch;
+        float * dst = s->logits + (all_logits ? (size_t) done * (size_t) n_vocab : 0);
+        if (!decode_batch(s, tokens + done, n, all_logits, dst)) return false;
+        done += n;
+    }
+    return true;
+}
+
+const float * mg_get_logits(const struct mg_session * s) {
+    return s->logits;
+}
+
+int mg_session_n_past(const struct mg_session * s) {
+    return s->n_past;
+}
+
+int mg_session_n_ctx(const struct mg_session * s) {
+    return s->params.n_ctx;
+}
+
+// Positions >= n_past are forgotten simply by being overwritten later: the
+// mask of every later batch hides whatever they still hold.
+void mg_session_rewind(struct mg_session * s, int n_past) {
+    MG_ASSERT(n_past >= 0 && n_past <= s->n_past);
+    s->n_past = n_past;
+}
+
+struct mg_session_stats mg_session_get_stats(const struct mg_session * s) {
+    return s->stats;
+}
+
+const struct mg_model * mg_session_model(const struct mg_session * s) {
+    return s->model;
+}
+
+bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
+    return s->graph != NULL && mg_graph_dump_dot_env(s->graph, name);
+}
