@@ -29,3 +29,10 @@
 //@+ 08 threadpool-include
 #include "threadpool.h"
 //@- 08 threadpool-include
+//@+ 09 inference-include
+#include "gguf.h"
+#include "vocab.h"
+#include "model.h"
+#include "session.h"
+#include "sampling.h"
+//@- 09 inference-include

@@ -137,15 +137,23 @@ static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_toke
 static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits,
                          float * logits_dst) {
     const int n_kv = mg_kv_cache_n_kv(s->kv, s->n_past + n_tokens);
-    mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
-             n_tokens == 1 ? "" : "s", s->n_past, n_tokens == 1 ? "" : "..", n_kv);
+    const bool quiet = s->graph != NULL && s->stats.n_graphs_reused >= 3 && n_tokens == s->graph_n_tokens &&
+                       n_kv == s->graph_n_kv && all_logits == s->graph_all_logits;
+    if (!quiet) {
+        mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
+                 n_tokens == 1 ? "" : "s", s->n_past, n_tokens == 1 ? "" : "..", n_kv);
+    }
     const double t0 = now_ms();
     // The can_reuse test: the same shape gives the same graph, and a graph
     // reads everything that changes between steps from its inputs.
     if (s->graph != NULL && n_tokens == s->graph_n_tokens && n_kv == s->graph_n_kv &&
         all_logits == s->graph_all_logits) {
         s->stats.n_graphs_reused++;
-        mg_trace(MG_TRACE_INFER, "  graph reused (%d reuses so far)", s->stats.n_graphs_reused);
+        // A long generation reuses its graph hundreds of times: trace the first few.
+        if (s->stats.n_graphs_reused <= 3) {
+            mg_trace(MG_TRACE_INFER, "  graph reused%s", s->stats.n_graphs_reused == 3 ? " (further reuses are "
+                                                                                        "counted, not traced)" : "");
+        }
     } else if (!build_graph(s, n_tokens, n_kv, all_logits)) {
         return false;
     }

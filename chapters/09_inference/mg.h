@@ -15,3 +15,8 @@
 #include "plan.h"
 #include "vec.h"
 #include "threadpool.h"
+#include "gguf.h"
+#include "vocab.h"
+#include "model.h"
+#include "session.h"
+#include "sampling.h"

@@ -6,8 +6,11 @@
 //   - llama.cpp's token ids for the fixture prompts (fixtures/README.md, golden/*.json);
 //   - pre-tokenizer splits worked out by hand from the regexes of docs/FACTS.md 4.3,
 //     each with its reasoning in a comment;
-//   - properties (bytes -> tokens -> bytes gives the bytes back) and a slow
-//     reference BPE written here, for a synthetic 150,000-token vocabulary.
+//   - small vocabularies and GGUF files written here, whose answers follow
+//     from the rules of docs/FACTS.md 4.1-4.8 by hand;
+//   - properties (bytes -> tokens -> bytes gives the bytes back; invalid
+//     UTF-8 comes back as llama.cpp's U+FFFD normalization, computed here);
+//   - a slow reference BPE written here, for a synthetic 150,000-token vocabulary.
 //
 // Build and run from the project root:
 //

@@ -594,6 +594,92 @@ START_TEST(test_iq4_nl_scale_search) {
 END_TEST
 
 // ---------------------------------------------------------------------------
+// ggml's own bytes. The quantizers above must equal ggml's bit for bit, and
+// no fixture model holds these types, so the expected bytes come from ggml
+// itself: the FNV-1a hashes below are of what ggml_quantize_chunk (rows of
+// 1024, no importance matrix: what llama-quantize runs) and quantize_row_q8_1
+// (_ref, and the AVX2 build's) wrote for these inputs, computed once with the
+// libggml-base/libggml-cpu of ggml 0.25.1 (x86-64). The inputs are made with
+// integer and exact float operations only, so they are the same everywhere.
+// ---------------------------------------------------------------------------
+
+static uint64_t golden_rng_next(uint64_t * s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+// Uniform in [-1, 1): a 24-bit integer times 2^-23, minus 1 (all exact).
+static float golden_uniform(uint64_t * s) {
+    return (float) (golden_rng_next(s) >> 40) * 0x1p-23f - 1.0f;
+}
+
+// Four rows of 8192 that reach the corners of the quantizers: bell-shaped
+// values (a sum of four uniforms), all-positive values, weights with rare
+// outliers, and rows where every fifth 16-element group is zero.
+static void golden_input(float * x, int mode, int n) {
+    uint64_t s = 0x9E3779B97F4A7C15ull + (uint64_t) mode;
+    for (int i = 0; i < n; i++) {
+        const float bell = golden_uniform(&s) + golden_uniform(&s) + golden_uniform(&s) + golden_uniform(&s);
+        switch (mode) {
+            case 0: x[i] = bell; break;
+            case 1: x[i] = bell * bell * 0.5f; break;
+            case 2: x[i] = bell * 0.02f + (i % 97 == 0 ? 0.25f : 0.0f); break;
+            default: x[i] = (i / 16) % 5 == 0 ? 0.0f : bell * (float) (1 + i % 7); break;
+        }
+    }
+}
+
+// FNV-1a, 64 bits.
+static uint64_t golden_hash(const void * p, size_t n) {
+    const uint8_t * b = p;
+    uint64_t        h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+#define GOLDEN_N 8192
+
+static void check_golden(const char * what, mg_from_float_fn quantize, enum mg_type type, const uint64_t want[4]) {
+    static float   x[GOLDEN_N];
+    static uint8_t q[GOLDEN_N * 2];
+    for (int mode = 0; mode < 4; mode++) {
+        golden_input(x, mode, GOLDEN_N);
+        quantize(x, q, GOLDEN_N);
+        const uint64_t got = golden_hash(q, mg_row_size(type, GOLDEN_N));
+        ck_assert_msg(got == want[mode], "%s, input %d: bytes hash to 0x%016llx, ggml's to 0x%016llx", what, mode,
+                      (unsigned long long) got, (unsigned long long) want[mode]);
+    }
+}
+
+START_TEST(test_quantizers_match_ggml_bytes) {
+    const struct {
+        enum mg_type type;
+        uint64_t     want[4];
+    } golden[] = {
+        {MG_TYPE_Q4_1, {0x1612e5b6f1f7744cull, 0x747a11a6e46ae4f3ull, 0xef3b7d1a95246816ull, 0x0c4ed507b3f38be5ull}},
+        {MG_TYPE_Q5_0, {0x6c038f40316c15c1ull, 0x3f8f2638a90aa7f2ull, 0x2fa331b24142b573ull, 0x181f630f82bb873bull}},
+        {MG_TYPE_Q5_1, {0x106ccdbe15c30d27ull, 0x71329bcce335bf76ull, 0x482922d41bdefc63ull, 0x8d60ae99aa86bc18ull}},
+        {MG_TYPE_Q2_K, {0x72850bcfccc65e99ull, 0x03bf7ecca4c88f27ull, 0x8193d3735f9c2865ull, 0xb5bae6d93c70377dull}},
+        {MG_TYPE_Q3_K, {0x0ddc6329f97ed729ull, 0xc98b36dd64dac3ecull, 0x687cfff454009c8eull, 0x1cb208767eb9b20bull}},
+        {MG_TYPE_Q5_K, {0xa4d4b4f370b4668cull, 0xc5962d86200b856aull, 0x211adc8607b40671ull, 0x35f0264bfd23d024ull}},
+        {MG_TYPE_IQ4_NL, {0x4679258caefe5358ull, 0x4c2696a1f6dc49ecull, 0xbe8de79ad4be2196ull, 0xae30fc91c05b1734ull}},
+    };
+    for (size_t i = 0; i < sizeof(golden) / sizeof(golden[0]); i++) {
+        check_golden(mg_type_name(golden[i].type), mg_get_type_traits(golden[i].type)->from_float, golden[i].type,
+                     golden[i].want);
+    }
+    const uint64_t q8_1_ref[4] = {0xa3f454db02643da5ull, 0xba820769e561a274ull, 0xf1338c271ec5651eull,
+                                  0x87bd47d9922eeacdull};
+    const uint64_t q8_1_x86[4] = {0xa3f454db02643da5ull, 0xba820769e561a274ull, 0xf7eae5fd39e32b05ull,
+                                  0x87bd47d9922eeacdull};
+    check_golden("q8_1 reference", mg_quantize_row_q8_1_ref, MG_TYPE_Q8_1, q8_1_ref);
+    check_golden("q8_1 activations (x86 rule)", mg_quantize_row_q8_1, MG_TYPE_Q8_1, q8_1_x86);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // Dot products
 // ---------------------------------------------------------------------------
 
@@ -839,6 +925,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_q5_0_first_strict_maximum);
     tcase_add_test(tc, test_iq4_nl_exact_levels);
     tcase_add_test(tc, test_iq4_nl_scale_search);
+    tcase_add_test(tc, test_quantizers_match_ggml_bytes);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("vec_dot");

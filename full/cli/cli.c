@@ -1,0 +1,301 @@
+//@file full
+// cli.c - option parsing and the pieces every mg command shares.
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include "vocab.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+// ---------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------
+
+static void print_usage(const char * usage, const struct cli_option * opts, int n_opts) {
+    printf("%s\n\noptions:\n", usage);
+    for (int i = 0; i < n_opts; i++) {
+        char names[64];
+        snprintf(names, sizeof(names), "%s%s%s%s", opts[i].short_name ? opts[i].short_name : "",
+                 opts[i].short_name ? ", " : "    ", opts[i].long_name,
+                 opts[i].kind == CLI_FLAG ? "" : opts[i].kind == CLI_STRING ? " S" : " N");
+        printf("  %-28s %s\n", names, opts[i].help);
+    }
+    printf("  %-28s %s\n", "    --help", "this text");
+}
+
+static const struct cli_option * find_option(const char * arg, const struct cli_option * opts, int n_opts) {
+    for (int i = 0; i < n_opts; i++) {
+        if ((opts[i].short_name && strcmp(arg, opts[i].short_name) == 0) || strcmp(arg, opts[i].long_name) == 0) {
+            return &opts[i];
+        }
+    }
+    return NULL;
+}
+
+// Parse one option's value, strictly: "12x" is not a number.
+static bool set_value(const char * cmd, const struct cli_option * o, const char * text) {
+    char * end = NULL;
+    errno = 0;
+    switch (o->kind) {
+        case CLI_FLAG:
+            *(bool *) o->value = true;
+            return true;
+        case CLI_STRING:
+            *(const char **) o->value = text;
+            return true;
+        case CLI_INT: {
+            const long v = strtol(text, &end, 10);
+            if (errno == 0 && end != text && *end == '\0' && v >= INT_MIN && v <= INT_MAX) {
+                *(int *) o->value = (int) v;
+                return true;
+            }
+            break;
+        }
+        case CLI_U64: {
+            const unsigned long long v = strtoull(text, &end, 10);
+            if (errno == 0 && end != text && *end == '\0' && text[0] != '-') {
+                *(uint64_t *) o->value = (uint64_t) v;
+                return true;
+            }
+            break;
+        }
+        case CLI_FLOAT: {
+            const float v = strtof(text, &end);
+            if (errno == 0 && end != text && *end == '\0') {
+                *(float *) o->value = v;
+                return true;
+            }
+            break;
+        }
+    }
+    fprintf(stderr, "mg %s: %s needs a %s, got '%s'\n", cmd, o->long_name,
+            o->kind == CLI_FLOAT ? "number" : "whole number", text);
+    return false;
+}
+
+bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_option * opts, int n_opts,
+               const char ** positional, int max_positional, int * n_positional) {
+    const char * cmd = argv[0];
+    *n_positional = 0;
+    for (int i = 1; i < argc; i++) {
+        const char * arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_usage(usage, opts, n_opts);
+            exit(0);
+        }
+        if (arg[0] == '-' && arg[1] != '\0') {
+            const struct cli_option * o = find_option(arg, opts, n_opts);
+            if (o == NULL) {
+                fprintf(stderr, "mg %s: unknown option '%s' (see mg %s --help)\n", cmd, arg, cmd);
+                return false;
+            }
+            if (o->kind != CLI_FLAG && i + 1 >= argc) {
+                fprintf(stderr, "mg %s: %s needs a value\n", cmd, arg);
+                return false;
+            }
+            if (!set_value(cmd, o, o->kind == CLI_FLAG ? NULL : argv[++i])) return false;
+        } else if (*n_positional < max_positional) {
+            positional[(*n_positional)++] = arg;
+        } else {
+            fprintf(stderr, "mg %s: unexpected argument '%s' (see mg %s --help)\n", cmd, arg, cmd);
+            return false;
+        }
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Engine and sampling options
+// ---------------------------------------------------------------------------
+
+struct cli_engine_opts cli_engine_defaults(void) {
+    const struct mg_session_params p = mg_session_default_params();
+    return (struct cli_engine_opts) {
+        .model = NULL, .n_threads = p.n_threads, .n_ctx = 0, .n_batch = p.n_batch, .kv_type = "f16",
+    };
+}
+
+int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
+    const struct cli_option rows[] = {
+        {"-m", "--model", CLI_STRING, &e->model, "GGUF model file"},
+        {"-t", "--threads", CLI_INT, &e->n_threads, "threads (default: all cores)"},
+        {"-c", "--ctx-size", CLI_INT, &e->n_ctx, "context size in tokens (default: min(4096, the model's))"},
+        {"-b", "--batch-size", CLI_INT, &e->n_batch, "tokens per graph when reading a prompt (default 512)"},
+        {NULL, "--kv-type", CLI_STRING, &e->kv_type, "KV cache type: f16 (default, as llama.cpp) or f32"},
+        {NULL, "--trace", CLI_STRING, &e->trace, "trace categories, e.g. infer,alloc,graph (like MG_TRACE)"},
+        {NULL, "--dot", CLI_STRING, &e->dot, "write Graphviz drawings of the graphs into this directory"},
+    };
+    const int n = (int) (sizeof(rows) / sizeof(rows[0]));
+    memcpy(out, rows, sizeof(rows));
+    return n;
+}
+
+bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
+    if (e->model == NULL) {
+        fprintf(stderr, "mg %s: no model: give one with -m FILE.gguf\n", cmd);
+        return false;
+    }
+    if (e->n_threads < 1 || e->n_threads > 512) {
+        fprintf(stderr, "mg %s: --threads must be 1..512, got %d\n", cmd, e->n_threads);
+        return false;
+    }
+    if (e->n_ctx < 0 || e->n_batch < 1) {
+        fprintf(stderr, "mg %s: --ctx-size must be >= 0 and --batch-size >= 1\n", cmd);
+        return false;
+    }
+    if (strcmp(e->kv_type, "f16") != 0 && strcmp(e->kv_type, "f32") != 0) {
+        fprintf(stderr, "mg %s: --kv-type must be f16 or f32, got '%s'\n", cmd, e->kv_type);
+        return false;
+    }
+    if (e->trace != NULL && !mg_trace_set(e->trace)) {
+        fprintf(stderr, "mg %s: --trace: %s\n", cmd, mg_last_error());
+        return false;
+    }
+    if (e->dot != NULL) setenv("MG_DOT", e->dot, 1);
+    return true;
+}
+
+struct mg_session_params cli_session_params(const struct cli_engine_opts * e) {
+    struct mg_session_params p = mg_session_default_params();
+    p.n_ctx      = e->n_ctx;
+    p.n_batch    = e->n_batch;
+    p.n_threads  = e->n_threads;
+    p.kv_type    = strcmp(e->kv_type, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
+    p.flash_attn = e->flash_attn;
+    return p;
+}
+
+struct mg_model * cli_load_model(const char * cmd, const char * path, double * load_ms) {
+    const double t0 = cli_now_ms();
+    struct mg_model * m = mg_model_load(path);
+    if (m == NULL) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        return NULL;
+    }
+    if (load_ms) *load_ms = cli_now_ms() - t0;
+    return m;
+}
+
+struct cli_sampling_opts cli_sampling_defaults(void) {
+    struct cli_sampling_opts s = {.p = mg_sampler_default_params()};
+    s.p.seed = (uint64_t) time(NULL);
+    return s;
+}
+
+int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out) {
+    const struct cli_option rows[] = {
+        {NULL, "--temp", CLI_FLOAT, &s->p.temp, "temperature (default 0.8; 0 = greedy)"},
+        {NULL, "--top-k", CLI_INT, &s->p.top_k, "keep the k most likely tokens (default 40; 0 = off)"},
+        {NULL, "--top-p", CLI_FLOAT, &s->p.top_p, "keep the likeliest tokens up to this probability (0.95)"},
+        {NULL, "--min-p", CLI_FLOAT, &s->p.min_p, "drop tokens below this fraction of the best one (0.05)"},
+        {NULL, "--repeat-penalty", CLI_FLOAT, &s->p.repeat_penalty, "penalise recent tokens (default 1 = off)"},
+        {NULL, "--repeat-last-n", CLI_INT, &s->p.repeat_last_n, "how many recent tokens it looks at (64)"},
+        {"-s", "--seed", CLI_U64, &s->p.seed, "random seed (default: from the clock)"},
+    };
+    memcpy(out, rows, sizeof(rows));
+    return (int) (sizeof(rows) / sizeof(rows[0]));
+}
+
+bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s) {
+    const struct mg_sampler_params * p = &s->p;
+    if (p->top_p <= 0.0f || p->top_p > 1.0f || p->min_p < 0.0f || p->min_p >= 1.0f || p->repeat_penalty <= 0.0f ||
+        p->repeat_last_n < 0 || p->top_k < 0) {
+        fprintf(stderr, "mg %s: sampling options out of range (top-p in (0,1], min-p in [0,1), repeat-penalty > 0, "
+                        "top-k and repeat-last-n >= 0)\n", cmd);
+        return false;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Small things
+// ---------------------------------------------------------------------------
+
+double cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+bool cli_parse_type(const char * name, enum mg_type * out) {
+    for (int id = 0; id < MG_TYPE_COUNT; id++) {
+        if (mg_type_is_supported(id) && strcasecmp(name, mg_type_name((enum mg_type) id)) == 0) {
+            *out = (enum mg_type) id;
+            return true;
+        }
+    }
+    return false;
+}
+
+char * cli_read_file(const char * cmd, const char * path, size_t * len) {
+    FILE * f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char * buf = malloc(cap);
+    for (size_t got; buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    if (buf == NULL) {
+        fprintf(stderr, "mg %s: %s is too big to read\n", cmd, path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+char * cli_prompt_text(const char * cmd, const char * prompt, const char * prompt_file, size_t * len) {
+    if ((prompt == NULL) == (prompt_file == NULL)) {
+        fprintf(stderr, "mg %s: give the prompt with either -p TEXT or -f FILE\n", cmd);
+        return NULL;
+    }
+    if (prompt_file != NULL) return cli_read_file(cmd, prompt_file, len);
+    *len = strlen(prompt);
+    return strdup(prompt);
+}
+
+void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_t token) {
+    char buf[256];
+    const int32_t n = mg_detok_push(d, vocab, token, buf, sizeof(buf));
+    if (n > 0) {
+        fwrite(buf, 1, (size_t) n, stdout);
+        fflush(stdout);
+    }
+}
+
+void cli_stream_flush(struct mg_detok * d) {
+    char buf[16];
+    const int32_t n = mg_detok_flush(d, buf, sizeof(buf));
+    if (n > 0) fwrite(buf, 1, (size_t) n, stdout);
+    fflush(stdout);
+}
+
+static double mib(size_t bytes) {
+    return (double) bytes / (1024.0 * 1024.0);
+}
+
+void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt, double prompt_ms, int n_eval,
+                       double eval_ms) {
+    const struct mg_session_stats st = mg_session_get_stats(s);
+    fprintf(stderr, "\nmg: load time        = %9.2f ms\n", load_ms);
+    fprintf(stderr, "mg: prompt eval time = %9.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)\n",
+            prompt_ms, n_prompt, n_prompt ? prompt_ms / n_prompt : 0.0, prompt_ms > 0 ? 1e3 * n_prompt / prompt_ms : 0.0);
+    fprintf(stderr, "mg:        eval time = %9.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)\n",
+            eval_ms, n_eval, n_eval ? eval_ms / n_eval : 0.0, eval_ms > 0 ? 1e3 * n_eval / eval_ms : 0.0);
+    fprintf(stderr, "mg: graphs           = %9d built, %d reused (%d nodes in the last)\n", st.n_graphs_built,
+            st.n_graphs_reused, st.n_nodes);
+    fprintf(stderr, "mg: memory           = %9.2f MiB compute buffer (peak), %.2f MiB work buffer, %.2f MiB KV cache\n",
+            mib(st.compute_buffer_size), mib(st.work_size), mib(st.kv_size));
+    fprintf(stderr, "mg: weights          = %9.2f MiB mapped from %s\n", mib(mg_session_model(s)->n_weight_bytes),
+            mg_session_model(s)->path);
+}

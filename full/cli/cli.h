@@ -1,0 +1,109 @@
+//@file full
+// cli.h - what the mg commands share: option parsing, loading, timing.
+#pragma once
+
+#include "mg.h"
+#include "model.h"
+#include "sampling.h"
+#include "session.h"
+#include "vocab.h"
+
+#include <stdbool.h>
+
+// Each command is a function with main's signature (argv[0] is its name).
+int cmd_run(int argc, char ** argv);
+int cmd_chat(int argc, char ** argv);
+int cmd_info(int argc, char ** argv);
+int cmd_tokenize(int argc, char ** argv);
+int cmd_logits(int argc, char ** argv);
+int cmd_mkmodel(int argc, char ** argv);
+int cmd_quantize(int argc, char ** argv);
+int cmd_bench(int argc, char ** argv);
+
+// ---------------------------------------------------------------------------
+// Options: a table per command, parsed in one place so that every command
+// reports a wrong flag the same way and has a --help made from the table.
+// ---------------------------------------------------------------------------
+
+enum cli_kind {
+    CLI_FLAG,     // bool, no value
+    CLI_INT,      // int
+    CLI_FLOAT,    // float
+    CLI_U64,      // uint64_t
+    CLI_STRING,   // const char *
+};
+
+struct cli_option {
+    const char *  short_name;   // "-m", or NULL
+    const char *  long_name;    // "--model"
+    enum cli_kind kind;
+    void *        value;        // where the parsed value goes (its current value is the default)
+    const char *  help;
+};
+
+// Parse argv[1..] against opts; arguments that are not options go to
+// positional[] (at most max_positional). --help prints usage and exits 0. A
+// wrong option prints "mg <cmd>: ..." and returns false.
+bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_option * opts, int n_opts,
+               const char ** positional, int max_positional, int * n_positional);
+
+// ---------------------------------------------------------------------------
+// What running a model needs, and the options that set it.
+// ---------------------------------------------------------------------------
+
+struct cli_engine_opts {
+    const char * model;
+    int          n_threads;
+    int          n_ctx;
+    int          n_batch;
+    const char * kv_type;    // "f16" or "f32"
+    const char * trace;      // MG_TRACE categories
+    const char * dot;        // directory for graph drawings
+    bool         flash_attn;
+};
+
+struct cli_engine_opts cli_engine_defaults(void);
+
+// Append the rows of these options to a command's table; returns how many.
+int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out);
+
+// Apply --trace and --dot, check the engine options. False after printing why.
+bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e);
+
+// The session parameters these options ask for.
+struct mg_session_params cli_session_params(const struct cli_engine_opts * e);
+
+// Load the model, or print the reason and return NULL.
+struct mg_model * cli_load_model(const char * cmd, const char * path, double * load_ms);
+
+struct cli_sampling_opts {
+    struct mg_sampler_params p;
+};
+
+struct cli_sampling_opts cli_sampling_defaults(void);
+int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out);
+
+bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s);
+
+// ---------------------------------------------------------------------------
+// Small things
+// ---------------------------------------------------------------------------
+
+double cli_now_ms(void);
+
+// A type by its ggml name ("q8_0", "Q4_K", "f16"; any case). False if unknown.
+bool cli_parse_type(const char * name, enum mg_type * out);
+
+// The whole file at path (NUL-terminated, *len bytes), or NULL after printing why.
+char * cli_read_file(const char * cmd, const char * path, size_t * len);
+
+// A prompt from -p or -f: exactly one of them must be given.
+char * cli_prompt_text(const char * cmd, const char * prompt, const char * prompt_file, size_t * len);
+
+// Print one token's text to stdout as it streams (whole UTF-8 characters only).
+void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_t token);
+void cli_stream_flush(struct mg_detok * d);
+
+// llama.cpp-style summary of a run, on stderr.
+void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt, double prompt_ms, int n_eval,
+                       double eval_ms);

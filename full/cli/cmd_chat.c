@@ -1,0 +1,149 @@
+//@file full
+// cmd_chat.c - mg chat: a conversation, one turn after another, the KV cache
+// keeping everything said so far (llama-cli's conversation mode).
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include "vocab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char * usage =
+    "usage: mg chat -m MODEL.gguf [--system TEXT] [--think | --no-think] [options]\n"
+    "\n"
+    "Reads one user message per line from stdin and answers it. Each turn is written in the\n"
+    "ChatML form that Qwen3's and MiniMind's templates produce:\n"
+    "  <|im_start|>user\\n...<|im_end|>\\n<|im_start|>assistant\\n\n"
+    "and only the new turn's tokens are evaluated: earlier turns stay in the KV cache. Thinking\n"
+    "follows the template's default (Qwen3: on, MiniMind: off) unless --think/--no-think says\n"
+    "otherwise; with it off, an empty <think></think> block is put before the answer. Type /reset\n"
+    "to start over, /exit (or end of input) to stop.";
+
+struct chat {
+    struct mg_model *   m;
+    struct mg_session * s;
+    struct mg_sampler * sampler;
+    int                 n_predict;
+    bool                think;
+};
+
+// Evaluate text (special tokens parsed) after what the cache holds; false when it does not fit.
+static bool feed(struct chat * c, const char * text) {
+    const size_t len    = strlen(text);
+    int32_t *    tokens = malloc((len + 1) * sizeof(int32_t));
+    const int32_t n = mg_tokenize(c->m->vocab, text, (int32_t) len, tokens, (int32_t) len + 1, false, true);
+    bool ok = n <= 0;
+    if (n > 0) {
+        for (int i = 0; i < n; i++) mg_sampler_accept(c->sampler, tokens[i]);
+        ok = mg_decode(c->s, tokens, n, false);
+    }
+    free(tokens);
+    return ok;
+}
+
+// Generate the answer; the cache ends with the turn closed by <|im_end|>\n.
+static bool answer(struct chat * c) {
+    struct mg_detok detok;
+    mg_detok_init(&detok, false);
+    const int32_t im_end = mg_vocab_find(c->m->vocab, "<|im_end|>", 10);
+    bool closed = false;
+    for (int i = 0; i < c->n_predict; i++) {
+        const int32_t next = mg_sampler_sample(c->sampler, mg_get_logits(c->s));
+        if (mg_vocab_is_eog(c->m->vocab, next)) {
+            closed = next == im_end && mg_decode(c->s, &next, 1, false);
+            break;
+        }
+        cli_stream_token(&detok, c->m->vocab, next);
+        if (!mg_decode(c->s, &next, 1, false)) {
+            cli_stream_flush(&detok);
+            return false;
+        }
+    }
+    cli_stream_flush(&detok);
+    printf("\n");
+    return closed ? feed(c, "\n") : feed(c, "<|im_end|>\n");
+}
+
+static bool turn(struct chat * c, const char * system, const char * user) {
+    const size_t need = strlen(user) + (system ? strlen(system) : 0) + 128;
+    char * text = malloc(need);
+    int    len  = 0;
+    if (mg_session_n_past(c->s) == 0 && system != NULL) {
+        len += snprintf(text + len, need - (size_t) len, "<|im_start|>system\n%s<|im_end|>\n", system);
+    }
+    len += snprintf(text + len, need - (size_t) len, "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n", user);
+    if (!c->think) snprintf(text + len, need - (size_t) len, "<think>\n\n</think>\n\n");
+    const bool ok = feed(c, text) && answer(c);
+    free(text);
+    return ok;
+}
+
+int cmd_chat(int argc, char ** argv) {
+    const char * cmd = "chat";
+    struct cli_engine_opts   e   = cli_engine_defaults();
+    struct cli_sampling_opts smp = cli_sampling_defaults();
+    const char * system = NULL;
+    bool think = false, no_think = false;
+    int  n_predict = 512;
+    struct cli_option opts[32];
+    int n_opts = 0;
+    opts[n_opts++] = (struct cli_option) {NULL, "--system", CLI_STRING, &system, "a system message"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--think", CLI_FLAG, &think, "let the model think first"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-think", CLI_FLAG, &no_think, "skip thinking"};
+    opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "at most this many tokens per answer (512)"};
+    n_opts += cli_engine_options(&e, opts + n_opts);
+    n_opts += cli_sampling_options(&smp, opts + n_opts);
+    const char * positional[1];
+    int n_positional;
+    if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
+    if (!cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
+    if (think && no_think) {
+        fprintf(stderr, "mg %s: --think and --no-think contradict each other\n", cmd);
+        return 1;
+    }
+    struct chat c = {.n_predict = n_predict};
+    c.m = cli_load_model(cmd, e.model, NULL);
+    if (c.m == NULL) return 1;
+    const char * tmpl = mg_vocab_chat_template(c.m->vocab);
+    if (tmpl == NULL || strstr(tmpl, "<|im_start|>") == NULL) {
+        fprintf(stderr, "mg %s: the model has no ChatML chat template (<|im_start|>): use mg run instead\n", cmd);
+        return 1;
+    }
+    // MiniMind's template thinks only when asked (open_thinking); Qwen3's unless told not to.
+    c.think = think || (!no_think && strstr(tmpl, "open_thinking") == NULL);
+    c.s = mg_session_new(c.m, cli_session_params(&e));
+    c.sampler = mg_sampler_new(smp.p, c.m->hp.n_vocab);
+    if (c.s == NULL) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        return 1;
+    }
+    const bool interactive = isatty(STDIN_FILENO);
+    char * line = NULL;
+    size_t cap  = 0;
+    for (;;) {
+        if (interactive) {
+            printf("> ");
+            fflush(stdout);
+        }
+        ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0) break;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (strcmp(line, "/exit") == 0) break;
+        if (strcmp(line, "/reset") == 0 || n == 0) {
+            if (n > 0) mg_session_rewind(c.s, 0);
+            continue;
+        }
+        if (!turn(&c, system, line)) {
+            // Out of context: start a fresh conversation and say so.
+            fprintf(stderr, "\n[%s: the conversation no longer fits; starting over]\n", mg_last_error());
+            mg_session_rewind(c.s, 0);
+        }
+    }
+    free(line);
+    mg_sampler_free(c.sampler);
+    mg_session_free(c.s);
+    mg_model_free(c.m);
+    return 0;
+}

@@ -1,0 +1,84 @@
+//@file full
+// cmd_logits.c - mg logits: the numbers another engine can be compared with.
+#include "cli.h"
+#include "vocab.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char * usage =
+    "usage: mg logits -m MODEL.gguf (-p TEXT | -f FILE) [-o OUT.bin] [--all] [--top K] [options]\n"
+    "\n"
+    "Evaluates the prompt as one batch at positions 0..n-1 and writes the logits of its last position\n"
+    "(or of every position with --all, position 0 first) as little-endian float32, n_vocab per row:\n"
+    "the format of the test fixtures' *.logits.bin. Prints the top K of the last position.\n"
+    "The prompt is tokenized without special-token parsing and without BOS/EOS, like the fixtures;\n"
+    "--special parses special tokens.";
+
+int cmd_logits(int argc, char ** argv) {
+    const char * cmd = "logits";
+    struct cli_engine_opts e = cli_engine_defaults();
+    const char * prompt = NULL, * prompt_file = NULL, * out_path = NULL;
+    bool all = false, special = false;
+    int  top = 10;
+    struct cli_option opts[24];
+    int n_opts = 0;
+    opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &prompt, "the prompt"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &prompt_file, "read the prompt from a file"};
+    opts[n_opts++] = (struct cli_option) {"-o", "--output", CLI_STRING, &out_path, "write the logits here"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--all", CLI_FLAG, &all, "every position's logits, not only the last"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--top", CLI_INT, &top, "how many top logits to print (default 10)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--special", CLI_FLAG, &special, "parse special tokens in the prompt"};
+    n_opts += cli_engine_options(&e, opts + n_opts);
+    const char * positional[1];
+    int n_positional;
+    if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
+    if (!cli_engine_setup(cmd, &e)) return 1;
+    size_t len;
+    char * text = cli_prompt_text(cmd, prompt, prompt_file, &len);
+    if (text == NULL) return 1;
+
+    struct mg_model * m = cli_load_model(cmd, e.model, NULL);
+    if (m == NULL) return 1;
+    struct mg_session * s = mg_session_new(m, cli_session_params(&e));
+    int32_t * tokens = malloc((len + 2) * sizeof(int32_t));
+    const int32_t n = mg_tokenize(m->vocab, text, (int32_t) len, tokens, (int32_t) len + 2, false, special);
+    if (s == NULL || n <= 0 || !mg_decode(s, tokens, n, all)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, n <= 0 ? "the prompt is empty" : mg_last_error());
+        return 1;
+    }
+    const int     n_vocab = m->hp.n_vocab;
+    const float * logits  = mg_get_logits(s);
+    if (out_path != NULL) {
+        FILE * f = fopen(out_path, "wb");
+        const size_t n_floats = (size_t) n_vocab * (all ? (size_t) n : 1);
+        if (f == NULL || fwrite(logits, sizeof(float), n_floats, f) != n_floats || fclose(f) != 0) {
+            fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, out_path, strerror(errno));
+            return 1;
+        }
+        printf("wrote %zu floats (%d position%s x %d) to %s\n", n_floats, all ? n : 1, all && n > 1 ? "s" : "",
+               n_vocab, out_path);
+    }
+    const float * last = logits + (all ? (size_t) (n - 1) * (size_t) n_vocab : 0);
+    printf("tokens (%d):", n);
+    for (int i = 0; i < n; i++) printf(" %d", tokens[i]);
+    printf("\ntop %d of the last position:\n", top);
+    float * copy = malloc((size_t) n_vocab * sizeof(float));
+    memcpy(copy, last, (size_t) n_vocab * sizeof(float));
+    for (int k = 0; k < top && k < n_vocab; k++) {
+        const int32_t id = mg_argmax(copy, n_vocab);
+        char piece[64];
+        const int32_t pl = mg_token_to_piece(m->vocab, id, piece, sizeof(piece), true);
+        printf("%3d  %6d  %12.6f  '%.*s'\n", k + 1, id, (double) last[id], pl > 0 ? pl : 0, piece);
+        copy[id] = -INFINITY;
+    }
+    free(copy);
+    free(tokens);
+    free(text);
+    mg_session_free(s);
+    mg_model_free(m);
+    return 0;
+}

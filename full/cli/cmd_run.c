@@ -1,0 +1,115 @@
+//@file full
+// cmd_run.c - mg run: a prompt in, its continuation streamed out (llama-completion).
+#include "cli.h"
+#include "vocab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char * usage =
+    "usage: mg run -m MODEL.gguf -p PROMPT [options]\n"
+    "\n"
+    "Completes the prompt, printing tokens as they come, and ends with a timing summary on stderr.\n"
+    "Special tokens written in the prompt (<|im_start|>, ...) are recognised. Generation stops at an\n"
+    "end-of-generation token, after -n tokens, or when the context is full (a prompt that does not\n"
+    "fit is an error).";
+
+int cmd_run(int argc, char ** argv) {
+    const char * cmd = "run";
+    struct cli_engine_opts   e   = cli_engine_defaults();
+    struct cli_sampling_opts smp = cli_sampling_defaults();
+    const char * prompt = NULL, * prompt_file = NULL;
+    int  n_predict = 128;
+    bool ignore_eos = false, no_display_prompt = false;
+
+    struct cli_option opts[32];
+    int n_opts = 0;
+    opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &prompt, "the prompt"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &prompt_file, "read the prompt from a file"};
+    opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict,
+                                          "tokens to generate (default 128; -1: until the context is full)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
+                                          "do not stop at end-of-generation tokens"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &no_display_prompt,
+                                          "print only the generated text"};
+    n_opts += cli_engine_options(&e, opts + n_opts);
+    n_opts += cli_sampling_options(&smp, opts + n_opts);
+    const char * positional[1];
+    int n_positional;
+    if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
+    if (!cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
+    size_t text_len;
+    char * text = cli_prompt_text(cmd, prompt, prompt_file, &text_len);
+    if (text == NULL) return 1;
+
+    double load_ms;
+    struct mg_model * m = cli_load_model(cmd, e.model, &load_ms);
+    if (m == NULL) return 1;
+    struct mg_session * s = mg_session_new(m, cli_session_params(&e));
+    if (s == NULL) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        return 1;
+    }
+
+    // Tokenize as llama-completion does: special tokens parsed, BOS added if the vocabulary asks.
+    const int n_ctx = mg_session_n_ctx(s);
+    int32_t * tokens = malloc((size_t) (text_len + 2) * sizeof(int32_t));
+    const int32_t n_prompt = mg_tokenize(m->vocab, text, (int32_t) text_len, tokens, (int32_t) text_len + 2, true, true);
+    if (n_prompt <= 0) {
+        fprintf(stderr, "mg %s: the prompt is empty\n", cmd);
+        return 1;
+    }
+    if (n_prompt >= n_ctx) {
+        fprintf(stderr, "mg %s: the prompt is %d tokens, but the context holds %d: use a larger -c (the model "
+                        "was trained with %d)\n", cmd, n_prompt, n_ctx, m->hp.n_ctx_train);
+        return 1;
+    }
+    if (!no_display_prompt) {
+        fwrite(text, 1, text_len, stdout);
+        fflush(stdout);
+    }
+
+    struct mg_sampler * sampler = mg_sampler_new(smp.p, m->hp.n_vocab);
+    for (int i = 0; i < n_prompt; i++) mg_sampler_accept(sampler, tokens[i]);
+
+    double t0 = cli_now_ms();
+    if (!mg_decode(s, tokens, n_prompt, false)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        return 1;
+    }
+    const double prompt_ms = cli_now_ms() - t0;
+    mg_session_dump_dot(s, "prompt");
+
+    struct mg_detok detok;
+    mg_detok_init(&detok, false);
+    int    n_eval  = 0;
+    double eval_ms = 0.0;
+    for (int i = 0; n_predict < 0 || i < n_predict; i++) {
+        const int32_t next = mg_sampler_sample(sampler, mg_get_logits(s));
+        if (!ignore_eos && mg_vocab_is_eog(m->vocab, next)) break;
+        cli_stream_token(&detok, m->vocab, next);
+        if (n_predict >= 0 && i + 1 == n_predict) break;   // the last token needs no decode
+        if (mg_session_n_past(s) >= n_ctx) {
+            fprintf(stderr, "\n[context full: %d tokens]", n_ctx);
+            break;
+        }
+        t0 = cli_now_ms();
+        if (!mg_decode(s, &next, 1, false)) {
+            fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
+            return 1;
+        }
+        eval_ms += cli_now_ms() - t0;
+        if (n_eval++ == 0) mg_session_dump_dot(s, "decode");
+    }
+    cli_stream_flush(&detok);
+    printf("\n");
+    cli_print_timings(s, load_ms, n_prompt, prompt_ms, n_eval, eval_ms);
+
+    mg_sampler_free(sampler);
+    mg_session_free(s);
+    mg_model_free(m);
+    free(tokens);
+    free(text);
+    return 0;
+}

@@ -1,0 +1,67 @@
+//@file full
+// cmd_tokenize.c - mg tokenize: the ids a prompt becomes.
+#include "cli.h"
+#include "gguf.h"
+#include "vocab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char * usage =
+    "usage: mg tokenize -m MODEL.gguf (-p TEXT | -f FILE) [--json] [--pieces] [--special] [--add-special]\n"
+    "\n"
+    "Prints one token id per line (with --pieces, also its text), or a JSON array with --json.\n"
+    "Only the vocabulary is read, so this works for any GGUF with a gpt2-style tokenizer.";
+
+int cmd_tokenize(int argc, char ** argv) {
+    const char * cmd = "tokenize";
+    const char * model = NULL, * prompt = NULL, * prompt_file = NULL;
+    bool json = false, pieces = false, special = false, add_special = false;
+    const struct cli_option opts[] = {
+        {"-m", "--model", CLI_STRING, &model, "GGUF file whose vocabulary to use"},
+        {"-p", "--prompt", CLI_STRING, &prompt, "the text"},
+        {"-f", "--file", CLI_STRING, &prompt_file, "read the text from a file"},
+        {NULL, "--json", CLI_FLAG, &json, "print a JSON array of ids"},
+        {NULL, "--pieces", CLI_FLAG, &pieces, "print each token's text next to its id"},
+        {NULL, "--special", CLI_FLAG, &special, "recognise special tokens (<|im_start|>, ...) in the text"},
+        {NULL, "--add-special", CLI_FLAG, &add_special, "add BOS/EOS where the vocabulary asks for them"},
+    };
+    const char * positional[1];
+    int n_positional;
+    if (!cli_parse(argc, argv, usage, opts, (int) (sizeof(opts) / sizeof(opts[0])), positional, 0, &n_positional)) {
+        return 1;
+    }
+    if (model == NULL) {
+        fprintf(stderr, "mg %s: no model: give one with -m FILE.gguf\n", cmd);
+        return 1;
+    }
+    size_t len;
+    char * text = cli_prompt_text(cmd, prompt, prompt_file, &len);
+    if (text == NULL) return 1;
+    struct mg_gguf * g = mg_gguf_open(model);
+    struct mg_vocab * vocab = g ? mg_vocab_load(g) : NULL;
+    if (vocab == NULL) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        return 1;
+    }
+    int32_t * ids = malloc((len + 2) * sizeof(int32_t));
+    const int32_t n = mg_tokenize(vocab, text, (int32_t) len, ids, (int32_t) len + 2, add_special, special);
+    if (json) printf("[");
+    for (int32_t i = 0; i < n; i++) {
+        if (json) {
+            printf("%s%d", i ? ", " : "", ids[i]);
+        } else if (pieces) {
+            char piece[256];
+            const int32_t k = mg_token_to_piece(vocab, ids[i], piece, sizeof(piece), true);
+            printf("%6d '%.*s'\n", ids[i], k > 0 ? k : 0, piece);
+        } else {
+            printf("%d\n", ids[i]);
+        }
+    }
+    if (json) printf("]\n");
+    free(ids);
+    free(text);
+    mg_vocab_free(vocab);
+    mg_gguf_close(g);
+    return 0;
+}

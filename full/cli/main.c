@@ -1,0 +1,40 @@
+//@file full
+// main.c - mg: one binary, one command per job (like git).
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char * name;
+    int (*run)(int argc, char ** argv);
+    const char * help;
+} commands[] = {
+    {"run",      cmd_run,      "complete a prompt, streaming the text, then print timings"},
+    {"chat",     cmd_chat,     "talk to a chat model (Qwen3 / MiniMind chat template), turn by turn"},
+    {"info",     cmd_info,     "the metadata and tensor table of a GGUF file"},
+    {"tokenize", cmd_tokenize, "text to token ids (one per line, or JSON)"},
+    {"logits",   cmd_logits,   "evaluate a prompt and write its logits (float32, little-endian) + the top-k"},
+    {"mkmodel",  cmd_mkmodel,  "write a GGUF with random weights (presets tiny, minimind) and the MiniMind vocab"},
+    {"quantize", cmd_quantize, "convert a GGUF's weights to another type (Q8_0, Q4_K_M, ...)"},
+    {"bench",    cmd_bench,    "tokens per second for prompt processing and generation, like llama-bench"},
+};
+enum { N_COMMANDS = sizeof(commands) / sizeof(commands[0]) };
+
+static void usage(FILE * f) {
+    fprintf(f, "usage: mg COMMAND [options]     (mg COMMAND --help for its options)\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char ** argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 1 : 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "mg: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 1;
+}
