@@ -9,8 +9,14 @@
 #include <math.h>
 #include <stdlib.h>
 
+#if 0 //@old 06..09 kv-new
 struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
                                      int n_pad) {
+#endif //@old kv-new
+//@+ full flash-attn
+static struct mg_kv_cache * kv_cache_create(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
+                                            int n_pad, bool v_trans) {
+//@- full flash-attn
 #if 0 //@old 06..08 kv-f32
     MG_ASSERT(type == MG_TYPE_F32 && "the cache is F32 until chapter 09");
 #endif //@old kv-f32
@@ -23,6 +29,9 @@ struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n
         .n_layer = n_layer, .n_ctx = n_ctx, .head_dim = head_dim, .n_head_kv = n_head_kv,
         .n_pad = n_pad > 0 ? n_pad : 1, .type = type,
     };
+    //@+ full flash-attn
+    kv->v_trans = v_trans;
+    //@- full flash-attn
     // Headers in a no_alloc context, then one buffer for all layers' bytes.
     kv->ctx = mg_init((struct mg_init_params) {.mem_size = (size_t) (2 * n_layer) * mg_tensor_overhead(),
                                                .no_alloc = true});
@@ -32,7 +41,14 @@ struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n
     const int64_t n_embd = (int64_t) head_dim * n_head_kv;
     for (int il = 0; il < n_layer; il++) {
         kv->k[il] = mg_format_name(mg_new_tensor_2d(kv->ctx, type, n_embd, n_ctx), "cache_k_l%d", il);
+#if 0 //@old 06..09 v-layout
         kv->v[il] = mg_format_name(mg_new_tensor_2d(kv->ctx, type, n_ctx, n_embd), "cache_v_l%d", il);
+#endif //@old v-layout
+        //@+ full flash-attn
+        kv->v[il] = v_trans ? mg_new_tensor_2d(kv->ctx, type, n_ctx, n_embd)    // transposed: a row per value
+                            : mg_new_tensor_2d(kv->ctx, type, n_embd, n_ctx);   // like K: a row per position
+        mg_format_name(kv->v[il], "cache_v_l%d", il);
+        //@- full flash-attn
     }
     kv->buf = mg_alloc_ctx_tensors(kv->ctx);   // zeroed, so unwritten positions hold 0, never garbage
     if (kv->buf == NULL) {
@@ -43,6 +59,18 @@ struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n
              (long long) n_embd, (long long) n_embd, mg_type_name(type), mg_kv_cache_bytes(kv));
     return kv;
 }
+
+//@+ full flash-attn
+struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
+                                     int n_pad) {
+    return kv_cache_create(n_layer, n_ctx, head_dim, n_head_kv, type, n_pad, true);
+}
+
+struct mg_kv_cache * mg_kv_cache_new_flash(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
+                                           int n_pad) {
+    return kv_cache_create(n_layer, n_ctx, head_dim, n_head_kv, type, n_pad, false);
+}
+//@- full flash-attn
 
 void mg_kv_cache_free(struct mg_kv_cache * kv) {
     if (kv == NULL) return;
@@ -98,6 +126,13 @@ void mg_kv_cache_store_rows(struct mg_context * ctx, struct mg_cgraph * g, struc
     // K: token t's row goes to row k_idx[t].
     struct mg_tensor * k_rows = mg_reshape_2d(ctx, k_cur, n_embd, n_tokens);
     mg_build_forward_expand(g, mg_format_name(mg_set_rows(ctx, kv->k[il], k_rows, k_idx), "k_store-%d", il));
+    //@+ full flash-attn
+    if (!kv->v_trans) {   // V laid out like K: the same rows, the same indices
+        struct mg_tensor * v_rows = mg_reshape_2d(ctx, v_cur, n_embd, n_tokens);
+        mg_build_forward_expand(g, mg_format_name(mg_set_rows(ctx, kv->v[il], v_rows, k_idx), "v_store-%d", il));
+        return;
+    }
+    //@- full flash-attn
     // V is transposed, so each value is a "row" of one element: value i of
     // token t goes to element i*n_ctx + pos of the flattened cache.
     struct mg_tensor * v_cache = mg_reshape_2d(ctx, kv->v[il], 1, n_embd * kv->n_ctx);
@@ -109,14 +144,18 @@ void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor 
                                 int pos0) {
     const int64_t n_embd   = (int64_t) kv->head_dim * kv->n_head_kv;
     const int64_t n_tokens = k_idx->ne[0];
-    MG_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv->n_ctx && v_idx->ne[0] == n_embd * n_tokens);
+    MG_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv->n_ctx);
     int32_t * k = k_idx->data;
+    for (int64_t t = 0; t < n_tokens; t++) k[t] = (int32_t) (pos0 + t);
+    mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
+    //@+ full flash-attn
+    if (v_idx == NULL) return;   // a flash-attention cache stores V with k_idx
+    //@- full flash-attn
+    MG_ASSERT(v_idx->ne[0] == n_embd * n_tokens);
     int32_t * v = v_idx->data;
     for (int64_t t = 0; t < n_tokens; t++) {
-        k[t] = (int32_t) (pos0 + t);
         for (int64_t i = 0; i < n_embd; i++) v[t * n_embd + i] = (int32_t) (i * kv->n_ctx + pos0 + t);
     }
-    mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
 }
 //@- 09 kv-store-rows
 
@@ -132,6 +171,13 @@ struct mg_tensor * mg_kv_cache_k(struct mg_context * ctx, const struct mg_kv_cac
 
 struct mg_tensor * mg_kv_cache_v(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv) {
     const struct mg_tensor * v = kv->v[il];
+    //@+ full flash-attn
+    if (!kv->v_trans) {   // {head_dim, n_kv, n_head_kv}, the shape of K
+        struct mg_tensor * rows = mg_view_3d(ctx, kv->v[il], kv->head_dim, kv->n_head_kv, n_kv,
+                                             (size_t) kv->head_dim * mg_type_size(kv->type), v->nb[1], 0);
+        return mg_format_name(mg_permute(ctx, rows, 0, 2, 1, 3), "v-%d", il);
+    }
+    //@- full flash-attn
     struct mg_tensor * view = mg_view_3d(ctx, kv->v[il], n_kv, kv->head_dim, kv->n_head_kv, v->nb[1],
                                          v->nb[1] * (size_t) kv->head_dim, 0);
     mg_trace(MG_TRACE_KV, "layer %d: read V of %d positions", il, n_kv);

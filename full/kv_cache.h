@@ -29,6 +29,9 @@ struct mg_kv_cache {
     int          n_head_kv;
     int          n_pad;        // n_kv is rounded up to a multiple of this (llama.cpp uses 256)
     enum mg_type type;         // F32 (or F16 from chapter 09)
+    //@+ full flash-attn
+    bool         v_trans;      // V stored transposed (plain attention) or like K (flash attention)
+    //@- full flash-attn
 
     struct mg_context * ctx;   // the headers of k[] and v[]
     struct mg_buffer *  buf;   // their bytes
@@ -39,6 +42,12 @@ struct mg_kv_cache {
 // NULL, with mg_last_error(), if the memory cannot be had.
 struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type, int n_pad);
 void                 mg_kv_cache_free(struct mg_kv_cache * kv);
+//@+ full flash-attn
+// A cache for flash attention: V is stored like K, one row per position,
+// because mg_flash_attn reads one value row per key (llama.cpp does the same).
+struct mg_kv_cache * mg_kv_cache_new_flash(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
+                                           int n_pad);
+//@- full flash-attn
 
 size_t mg_kv_cache_bytes(const struct mg_kv_cache * kv);             // all of it
 size_t mg_kv_cache_bytes_per_token(const struct mg_kv_cache * kv);   // K and V of one position, all layers

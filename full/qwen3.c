@@ -264,6 +264,19 @@ static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, st
     return il >= 0 ? mg_format_name(t, "%s-%d", name, il) : mg_set_name(t, name);
 }
 
+// softmax(K^T Q / sqrt(D) + mask) V over the cache, by whichever path the cache is laid out for.
+static struct mg_tensor * attend(struct mg_context * ctx, const struct mg_kv_cache * kv, struct mg_tensor * q,
+                                 struct mg_tensor * k, struct mg_tensor * v, struct mg_tensor * mask, float scale) {
+    //@+ full flash-attn
+    if (!kv->v_trans) {
+        struct mg_tensor * out = mg_flash_attn(ctx, mg_permute(ctx, q, 0, 2, 1, 3), k, v, mask, scale);   // {D, H, T}
+        return mg_reshape_2d(ctx, out, out->ne[0] * out->ne[1], out->ne[2]);
+    }
+    //@- full flash-attn
+    MG_UNUSED(kv);
+    return mg_attn(ctx, q, k, v, mask, scale);
+}
+
 // Self-attention of one layer: Q, K, V projections, per-head norms, RoPE,
 // store K and V in the cache, attend over it, project back.
 static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
@@ -289,7 +302,7 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);
     struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);
     const float        scale = 1.0f / sqrtf((float) hp->head_dim);
-    struct mg_tensor * attn  = mg_format_name(mg_attn(ctx, q, k_all, v_all, in->mask, scale), "kqv_out-%d", il);
+    struct mg_tensor * attn  = mg_format_name(attend(ctx, kv, q, k_all, v_all, in->mask, scale), "kqv_out-%d", il);
     return mg_format_name(mg_mul_mat(ctx, l->wo, attn), "attn_out-%d", il);
 }
 
@@ -316,6 +329,9 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
     in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");
     in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");
     in->v_idx  = input(ctx, MG_TYPE_I32, (int64_t) hp->head_dim * hp->n_head_kv * n_tokens, 0, "v_idxs");
+    //@+ full flash-attn
+    if (!kv->v_trans) in->v_idx = NULL;   // V rows go where K rows go: k_idxs serves both
+    //@- full flash-attn
 
     struct mg_tensor * inp = mg_set_name(mg_get_rows(ctx, m->tok_embd, in->tokens), "inp_embd");
     for (int il = 0; il < hp->n_layer; il++) {

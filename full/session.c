@@ -67,7 +67,13 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     // n_kv padded to 256, as llama.cpp pads it: the decode graph keeps its shape
     // for 256 steps at a time (so it can be reused), and softmax rows have the
     // same length as llama.cpp's, which decides how ggml rounds them.
+#if 0 //@old 09..09 kv-new
     s->kv = mg_kv_cache_new(m->hp.n_layer, params.n_ctx, m->hp.head_dim, m->hp.n_head_kv, params.kv_type, 256);
+#endif //@old kv-new
+    //@+ full flash-attn
+    s->kv = (params.flash_attn ? mg_kv_cache_new_flash : mg_kv_cache_new)(m->hp.n_layer, params.n_ctx, m->hp.head_dim,
+                                                                         m->hp.n_head_kv, params.kv_type, 256);
+    //@- full flash-attn
     if (s->kv == NULL) {
         free(s);
         return NULL;

@@ -192,9 +192,16 @@ size_t mg_nbytes(const struct mg_tensor * t) {
         if (t->ne[i] <= 0) return 0;
     }
     const int64_t blck = mg_blck_size(t->type);
-    size_t bytes = (size_t) (t->ne[0] / blck) * t->nb[0];
-    for (int i = 1; i < MG_MAX_DIMS; i++) {
-        bytes += (size_t) (t->ne[i] - 1) * t->nb[i];
+    size_t bytes;
+    if (blck == 1) {
+        // The last element's offset plus its size: right even when dim 0 is
+        // not the one with the smallest stride (a transposed view).
+        bytes = mg_type_size(t->type);
+        for (int i = 0; i < MG_MAX_DIMS; i++) bytes += (size_t) (t->ne[i] - 1) * t->nb[i];
+    } else {
+        // Blocks are never transposed: a row is its blocks side by side.
+        bytes = (size_t) (t->ne[0] / blck) * t->nb[0];
+        for (int i = 1; i < MG_MAX_DIMS; i++) bytes += (size_t) (t->ne[i] - 1) * t->nb[i];
     }
     return bytes;
 }

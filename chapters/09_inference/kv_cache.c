@@ -103,14 +103,15 @@ void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor 
                                 int pos0) {
     const int64_t n_embd   = (int64_t) kv->head_dim * kv->n_head_kv;
     const int64_t n_tokens = k_idx->ne[0];
-    MG_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv->n_ctx && v_idx->ne[0] == n_embd * n_tokens);
+    MG_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv->n_ctx);
     int32_t * k = k_idx->data;
+    for (int64_t t = 0; t < n_tokens; t++) k[t] = (int32_t) (pos0 + t);
+    mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
+    MG_ASSERT(v_idx->ne[0] == n_embd * n_tokens);
     int32_t * v = v_idx->data;
     for (int64_t t = 0; t < n_tokens; t++) {
-        k[t] = (int32_t) (pos0 + t);
         for (int64_t i = 0; i < n_embd; i++) v[t * n_embd + i] = (int32_t) (i * kv->n_ctx + pos0 + t);
     }
-    mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
 }
 
 struct mg_tensor * mg_kv_cache_k(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv) {

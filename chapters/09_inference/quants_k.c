@@ -231,7 +231,7 @@ static void quantize_q45_K_scales_and_codes(const float * x, int nmax, float rmi
 //
 //   offset   0: d     F16   factor of the 8 sub-block scales
 //   offset   2: dmin  F16   factor of the 8 sub-block mins
-//   offset   4: scales[12]  sc_j, m_j: 6 bits each (layout above)
+//   offset   4: scales[12]  sc_j, m_j: 6 bits each (quants.h, mg_get_scale_min_k4)
 //   offset  16: qs[128]     4-bit codes; chunk c = 0..3 is qs[32c .. 32c+31]:
 //                           low nibbles = elements 64c .. 64c+31  (sub-block 2c)
 //                           high nibbles = elements 64c+32 .. 64c+63 (sub-block 2c+1)

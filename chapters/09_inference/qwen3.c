@@ -264,6 +264,13 @@ static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, st
     return il >= 0 ? mg_format_name(t, "%s-%d", name, il) : mg_set_name(t, name);
 }
 
+// softmax(K^T Q / sqrt(D) + mask) V over the cache, by whichever path the cache is laid out for.
+static struct mg_tensor * attend(struct mg_context * ctx, const struct mg_kv_cache * kv, struct mg_tensor * q,
+                                 struct mg_tensor * k, struct mg_tensor * v, struct mg_tensor * mask, float scale) {
+    MG_UNUSED(kv);
+    return mg_attn(ctx, q, k, v, mask, scale);
+}
+
 // Self-attention of one layer: Q, K, V projections, per-head norms, RoPE,
 // store K and V in the cache, attend over it, project back.
 static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
@@ -289,7 +296,7 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);
     struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);
     const float        scale = 1.0f / sqrtf((float) hp->head_dim);
-    struct mg_tensor * attn  = mg_format_name(mg_attn(ctx, q, k_all, v_all, in->mask, scale), "kqv_out-%d", il);
+    struct mg_tensor * attn  = mg_format_name(attend(ctx, kv, q, k_all, v_all, in->mask, scale), "kqv_out-%d", il);
     return mg_format_name(mg_mul_mat(ctx, l->wo, attn), "attn_out-%d", il);
 }
 

@@ -127,6 +127,7 @@ int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
         {"-c", "--ctx-size", CLI_INT, &e->n_ctx, "context size in tokens (default: min(4096, the model's))"},
         {"-b", "--batch-size", CLI_INT, &e->n_batch, "tokens per graph when reading a prompt (default 512)"},
         {NULL, "--kv-type", CLI_STRING, &e->kv_type, "KV cache type: f16 (default, as llama.cpp) or f32"},
+        {"-fa", "--flash-attn", CLI_FLAG, &e->flash_attn, "flash attention: an online softmax over the cache"},
         {NULL, "--trace", CLI_STRING, &e->trace, "trace categories, e.g. infer,alloc,graph (like MG_TRACE)"},
         {NULL, "--dot", CLI_STRING, &e->dot, "write Graphviz drawings of the graphs into this directory"},
     };

@@ -1,12 +1,151 @@
 //@file full
-// cmd_bench.c - mg bench (not yet: the fast-kernels issue adds it).
+// cmd_bench.c - mg bench: tokens per second, measured the way llama-bench
+// measures them, so the two can be put side by side.
 #include "cli.h"
+#include "gguf.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char * usage =
+    "usage: mg bench -m MODEL.gguf [-m MODEL2.gguf ...] [-p 64] [-n 64] [-t 1,2] [-r 5] [--kv-type f16]\n"
+    "\n"
+    "For every model and thread count: ppN evaluates an N-token prompt as one batch into an empty\n"
+    "cache, tgN generates N tokens one at a time; each is run once to warm up, then -r times.\n"
+    "Prints a markdown table of mean +- standard deviation in tokens per second, and for generation\n"
+    "the weight bandwidth it implies (weight bytes read per token x tokens per second), to hold\n"
+    "against the machine's memory bandwidth.";
+
+#define MAX_MODELS  16
+#define MAX_THREADS 16
+
+// "1,2,4" -> {1, 2, 4}
+static int parse_list(const char * text, int * out, int max) {
+    int n = 0;
+    for (const char * p = text; *p && n < max;) {
+        char * end;
+        const long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 512 || (*end != ',' && *end != '\0')) return -1;
+        out[n++] = (int) v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+struct measurement {
+    double mean, stddev;
+};
+
+static struct measurement summarize(const double * v, int n) {
+    double sum = 0.0, sq = 0.0;
+    for (int i = 0; i < n; i++) sum += v[i];
+    const double mean = sum / n;
+    for (int i = 0; i < n; i++) sq += (v[i] - mean) * (v[i] - mean);
+    return (struct measurement) {mean, n > 1 ? sqrt(sq / (n - 1)) : 0.0};
+}
+
+// One timed run: pp evaluates n tokens at once, tg n tokens one by one. Tokens/s.
+static double run_once(struct mg_session * s, const int32_t * tokens, int n, bool batch) {
+    mg_session_rewind(s, 0);
+    const double t0 = cli_now_ms();
+    if (batch) {
+        if (!mg_decode(s, tokens, n, false)) return -1.0;
+    } else {
+        for (int i = 0; i < n; i++) {
+            if (!mg_decode(s, &tokens[i], 1, false)) return -1.0;
+        }
+    }
+    return 1e3 * n / (cli_now_ms() - t0);
+}
+
+static bool bench_one(struct mg_model * m, const char * path, int n_threads, int n_prompt, int n_gen, int reps,
+                      enum mg_type kv_type) {
+    struct mg_session_params params = mg_session_default_params();
+    params.n_threads = n_threads;
+    params.n_ctx     = 512;
+    params.n_batch   = 512;
+    params.kv_type   = kv_type;
+    struct mg_session * s = mg_session_new(m, params);
+    if (s == NULL) return false;
+    const int n_max = n_prompt > n_gen ? n_prompt : n_gen;
+    int32_t * tokens = malloc((size_t) n_max * sizeof(int32_t));
+    for (int i = 0; i < n_max; i++) tokens[i] = (int32_t) ((i * 7919 + 11) % m->hp.n_vocab);   // any tokens will do
+    double * tps = malloc((size_t) reps * sizeof(double));
+    const char * name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    for (int test = 0; test < 2; test++) {
+        const bool batch = test == 0;
+        const int  n     = batch ? n_prompt : n_gen;
+        if (n <= 0) continue;
+        run_once(s, tokens, n, batch);   // warm-up: pages mapped, graphs built, caches warm
+        for (int r = 0; r < reps; r++) tps[r] = run_once(s, tokens, n, batch);
+        const struct measurement mt = summarize(tps, reps);
+        printf("| %-28s | %8.2f MiB | %s%-4d | %2d | %9.2f ± %7.2f |", name,
+               (double) m->n_weight_bytes / (1024.0 * 1024.0), batch ? "pp" : "tg", n, n_threads, mt.mean, mt.stddev);
+        if (batch) {
+            printf("           |\n");
+        } else {
+            printf(" %6.1f GB/s |\n", (double) m->n_weight_bytes * mt.mean / 1e9);
+        }
+        fflush(stdout);
+    }
+    free(tps);
+    free(tokens);
+    mg_session_free(s);
+    return true;
+}
 
 int cmd_bench(int argc, char ** argv) {
-    (void) argc;
-    (void) argv;
-    fprintf(stderr, "mg bench: not yet implemented\n");
-    return 1;
+    const char * cmd = "bench";
+    const char * models[MAX_MODELS];
+    int          n_models = 0;
+    const char * model = NULL, * threads_text = "1,2", * kv_text = "f16";
+    int n_prompt = 64, n_gen = 64, reps = 5;
+    // -m may repeat: collect every one before handing the rest to the parser.
+    char ** rest = malloc((size_t) argc * sizeof(char *));
+    int     n_rest = 0;
+    for (int i = 0; i < argc; i++) {
+        if ((strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) && i + 1 < argc && n_models < MAX_MODELS) {
+            models[n_models++] = argv[++i];
+        } else {
+            rest[n_rest++] = argv[i];
+        }
+    }
+    const struct cli_option opts[] = {
+        {"-m", "--model", CLI_STRING, &model, "a GGUF model (repeat for several)"},
+        {"-p", "--n-prompt", CLI_INT, &n_prompt, "prompt tokens for ppN (default 64; 0 = skip)"},
+        {"-n", "--n-gen", CLI_INT, &n_gen, "generated tokens for tgN (default 64; 0 = skip)"},
+        {"-t", "--threads", CLI_STRING, &threads_text, "thread counts, comma-separated (default 1,2)"},
+        {"-r", "--repetitions", CLI_INT, &reps, "timed runs per test (default 5)"},
+        {NULL, "--kv-type", CLI_STRING, &kv_text, "KV cache type: f16 (default) or f32"},
+    };
+    const char * positional[1];
+    int n_positional;
+    const bool parsed = cli_parse(n_rest, rest, usage, opts, (int) (sizeof(opts) / sizeof(opts[0])), positional, 0,
+                                  &n_positional);
+    free(rest);
+    if (!parsed) return 1;
+    int threads[MAX_THREADS];
+    const int n_threads = parse_list(threads_text, threads, MAX_THREADS);
+    if (n_models == 0 || n_threads <= 0 || reps < 1 || n_prompt < 0 || n_gen < 0 || n_prompt > 512 || n_gen > 512 ||
+        (strcmp(kv_text, "f16") != 0 && strcmp(kv_text, "f32") != 0)) {
+        fprintf(stderr, "mg %s: need -m MODEL, -t like 1,2, -r >= 1, -p and -n in 0..512, --kv-type f16|f32\n", cmd);
+        return 1;
+    }
+    const enum mg_type kv_type = strcmp(kv_text, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
+    printf("| %-28s | %12s | %-6s | %2s | %19s | %11s |\n", "model", "weights", "test", "t", "t/s", "weights/s");
+    printf("|------------------------------|-------------:|--------|---:|--------------------:|------------:|\n");
+    for (int i = 0; i < n_models; i++) {
+        struct mg_model * m = cli_load_model(cmd, models[i], NULL);
+        if (m == NULL) return 1;
+        for (int t = 0; t < n_threads; t++) {
+            if (!bench_one(m, models[i], threads[t], n_prompt, n_gen, reps, kv_type)) {
+                fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+                return 1;
+            }
+        }
+        mg_model_free(m);
+    }
+    return 0;
 }

@@ -810,7 +810,7 @@ START_TEST(test_compute_again_for_new_inputs) {
             for (int64_t i = 0; i < 7; i++) {
                 double s = at(b, i, 0, 0, 0);
                 for (int64_t k = 0; k < 33; k++) s += (double) at(W, k, i, 0, 0) * at(x, k, j, 0, 0);
-                ck_assert_double_eq_tol(at(out, i, j, 0, 0), s > 0 ? s : 0, 1e-5);
+                ck_assert_double_eq_tol(at(out, i, j, 0, 0), (s > 0 ? s : 0), 1e-5);
             }
         }
     }

@@ -7,8 +7,9 @@
 // every element must land on (or, for the 32-element types that quantize with
 // the unrounded scale, within the F16 rounding of) the nearest level of its
 // block, and whose RMS error on N(0,1) data stays below 1.5 * 2^-b for b-bit
-// codes; and vec_dot against both the exact dot of the decoded rows and the
-// FACTS 2.6 formula in ggml's float order.
+// codes; the quantizers' bytes against hashes of ggml's bytes for the same
+// input (no fixture model holds these types); and vec_dot against both the
+// exact dot of the decoded rows and the FACTS 2.6 formula in ggml's float order.
 //
 // Why 1.5 * 2^-b: an ideal b-bit uniform quantizer over the range of a block
 // of Gaussian samples (about 4.2 standard deviations for 32 samples) has RMS
