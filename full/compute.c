@@ -271,6 +271,50 @@ static void mul_mat_init(const struct mg_compute_params * p, struct mg_tensor * 
 }
 //@- 07 mul-mat-init
 
+//@+ full mul-mat-tiled
+// Prompt processing multiplies by many columns at once. Walking a block of
+// weight rows against a small group of columns lets each weight row, once in
+// L1, serve the whole group (the kernel loads and unpacks its blocks once for
+// up to 4 columns), and the group's converted activations stay in L1 for the
+// whole row block. Each output element is still one dot product computed as
+// the single-column kernel computes it, so a batch gives the same numbers as
+// one token at a time.
+enum { MUL_MAT_ROW_BLOCK = 16, MUL_MAT_COL_GROUP = 4 };
+
+static void dot_cols(const struct mg_type_traits_cpu * cpu, int64_t n, float * s, const void * x, const char * y,
+                     size_t y_stride, int n_cols) {
+    for (int c = 0; c < n_cols; c++) cpu->vec_dot(n, &s[c], x, y + (size_t) c * y_stride);
+}
+
+static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor * dst,
+                          const struct mg_type_traits_cpu * cpu) {
+    const struct mg_tensor * a = dst->src[0];
+    const struct mg_tensor * b = dst->src[1];
+    const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+    // Consecutive columns of one matrix of b sit y_stride apart: converted rows
+    // are packed in the work buffer; rows already of the right type are b's own.
+    const size_t y_stride = b->type == cpu->vec_dot_type ? b->nb[1] : mg_row_size(cpu->vec_dot_type, b->ne[0]);
+    int64_t r0, r1;
+    mg_split_rows(a->ne[1], p->ith, p->nth, &r0, &r1);
+    for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {
+        for (int64_t i12 = 0; i12 < b->ne[2]; i12++) {
+            for (int64_t ib = r0; ib < r1; ib += MUL_MAT_ROW_BLOCK) {
+                const int64_t ie = ib + MUL_MAT_ROW_BLOCK < r1 ? ib + MUL_MAT_ROW_BLOCK : r1;
+                for (int64_t j = 0; j < b->ne[1]; j += MUL_MAT_COL_GROUP) {
+                    const int    n_cols = b->ne[1] - j < MUL_MAT_COL_GROUP ? (int) (b->ne[1] - j) : MUL_MAT_COL_GROUP;
+                    const char * y      = mul_mat_b_row(p, b, cpu->vec_dot_type, j, i12, i13);
+                    for (int64_t i01 = ib; i01 < ie; i01++) {
+                        float s[MUL_MAT_COL_GROUP];
+                        dot_cols(cpu, a->ne[0], s, row_ptr(a, i01, i12 / r2, i13 / r3), y, y_stride, n_cols);
+                        for (int c = 0; c < n_cols; c++) ((float *) row_ptr(dst, j + c, i12, i13))[i01] = s[c];
+                    }
+                }
+            }
+        }
+    }
+}
+//@- full mul-mat-tiled
+
 // dst[i, j] = dot(row i of a, row j of b), for every matrix. a's matrix i02
 // serves b's matrices i02*r2 .. i02*r2 + r2-1 (broadcasting, as in GQA).
 // Each share takes whole rows of a, so a dot product is never split between
@@ -289,6 +333,12 @@ static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor
     const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(a->type);
     MG_ASSERT(cpu != NULL && cpu->vec_dot != NULL && "no dot product for this weight type");
     //@- 07 mul-mat-init
+    //@+ full mul-mat-tiled
+    if (b->ne[1] > 1) {
+        mul_mat_tiled(p, dst, cpu);
+        return;
+    }
+    //@- full mul-mat-tiled
     int64_t r0, r1;
     mg_split_rows(a->ne[1], p->ith, p->nth, &r0, &r1);
     for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {

@@ -9,6 +9,11 @@
 
 #include <math.h>
 #include <string.h>
+//@+ full f16c
+#if defined(__F16C__) && !defined(MG_SCALAR)
+#include <immintrin.h>
+#endif
+//@- full f16c
 
 // ---------------------------------------------------------------------------
 // F16 <-> F32, done on the bits so it is exact and portable.
@@ -29,6 +34,13 @@ static float f32_from_bits(uint32_t u) {
 // Half: 1 sign bit, 5 exponent bits (bias 15), 10 mantissa bits. Every half
 // is exactly representable as a float, so this direction never rounds.
 float mg_fp16_to_fp32(mg_fp16_t h) {
+    //@+ full f16c
+#if defined(__F16C__) && !defined(MG_SCALAR)
+    // One instruction on any x86 since 2012, and exact like the code below
+    // (only a signalling NaN comes out quieted).
+    return _cvtsh_ss(h);
+#endif
+    //@- full f16c
     const uint32_t sign = (uint32_t) (h & 0x8000) << 16;
     const uint32_t exp  = (h >> 10) & 0x1f;
     uint32_t       mant = h & 0x3ff;

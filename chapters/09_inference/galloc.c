@@ -117,7 +117,8 @@ struct mg_gallocr {
     size_t               sum;
     int                  n_reserves;
 
-    struct mg_tensor **  planned_nodes;   // what was planned, to recognise the same graph
+    struct mg_tensor **  planned_nodes;   // what was planned, to recognise the same graph ...
+    size_t *             planned_sizes;   // ... with the same sizes (a new graph may reuse old addresses)
     int                  planned_n_nodes;
     int                  planned_n_leafs;
 
@@ -138,6 +139,7 @@ void mg_gallocr_free(struct mg_gallocr * ga) {
     if (ga == NULL) return;
     free(ga->info);
     free(ga->planned_nodes);
+    free(ga->planned_sizes);
     mg_buffer_free(ga->buffer);
     free(ga);
 }
@@ -253,9 +255,12 @@ static void ensure_info(struct mg_gallocr * ga, const struct mg_cgraph * g) {
 
 static void remember_graph(struct mg_gallocr * ga, const struct mg_cgraph * g) {
     free(ga->planned_nodes);
+    free(ga->planned_sizes);
     ga->planned_nodes = malloc((size_t) (g->n_nodes + 1) * sizeof(struct mg_tensor *));
-    MG_ASSERT(ga->planned_nodes != NULL);
+    ga->planned_sizes = malloc((size_t) (g->n_nodes + 1) * sizeof(size_t));
+    MG_ASSERT(ga->planned_nodes != NULL && ga->planned_sizes != NULL);
     memcpy(ga->planned_nodes, g->nodes, (size_t) g->n_nodes * sizeof(struct mg_tensor *));
+    for (int i = 0; i < g->n_nodes; i++) ga->planned_sizes[i] = mg_nbytes(g->nodes[i]);
     ga->planned_n_nodes = g->n_nodes;
     ga->planned_n_leafs = g->n_leafs;
 }
@@ -320,9 +325,17 @@ void mg_gallocr_place(struct mg_gallocr * ga, struct mg_cgraph * g, void * base)
     }
 }
 
+// The same tensors at the same addresses with the same sizes. Addresses alone
+// are not enough: a graph rebuilt in a fresh context often lands exactly where
+// the last one was, with other shapes (ggml_gallocr_needs_realloc checks sizes too).
 static bool is_planned_graph(const struct mg_gallocr * ga, const struct mg_cgraph * g) {
-    return ga->planned_nodes != NULL && ga->planned_n_nodes == g->n_nodes && ga->planned_n_leafs == g->n_leafs &&
-           memcmp(ga->planned_nodes, g->nodes, (size_t) g->n_nodes * sizeof(struct mg_tensor *)) == 0;
+    if (ga->planned_nodes == NULL || ga->planned_n_nodes != g->n_nodes || ga->planned_n_leafs != g->n_leafs) {
+        return false;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (ga->planned_nodes[i] != g->nodes[i] || ga->planned_sizes[i] != mg_nbytes(g->nodes[i])) return false;
+    }
+    return true;
 }
 
 bool mg_gallocr_alloc_graph(struct mg_gallocr * ga, struct mg_cgraph * g) {

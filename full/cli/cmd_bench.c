@@ -18,8 +18,43 @@ static const char * usage =
     "the weight bandwidth it implies (weight bytes read per token x tokens per second), to hold\n"
     "against the machine's memory bandwidth.";
 
-#define MAX_MODELS  16
-#define MAX_THREADS 16
+#define MAX_MODELS    16
+#define MAX_THREADS   16
+#define MAX_BASELINES 256
+
+// Another engine's figures to compare with: "model test threads tokens/s" per line.
+struct baseline {
+    char   model[128];
+    char   test[16];
+    int    threads;
+    double tps;
+};
+static struct baseline baselines[MAX_BASELINES];
+static int             n_baselines = 0;
+
+static bool load_baselines(const char * path) {
+    FILE * f = fopen(path, "r");
+    if (f == NULL) return false;
+    char line[512];
+    while (fgets(line, sizeof(line), f) && n_baselines < MAX_BASELINES) {
+        struct baseline * b = &baselines[n_baselines];
+        if (line[0] != '#' && sscanf(line, "%127s %15s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4) {
+            n_baselines++;
+        }
+    }
+    fclose(f);
+    return true;
+}
+
+static const struct baseline * find_baseline(const char * model, const char * test, int threads) {
+    for (int i = 0; i < n_baselines; i++) {
+        if (strcmp(baselines[i].model, model) == 0 && strcmp(baselines[i].test, test) == 0 &&
+            baselines[i].threads == threads) {
+            return &baselines[i];
+        }
+    }
+    return NULL;
+}
 
 // "1,2,4" -> {1, 2, 4}
 static int parse_list(const char * text, int * out, int max) {
@@ -81,13 +116,24 @@ static bool bench_one(struct mg_model * m, const char * path, int n_threads, int
         run_once(s, tokens, n, batch);   // warm-up: pages mapped, graphs built, caches warm
         for (int r = 0; r < reps; r++) tps[r] = run_once(s, tokens, n, batch);
         const struct measurement mt = summarize(tps, reps);
-        printf("| %-28s | %8.2f MiB | %s%-4d | %2d | %9.2f ± %7.2f |", name,
-               (double) m->n_weight_bytes / (1024.0 * 1024.0), batch ? "pp" : "tg", n, n_threads, mt.mean, mt.stddev);
+        char test_name[16];
+        snprintf(test_name, sizeof(test_name), "%s%d", batch ? "pp" : "tg", n);
+        printf("| %-28s | %8.2f MiB | %-6s | %2d | %9.2f ± %7.2f |", name,
+               (double) m->n_weight_bytes / (1024.0 * 1024.0), test_name, n_threads, mt.mean, mt.stddev);
         if (batch) {
-            printf("           |\n");
+            printf("           |");
         } else {
-            printf(" %6.1f GB/s |\n", (double) m->n_weight_bytes * mt.mean / 1e9);
+            printf(" %6.1f GB/s |", (double) m->n_weight_bytes * mt.mean / 1e9);
         }
+        if (n_baselines > 0) {
+            const struct baseline * b = find_baseline(name, test_name, n_threads);
+            if (b != NULL) {
+                printf(" %9.2f | %5.2fx |", b->tps, mt.mean / b->tps);
+            } else {
+                printf(" %9s | %6s |", "", "");
+            }
+        }
+        printf("\n");
         fflush(stdout);
     }
     free(tps);
@@ -100,7 +146,7 @@ int cmd_bench(int argc, char ** argv) {
     const char * cmd = "bench";
     const char * models[MAX_MODELS];
     int          n_models = 0;
-    const char * model = NULL, * threads_text = "1,2", * kv_text = "f16";
+    const char * model = NULL, * threads_text = "1,2", * kv_text = "f16", * baseline_path = NULL;
     int n_prompt = 64, n_gen = 64, reps = 5;
     // -m may repeat: collect every one before handing the rest to the parser.
     char ** rest = malloc((size_t) argc * sizeof(char *));
@@ -119,6 +165,7 @@ int cmd_bench(int argc, char ** argv) {
         {"-t", "--threads", CLI_STRING, &threads_text, "thread counts, comma-separated (default 1,2)"},
         {"-r", "--repetitions", CLI_INT, &reps, "timed runs per test (default 5)"},
         {NULL, "--kv-type", CLI_STRING, &kv_text, "KV cache type: f16 (default) or f32"},
+        {NULL, "--baseline", CLI_STRING, &baseline_path, "another engine's figures (model test threads t/s)"},
     };
     const char * positional[1];
     int n_positional;
@@ -134,8 +181,15 @@ int cmd_bench(int argc, char ** argv) {
         return 1;
     }
     const enum mg_type kv_type = strcmp(kv_text, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
-    printf("| %-28s | %12s | %-6s | %2s | %19s | %11s |\n", "model", "weights", "test", "t", "t/s", "weights/s");
-    printf("|------------------------------|-------------:|--------|---:|--------------------:|------------:|\n");
+    if (baseline_path != NULL && !load_baselines(baseline_path)) {
+        fprintf(stderr, "mg %s: cannot read the baseline %s\n", cmd, baseline_path);
+        return 1;
+    }
+    printf("| %-28s | %12s | %-6s | %2s | %19s | %11s |", "model", "weights", "test", "t", "t/s", "weights/s");
+    if (n_baselines > 0) printf(" %9s | %6s |", "baseline", "ratio");
+    printf("\n|------------------------------|-------------:|--------|---:|--------------------:|------------:|");
+    if (n_baselines > 0) printf("----------:|-------:|");
+    printf("\n");
     for (int i = 0; i < n_models; i++) {
         struct mg_model * m = cli_load_model(cmd, models[i], NULL);
         if (m == NULL) return 1;

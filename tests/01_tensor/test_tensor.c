@@ -604,7 +604,8 @@ START_TEST(test_describe_line) {
     ck_assert_str_eq(mg_tensor_describe(t, buf, sizeof(buf)),
                      "mT: f32 ne=[2,3,1,1] nb=[12,4,24,24] op=TRANSPOSE (view of m +0)");
     struct mg_tensor * v = mg_set_name(mg_view_1d(ctx, m, 2, 8), "v");
-    ck_assert_str_eq(mg_tensor_describe(v, buf, sizeof(buf)), "v: f32 ne=[2,1,1,1] nb=[4,8,8,8] op=VIEW (view of m +8)");
+    ck_assert_str_eq(mg_tensor_describe(v, buf, sizeof(buf)),
+                     "v: f32 ne=[2,1,1,1] nb=[4,8,8,8] op=VIEW (view of m +8)");
     struct mg_tensor * q = mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 64, 2);
     ck_assert_str_eq(mg_tensor_describe(q, buf, sizeof(buf)), "(unnamed): q4_0 ne=[64,2,1,1] nb=[18,36,72,72]");
     // A short buffer gets a terminated prefix, not an overflow.

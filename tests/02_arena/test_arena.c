@@ -229,7 +229,8 @@ static bool ranges_overlap(const struct mg_tensor * a, const struct mg_tensor * 
 }
 
 START_TEST(test_alloc_ctx_tensors_one_buffer) {
-    struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = 16 * mg_tensor_overhead(), .no_alloc = true});
+    const size_t size = 16 * mg_tensor_overhead();
+    struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = size, .no_alloc = true});
     struct mg_tensor * t[4] = {
         mg_set_name(mg_new_tensor_2d(ctx, MG_TYPE_F32, 7, 3), "a"),     // 84 bytes
         mg_set_name(mg_new_tensor_1d(ctx, MG_TYPE_F16, 5), "b"),        // 10
@@ -251,7 +252,9 @@ START_TEST(test_alloc_ctx_tensors_one_buffer) {
         ck_assert(is_aligned(d));
         ck_assert_msg(d >= (char *) buf->data && d + mg_nbytes(t[i]) <= (char *) buf->data + buf->size,
                       "%s is outside the buffer", t[i]->name);
-        for (int j = 0; j < i; j++) ck_assert_msg(!ranges_overlap(t[i], t[j]), "%s overlaps %s", t[i]->name, t[j]->name);
+        for (int j = 0; j < i; j++) {
+            ck_assert_msg(!ranges_overlap(t[i], t[j]), "%s overlaps %s", t[i]->name, t[j]->name);
+        }
     }
     ck_assert_ptr_eq(v->data, (char *) t[0]->data + 8);
     ck_assert_ptr_eq(vt->data, t[0]->data);

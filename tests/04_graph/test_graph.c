@@ -241,7 +241,8 @@ START_TEST(test_random_dags_topological_order) {
         int n_reachable = 0;
         for (int i = 0; i < p.n; i++) {
             n_reachable += reachable[i];
-            const bool held = index_in(g->nodes, g->n_nodes, p.t[i]) >= 0 || index_in(g->leafs, g->n_leafs, p.t[i]) >= 0;
+            const bool held =
+                index_in(g->nodes, g->n_nodes, p.t[i]) >= 0 || index_in(g->leafs, g->n_leafs, p.t[i]) >= 0;
             ck_assert_msg(held == reachable[i], "dag %d: tensor %d (%s) %s", dag, i, mg_op_name(p.t[i]->op),
                           reachable[i] ? "is reachable but not in the graph" : "is in the graph but not reachable");
             ck_assert_int_eq(mg_graph_contains(g, p.t[i]), reachable[i]);
@@ -671,7 +672,9 @@ START_TEST(test_dot_statements_and_edges) {
             ck_assert_msg(edge_seen[i][j] == 1, "src%d of n%d has %d edges", j, i, edge_seen[i][j]);
         }
     }
-    for (int i = 0; i < g->n_leafs; i++) ck_assert_msg(leaf_seen[i] == 1, "leaf l%d has %d statements", i, leaf_seen[i]);
+    for (int i = 0; i < g->n_leafs; i++) {
+        ck_assert_msg(leaf_seen[i] == 1, "leaf l%d has %d statements", i, leaf_seen[i]);
+    }
     ck_assert_int_eq(n_src_edges, n_srcs);
     ck_assert_int_ge(n_srcs, 15);   // the drawing really has the edges of the diamond and the views
     dot_dir_remove(&d);

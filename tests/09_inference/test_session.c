@@ -132,6 +132,37 @@ START_TEST(test_graph_reuse) {
 }
 END_TEST
 
+// A batch of another shape frees the previous graph and builds a new one
+// right after the previous compute returned. The pool's workers must be done
+// with the old graph by then: a worker that still reads it (say, its node
+// count, after the last barrier) reads freed memory, and may go on to compute
+// nodes of the new graph while it is being built. Alternating shapes on 4
+// threads makes that moment happen a hundred times.
+START_TEST(test_rebuild_right_after_compute) {
+    struct mg_session_params p = mg_session_default_params();
+    p.n_ctx     = 64;
+    p.n_threads = 4;
+    p.kv_type   = MG_TYPE_F32;
+    struct mg_session * s = mg_session_new(model, p);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(mg_decode(s, fox, 4, false));
+    float * one = NULL;
+    for (int round = 0; round < 50; round++) {
+        mg_session_rewind(s, 4);
+        ck_assert(mg_decode(s, &fox[4], 1, false));   // shape {1 token}
+        if (one == NULL) {
+            one = copy_logits(s, 1);
+        } else {
+            ck_assert(memcmp(one, mg_get_logits(s), N_VOCAB * sizeof(float)) == 0);
+        }
+        ck_assert(mg_decode(s, &fox[5], 2, false));   // shape {2 tokens}
+    }
+    ck_assert_int_eq(mg_session_get_stats(s).n_graphs_built, 1 + 100);
+    free(one);
+    mg_session_free(s);
+}
+END_TEST
+
 // all_logits keeps every row; its last row is what a last-only decode gives.
 START_TEST(test_all_logits_last_row) {
     struct mg_session * s = new_session(512, 512);
@@ -522,6 +553,7 @@ Suite * mg_test_suite(void) {
     tcase_add_checked_fixture(decode, load_model, free_model);
     tcase_add_test(decode, test_defaults);
     tcase_add_test(decode, test_graph_reuse);
+    tcase_add_test(decode, test_rebuild_right_after_compute);
     tcase_add_test(decode, test_all_logits_last_row);
     tcase_add_test(decode, test_prompt_longer_than_context);
     tcase_add_test(decode, test_context_exactly_full);
