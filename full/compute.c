@@ -201,17 +201,21 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         // row, so the output row is written exactly once.
         float * w = (float *) p->wdata + (size_t) p->ith * (size_t) (n + MG_CACHE_LINE / sizeof(float));
         //@- 07 soft-max-row
-        for (int64_t i0 = 0; i0 < n; i0++) w[i0] = get_f32(ra, a, i0) * scale;
         //@+ 06 soft-max-mask
-        if (mask != NULL) {
-            // One mask row per row of each matrix: row i1 of every head uses mask row i1.
-            const char * rm = (const char *) mask->data + i1 * mask->nb[1];
-            for (int64_t i0 = 0; i0 < n; i0++) {
-                w[i0] += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0])
-                                                   : ((const float *) rm)[i0];
-            }
-        }
+        // One mask row per row of each matrix: row i1 of every head uses mask row i1.
+        const char * rm = mask != NULL ? (const char *) mask->data + i1 * mask->nb[1] : NULL;
         //@- 06 soft-max-mask
+        // One pass reads element i0 of the input (and of the mask) before w[i0]
+        // is written, so the row may sit on top of either of them.
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            float v = get_f32(ra, a, i0) * scale;
+            //@+ 06 soft-max-mask
+            if (rm != NULL) {
+                v += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0]) : ((const float *) rm)[i0];
+            }
+            //@- 06 soft-max-mask
+            w[i0] = v;
+        }
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = fmaxf(max, w[i0]);
         double sum = 0.0;
@@ -585,7 +589,9 @@ void mg_place_result(struct mg_context * ctx, struct mg_tensor * t) {
 
 #if 0 //@old 03..03 naive-compute
 // Inputs first, then t itself: a depth-first walk. An input used twice is
-// computed twice, and nothing records the order: chapter 04's graph fixes both.
+// computed twice - wasted work, and wrong work when it is in place: with
+// y = add_inplace(a, b), out = add(y, y) adds b to a twice. Nothing records
+// the order either. Chapter 04's graph visits every tensor once and fixes both.
 void mg_compute(struct mg_context * ctx, struct mg_tensor * t) {
     for (int i = 0; i < MG_MAX_SRC; i++) {
         if (t->src[i] != NULL) mg_compute(ctx, t->src[i]);

@@ -7,6 +7,9 @@
 // integer sums into floats in ggml's order, written out as in ggml, so that
 // a learner can compare line by line and so that results agree to the bit.
 #include "vec.h"
+//@+ full simd
+#include "vec_simd.h"   // defines MG_SIMD when the build targets AVX2 (full/Makefile: -march=native)
+//@- full simd
 
 // ---------------------------------------------------------------------------
 // Float rows
@@ -307,11 +310,84 @@ void mg_vec_dot_q5_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
 }
 //@- full more-quants
 
+//@+ full dot-cols
+// ---------------------------------------------------------------------------
+// Several activation columns per weight row, one column at a time: what the
+// table holds where there is no SIMD twin (vec_simd.c has twins that unpack
+// each weight block once for all the columns). Trivially bit-identical to
+// vec_dot, column by column.
+// ---------------------------------------------------------------------------
+
+#if !defined(MG_SIMD)
+static void dot_cols(mg_vec_dot_fn vec_dot, int64_t n, float * s, const void * x, const void * y, size_t y_stride,
+                     int n_cols) {
+    for (int c = 0; c < n_cols; c++) vec_dot(n, &s[c], x, (const char *) y + (size_t) c * y_stride);
+}
+
+static void mg_vec_dot_cols_f32(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_f32, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_f16(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_f16, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_bf16(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_bf16, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q4_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q4_0_q8_0, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q4_1_q8_1(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q4_1_q8_1, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q5_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q5_0_q8_0, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q5_1_q8_1(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q5_1_q8_1, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q8_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q8_0_q8_0, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_iq4_nl_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_iq4_nl_q8_0, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q2_K_q8_K, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q3_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q3_K_q8_K, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q4_K_q8_K, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q5_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q5_K_q8_K, n, s, x, y, ys, nc);
+}
+
+static void mg_vec_dot_cols_q6_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_cols(mg_vec_dot_q6_K_q8_K, n, s, x, y, ys, nc);
+}
+#endif
+//@- full dot-cols
+
 // ---------------------------------------------------------------------------
 // The table (ggml-cpu.c, type_traits_cpu[]). from_float says how mul_mat
 // converts the activations for this weight type, vec_dot how it multiplies.
 // ---------------------------------------------------------------------------
 
+#if 0 //@old 07..09 cpu-table
 static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
     [MG_TYPE_F32] = {.from_float = NULL, .vec_dot = mg_vec_dot_f32, .vec_dot_type = MG_TYPE_F32},
     [MG_TYPE_F16] = {.from_float = mg_fp32_to_fp16_row, .vec_dot = mg_vec_dot_f16, .vec_dot_type = MG_TYPE_F16},
@@ -321,7 +397,7 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
     [MG_TYPE_Q8_0] = {
         .from_float = mg_quantize_row_q8_0, .vec_dot = mg_vec_dot_q8_0_q8_0, .vec_dot_type = MG_TYPE_Q8_0,
     },
-    //@+ 09 vec-k-quants
+    //@+ 09 vec-k-quants-table
     [MG_TYPE_BF16] = {.from_float = mg_fp32_to_bf16_row, .vec_dot = mg_vec_dot_bf16, .vec_dot_type = MG_TYPE_BF16},
     [MG_TYPE_Q4_K] = {
         .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q4_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
@@ -329,31 +405,79 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
     [MG_TYPE_Q6_K] = {
         .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q6_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
     },
-    //@- 09 vec-k-quants
-    //@+ full more-quants
+    //@- 09 vec-k-quants-table
+};
+#endif //@old cpu-table
+//@+ full cpu-table
+// full/: every type of the quantization family, each with its multi-column
+// entry. K(f) is f's SIMD twin f##_simd when the build has them (MG_SIMD, see
+// vec_simd.h) and f itself otherwise, so one table serves both builds.
+#if defined(MG_SIMD)
+#define K(f) f##_simd
+#else
+#define K(f) f
+#endif
+
+static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
+    [MG_TYPE_F32] = {
+        .from_float = NULL, .vec_dot_type = MG_TYPE_F32,
+        .vec_dot = K(mg_vec_dot_f32), .vec_dot_cols = K(mg_vec_dot_cols_f32),
+    },
+    [MG_TYPE_F16] = {
+        .from_float = K(mg_fp32_to_fp16_row), .vec_dot_type = MG_TYPE_F16,
+        .vec_dot = K(mg_vec_dot_f16), .vec_dot_cols = K(mg_vec_dot_cols_f16),
+    },
+    [MG_TYPE_BF16] = {
+        .from_float = K(mg_fp32_to_bf16_row), .vec_dot_type = MG_TYPE_BF16,
+        .vec_dot = K(mg_vec_dot_bf16), .vec_dot_cols = K(mg_vec_dot_cols_bf16),
+    },
+    [MG_TYPE_Q4_0] = {
+        .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
+        .vec_dot = K(mg_vec_dot_q4_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q4_0_q8_0),
+    },
     [MG_TYPE_Q4_1] = {
-        .from_float = mg_quantize_row_q8_1, .vec_dot = mg_vec_dot_q4_1_q8_1, .vec_dot_type = MG_TYPE_Q8_1,
+        .from_float = K(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
+        .vec_dot = K(mg_vec_dot_q4_1_q8_1), .vec_dot_cols = K(mg_vec_dot_cols_q4_1_q8_1),
     },
     [MG_TYPE_Q5_0] = {
-        .from_float = mg_quantize_row_q8_0, .vec_dot = mg_vec_dot_q5_0_q8_0, .vec_dot_type = MG_TYPE_Q8_0,
+        .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
+        .vec_dot = K(mg_vec_dot_q5_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q5_0_q8_0),
     },
     [MG_TYPE_Q5_1] = {
-        .from_float = mg_quantize_row_q8_1, .vec_dot = mg_vec_dot_q5_1_q8_1, .vec_dot_type = MG_TYPE_Q8_1,
+        .from_float = K(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
+        .vec_dot = K(mg_vec_dot_q5_1_q8_1), .vec_dot_cols = K(mg_vec_dot_cols_q5_1_q8_1),
     },
-    [MG_TYPE_Q2_K] = {
-        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q2_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
-    },
-    [MG_TYPE_Q3_K] = {
-        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q3_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
-    },
-    [MG_TYPE_Q5_K] = {
-        .from_float = mg_quantize_row_q8_K, .vec_dot = mg_vec_dot_q5_K_q8_K, .vec_dot_type = MG_TYPE_Q8_K,
+    [MG_TYPE_Q8_0] = {
+        .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
+        .vec_dot = K(mg_vec_dot_q8_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q8_0_q8_0),
     },
     [MG_TYPE_IQ4_NL] = {
-        .from_float = mg_quantize_row_q8_0, .vec_dot = mg_vec_dot_iq4_nl_q8_0, .vec_dot_type = MG_TYPE_Q8_0,
+        .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
+        .vec_dot = K(mg_vec_dot_iq4_nl_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_iq4_nl_q8_0),
     },
-    //@- full more-quants
+    [MG_TYPE_Q2_K] = {
+        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = K(mg_vec_dot_q2_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q2_K_q8_K),
+    },
+    [MG_TYPE_Q3_K] = {
+        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = K(mg_vec_dot_q3_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q3_K_q8_K),
+    },
+    [MG_TYPE_Q4_K] = {
+        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = K(mg_vec_dot_q4_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q4_K_q8_K),
+    },
+    [MG_TYPE_Q5_K] = {
+        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = K(mg_vec_dot_q5_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q5_K_q8_K),
+    },
+    [MG_TYPE_Q6_K] = {
+        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = K(mg_vec_dot_q6_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q6_K_q8_K),
+    },
 };
+#undef K
+//@- full cpu-table
 
 const struct mg_type_traits_cpu * mg_get_type_traits_cpu(enum mg_type type) {
     if ((int) type < 0 || type >= MG_TYPE_COUNT || type_traits_cpu[type].vec_dot == NULL) return NULL;

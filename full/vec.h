@@ -19,8 +19,17 @@
 // x86 build exactly (docs/FACTS.md 2.6).
 //
 // Every kernel here is the scalar reference, with ggml's float evaluation
-// order (ggml: ggml_vec_dot_*_generic). A SIMD twin named *_avx2 will sit next
-// to each one and the table in vec.c will pick it when the CPU has AVX2.
+// order (ggml: ggml_vec_dot_*_generic).
+//@+ full simd
+// full/ adds SIMD twins (vec_simd.c: *_simd, ggml's AVX2 float order), which
+// the table picks when the build targets AVX2 + FMA + F16C, and a multi-column
+// entry per type for matrix x matrix products:
+//
+//     tr->vec_dot_cols(256, s, w_row, xq, row_size, 4);   // s[c] = w_row . column c, c < 4
+//
+// which unpacks each weight block once for all columns and gives, column by
+// column, exactly what vec_dot gives.
+//@- full simd
 #pragma once
 
 #include "quants.h"
@@ -28,11 +37,21 @@
 // s = dot(x row, y row) over n elements; x is a row of the weight type, y a row
 // of its vec_dot_type. n is a multiple of the weight type's block size.
 typedef void (*mg_vec_dot_fn)(int64_t n, float * s, const void * x, const void * y);
+//@+ full dot-cols
+
+// s[c] = dot(x row, y row c) for c < n_cols <= MG_VEC_DOT_MAX_COLS, where y row c
+// starts y_stride bytes after row c-1. Each s[c] is bit-identical to vec_dot's.
+typedef void (*mg_vec_dot_cols_fn)(int64_t n, float * s, const void * x, const void * y, size_t y_stride, int n_cols);
+#define MG_VEC_DOT_MAX_COLS 4
+//@- full dot-cols
 
 struct mg_type_traits_cpu {
     mg_from_float_fn from_float;     // how an F32 activation row becomes vec_dot_type (NULL: used as is)
     mg_vec_dot_fn    vec_dot;        // a row of this type . a row of vec_dot_type
     enum mg_type     vec_dot_type;
+    //@+ full dot-cols
+    mg_vec_dot_cols_fn vec_dot_cols; // a row of this type . up to 4 rows of vec_dot_type
+    //@- full dot-cols
 };
 
 // NULL for a type that cannot be a matmul's weight (I32, Q8_K, ...).

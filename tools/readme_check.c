@@ -42,6 +42,12 @@ static void push(struct lines * l, const char * s, int line_no) {
     l->n++;
 }
 
+static void free_lines(struct lines * l) {
+    for (int i = 0; i < l->n; i++) free(l->text[i]);
+    free(l->text);
+    free(l->line_no);
+}
+
 static bool read_lines(const char * path, struct lines * out) {
     FILE * f = fopen(path, "r");
     if (f == NULL) return false;
@@ -94,7 +100,8 @@ int main(int argc, char ** argv) {
         while (end < readme.n && strncmp(readme.text[end], "```", 3) != 0) end++;
         if (i + 1 >= readme.n || strncmp(readme.text[i + 1], "```", 3) != 0 || end >= readme.n) {
             fprintf(stderr, "%s:%d: a demo-output marker must be followed by a fenced block\n", argv[1], i + 1);
-            return 2;
+            bad = 2;
+            break;
         }
         n_excerpts++;
         n_lines += end - start;
@@ -110,8 +117,10 @@ int main(int argc, char ** argv) {
     }
     if (n_excerpts == 0) {
         fprintf(stderr, "%s: no <!-- demo-output --> excerpt to check\n", argv[1]);
-        return 1;
+        bad = 1;
     }
     if (!bad) printf("%s: %d demo excerpt(s), %d lines, match the demo's output\n", argv[1], n_excerpts, n_lines);
+    free_lines(&readme);
+    free_lines(&out);
     return bad;
 }

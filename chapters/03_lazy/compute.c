@@ -186,7 +186,12 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         float *      rd = (float *) row_ptr(dst, i1, i2, i3);
         MG_ASSERT(dst->nb[0] == sizeof(float));
         float * w = rd;   // the scaled row is built in place, then turned into probabilities
-        for (int64_t i0 = 0; i0 < n; i0++) w[i0] = get_f32(ra, a, i0) * scale;
+        // One pass reads element i0 of the input (and of the mask) before w[i0]
+        // is written, so the row may sit on top of either of them.
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            float v = get_f32(ra, a, i0) * scale;
+            w[i0] = v;
+        }
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = fmaxf(max, w[i0]);
         double sum = 0.0;
@@ -350,7 +355,9 @@ void mg_place_result(struct mg_context * ctx, struct mg_tensor * t) {
 }
 
 // Inputs first, then t itself: a depth-first walk. An input used twice is
-// computed twice, and nothing records the order: chapter 04's graph fixes both.
+// computed twice - wasted work, and wrong work when it is in place: with
+// y = add_inplace(a, b), out = add(y, y) adds b to a twice. Nothing records
+// the order either. Chapter 04's graph visits every tensor once and fixes both.
 void mg_compute(struct mg_context * ctx, struct mg_tensor * t) {
     for (int i = 0; i < MG_MAX_SRC; i++) {
         if (t->src[i] != NULL) mg_compute(ctx, t->src[i]);

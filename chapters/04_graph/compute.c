@@ -186,7 +186,12 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         float *      rd = (float *) row_ptr(dst, i1, i2, i3);
         MG_ASSERT(dst->nb[0] == sizeof(float));
         float * w = rd;   // the scaled row is built in place, then turned into probabilities
-        for (int64_t i0 = 0; i0 < n; i0++) w[i0] = get_f32(ra, a, i0) * scale;
+        // One pass reads element i0 of the input (and of the mask) before w[i0]
+        // is written, so the row may sit on top of either of them.
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            float v = get_f32(ra, a, i0) * scale;
+            w[i0] = v;
+        }
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = fmaxf(max, w[i0]);
         double sum = 0.0;

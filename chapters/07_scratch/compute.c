@@ -189,14 +189,16 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         // This share's own slice of the work buffer holds the scaled, masked
         // row, so the output row is written exactly once.
         float * w = (float *) p->wdata + (size_t) p->ith * (size_t) (n + MG_CACHE_LINE / sizeof(float));
-        for (int64_t i0 = 0; i0 < n; i0++) w[i0] = get_f32(ra, a, i0) * scale;
-        if (mask != NULL) {
-            // One mask row per row of each matrix: row i1 of every head uses mask row i1.
-            const char * rm = (const char *) mask->data + i1 * mask->nb[1];
-            for (int64_t i0 = 0; i0 < n; i0++) {
-                w[i0] += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0])
-                                                   : ((const float *) rm)[i0];
+        // One mask row per row of each matrix: row i1 of every head uses mask row i1.
+        const char * rm = mask != NULL ? (const char *) mask->data + i1 * mask->nb[1] : NULL;
+        // One pass reads element i0 of the input (and of the mask) before w[i0]
+        // is written, so the row may sit on top of either of them.
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            float v = get_f32(ra, a, i0) * scale;
+            if (rm != NULL) {
+                v += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0]) : ((const float *) rm)[i0];
             }
+            w[i0] = v;
         }
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = fmaxf(max, w[i0]);

@@ -19,8 +19,7 @@
 // x86 build exactly (docs/FACTS.md 2.6).
 //
 // Every kernel here is the scalar reference, with ggml's float evaluation
-// order (ggml: ggml_vec_dot_*_generic). A SIMD twin named *_avx2 will sit next
-// to each one and the table in vec.c will pick it when the CPU has AVX2.
+// order (ggml: ggml_vec_dot_*_generic).
 #pragma once
 
 #include "quants.h"

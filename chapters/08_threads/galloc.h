@@ -19,6 +19,7 @@
 //     [alloc] alloc wx+b         8 bytes at      8   free: [16, inf)
 //     [alloc] free  wx           8 bytes at      0   free: [0, 8) [16, inf)
 //     [alloc] alloc out          8 bytes at      0   free: [16, inf)
+//     [alloc] free  wx+b         8 bytes at      8   free: [8, inf)
 //     [alloc] peak 16 bytes for 3 results of 24 bytes
 #pragma once
 

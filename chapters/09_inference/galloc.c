@@ -109,6 +109,7 @@ struct tensor_info {
 };
 
 struct mg_gallocr {
+    uint32_t             id;           // stamped on every tensor it places (tensor->galloc_id)
     struct mg_dyn_alloc  alloc;
     bool                 reuse_parent;
     struct tensor_info * info;         // one per slot of the planned graph's hash set
@@ -123,13 +124,13 @@ struct mg_gallocr {
     int                  planned_n_leafs;
 
     struct mg_buffer *   buffer;          // ours, for mg_gallocr_alloc_graph
-    const char *         region;          // where the last plan was placed
-    size_t               region_size;
 };
 
 struct mg_gallocr * mg_gallocr_new(size_t alignment) {
+    static _Atomic uint32_t next_id = 1;   // never 0, never reused while the program runs
     struct mg_gallocr * ga = calloc(1, sizeof(*ga));
     MG_ASSERT(ga != NULL);
+    ga->id = next_id++;
     mg_dyn_alloc_reset(&ga->alloc, alignment ? alignment : MG_GALLOC_DEFAULT_ALIGN);
     ga->reuse_parent = true;
     return ga;
@@ -152,15 +153,12 @@ static struct tensor_info * info_of(struct mg_gallocr * ga, const struct mg_cgra
     return &ga->info[mg_hash_find(&g->visited, t)];
 }
 
-// Bytes we placed in an earlier plan count as not placed: replanning may move them.
-static bool in_our_region(const struct mg_gallocr * ga, const void * p) {
-    return ga->region != NULL && (const char *) p >= ga->region && (const char *) p < ga->region + ga->region_size;
-}
-
-// A tensor the plan must give bytes to: no data of its own, and not a view
-// (a view's bytes are its source's).
+// A tensor the plan must give bytes to: not a view (a view's bytes are its
+// source's), and either without data or with data this allocator placed in an
+// earlier plan - replanning may move those. The stamp, not the address, tells
+// which: an old buffer may be gone, and a new one may sit where it was.
 static bool needs_bytes(const struct mg_gallocr * ga, const struct mg_tensor * t) {
-    return t->view_src == NULL && (t->data == NULL || in_our_region(ga, t->data));
+    return t->view_src == NULL && (t->data == NULL || t->galloc_id == ga->id);
 }
 
 // Ops whose kernels may write their result over an input of the same size:
@@ -186,8 +184,18 @@ static void trace_step(struct mg_gallocr * ga, const char * what, const struct m
              mg_dyn_alloc_describe(&ga->alloc, free_list, sizeof(free_list)));
 }
 
-// The input that t may take over: an input whose last reader is t, of
-// exactly t's size, that is neither a leaf nor an output nor viewed.
+// Same type, same shape, same strides: element i of one is element i of the other.
+static bool same_layout(const struct mg_tensor * a, const struct mg_tensor * b) {
+    if (a->type != b->type) return false;
+    for (int i = 0; i < MG_MAX_DIMS; i++) {
+        if (a->ne[i] != b->ne[i] || a->nb[i] != b->nb[i]) return false;
+    }
+    return true;
+}
+
+// The input that t may take over: an input whose last reader is t, laid out
+// exactly like t (so element i is written where element i was read), that is
+// neither a leaf nor an output nor viewed (ggml: ggml_are_same_layout).
 static struct mg_tensor * dying_parent(struct mg_gallocr * ga, const struct mg_cgraph * g, const struct mg_tensor * t,
                                        size_t size) {
     if (!ga->reuse_parent || !op_can_inplace(t->op)) return NULL;
@@ -196,7 +204,7 @@ static struct mg_tensor * dying_parent(struct mg_gallocr * ga, const struct mg_c
         if (p == NULL || p->op == MG_OP_NONE || p->view_src != NULL) continue;
         if (p->flags & MG_TENSOR_FLAG_OUTPUT) continue;
         const struct tensor_info * pi = info_of(ga, g, p);
-        if (pi->live && pi->n_children == 1 && pi->n_views == 0 && pi->size == size) return p;
+        if (pi->live && pi->n_children == 1 && pi->n_views == 0 && pi->size == size && same_layout(p, t)) return p;
     }
     return NULL;
 }
@@ -307,12 +315,15 @@ size_t mg_gallocr_reserve(struct mg_gallocr * ga, struct mg_cgraph * g) {
     return ga->peak;
 }
 
+static void place_tensor(const struct mg_gallocr * ga, struct mg_tensor * t, char * base, size_t offset) {
+    t->data      = base + offset;
+    t->galloc_id = ga->id;
+}
+
 void mg_gallocr_place(struct mg_gallocr * ga, struct mg_cgraph * g, void * base) {
-    ga->region      = base;
-    ga->region_size = ga->peak;
     for (int i = 0; i < g->n_leafs; i++) {
         struct tensor_info * ti = info_of(ga, g, g->leafs[i]);
-        if (ti->planned) g->leafs[i]->data = (char *) base + ti->offset;
+        if (ti->planned) place_tensor(ga, g->leafs[i], base, ti->offset);
     }
     // Nodes are in execution order, so a view's source is placed before the view.
     for (int i = 0; i < g->n_nodes; i++) {
@@ -320,7 +331,7 @@ void mg_gallocr_place(struct mg_gallocr * ga, struct mg_cgraph * g, void * base)
         if (t->view_src != NULL) {
             t->data = t->view_src->data != NULL ? (char *) t->view_src->data + t->view_offs : NULL;
         } else if (info_of(ga, g, t)->planned) {
-            t->data = (char *) base + info_of(ga, g, t)->offset;
+            place_tensor(ga, t, base, info_of(ga, g, t)->offset);
         }
     }
 }

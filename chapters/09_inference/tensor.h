@@ -156,7 +156,8 @@ struct mg_tensor {
     enum mg_op op;               // how this tensor is computed (MG_OP_NONE: it is not)
     int32_t    op_params[MG_MAX_OP_PARAMS / sizeof(int32_t)];   // e.g. the axes of a permute
 
-    int32_t flags;               // enum mg_tensor_flag bits
+    int32_t  flags;              // enum mg_tensor_flag bits
+    uint32_t galloc_id;          // which graph allocator placed data (0: none): it may move it (chapter 05)
 
     struct mg_tensor * src[MG_MAX_SRC];   // the operands of op
 

@@ -94,9 +94,12 @@ static void trace_shares(int i, const struct mg_tensor * node, int n_tasks) {
 // What every thread does with a graph: all nodes in order, its share of
 // each, a barrier after each, so the next node reads finished inputs.
 static void compute_graph_share(struct mg_threadpool * tp, int ith) {
-    struct mg_cgraph *      g    = tp->graph;
-    const struct mg_cplan * plan = tp->plan;
-    for (int i = 0; i < g->n_nodes; i++) {
+    struct mg_cgraph *      g       = tp->graph;
+    const struct mg_cplan * plan    = tp->plan;
+    // Read once: after the last barrier the caller may already free the graph,
+    // so the loop must not look at it again to learn that it is done.
+    const int               n_nodes = g->n_nodes;
+    for (int i = 0; i < n_nodes; i++) {
         struct mg_tensor * node    = g->nodes[i];
         const int          n_tasks = mg_node_n_tasks(node, plan->n_threads);
         const struct mg_compute_params p = {.ith = ith, .nth = n_tasks, .wsize = plan->work_size,
@@ -217,6 +220,7 @@ static void run_graph(struct mg_threadpool * tp, struct mg_cgraph * g, const str
 }
 
 void mg_graph_compute(struct mg_cgraph * g, const struct mg_cplan * plan) {
+    if (g->n_nodes == 0) return;   // nothing to run, and no barrier to wait for the workers at
     struct mg_threadpool * tp = plan->threadpool;
     if (tp == NULL) tp = mg_threadpool_new(plan->n_threads);   // a pool for this one compute
     MG_ASSERT(plan->n_threads <= tp->n_threads && "the plan wants more threads than the pool has");

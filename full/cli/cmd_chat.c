@@ -109,16 +109,18 @@ int cmd_chat(int argc, char ** argv) {
     const char * tmpl = mg_vocab_chat_template(c.m->vocab);
     if (tmpl == NULL || strstr(tmpl, "<|im_start|>") == NULL) {
         fprintf(stderr, "mg %s: the model has no ChatML chat template (<|im_start|>): use mg run instead\n", cmd);
+        mg_model_free(c.m);
         return 1;
     }
     // MiniMind's template thinks only when asked (open_thinking); Qwen3's unless told not to.
     c.think = think || (!no_think && strstr(tmpl, "open_thinking") == NULL);
     c.s = mg_session_new(c.m, cli_session_params(&e));
-    c.sampler = mg_sampler_new(smp.p, c.m->hp.n_vocab);
     if (c.s == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        mg_model_free(c.m);
         return 1;
     }
+    c.sampler = mg_sampler_new(smp.p, c.m->hp.n_vocab);
     const bool interactive = isatty(STDIN_FILENO);
     char * line = NULL;
     size_t cap  = 0;

@@ -41,23 +41,28 @@ int cmd_logits(int argc, char ** argv) {
     char * text = cli_prompt_text(cmd, prompt, prompt_file, &len);
     if (text == NULL) return 1;
 
-    struct mg_model * m = cli_load_model(cmd, e.model, NULL);
-    if (m == NULL) return 1;
-    struct mg_session * s = mg_session_new(m, cli_session_params(&e));
-    int32_t * tokens = malloc((len + 2) * sizeof(int32_t));
+    int                 status = 1;
+    struct mg_session * s      = NULL;
+    int32_t *           tokens = NULL;
+    float *             copy   = NULL;
+    struct mg_model *   m      = cli_load_model(cmd, e.model, NULL);
+    if (m == NULL) goto done;
+    s      = mg_session_new(m, cli_session_params(&e));
+    tokens = malloc((len + 2) * sizeof(int32_t));
     const int32_t n = mg_tokenize(m->vocab, text, (int32_t) len, tokens, (int32_t) len + 2, false, special);
     if (s == NULL || n <= 0 || !mg_decode(s, tokens, n, all)) {
         fprintf(stderr, "mg %s: %s\n", cmd, n <= 0 ? "the prompt is empty" : mg_last_error());
-        return 1;
+        goto done;
     }
     const int     n_vocab = m->hp.n_vocab;
     const float * logits  = mg_get_logits(s);
     if (out_path != NULL) {
         FILE * f = fopen(out_path, "wb");
         const size_t n_floats = (size_t) n_vocab * (all ? (size_t) n : 1);
-        if (f == NULL || fwrite(logits, sizeof(float), n_floats, f) != n_floats || fclose(f) != 0) {
+        const bool   written  = f != NULL && fwrite(logits, sizeof(float), n_floats, f) == n_floats;
+        if (f == NULL || fclose(f) != 0 || !written) {
             fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, out_path, strerror(errno));
-            return 1;
+            goto done;
         }
         printf("wrote %zu floats (%d position%s x %d) to %s\n", n_floats, all ? n : 1, all && n > 1 ? "s" : "",
                n_vocab, out_path);
@@ -66,7 +71,7 @@ int cmd_logits(int argc, char ** argv) {
     printf("tokens (%d):", n);
     for (int i = 0; i < n; i++) printf(" %d", tokens[i]);
     printf("\ntop %d of the last position:\n", top);
-    float * copy = malloc((size_t) n_vocab * sizeof(float));
+    copy = malloc((size_t) n_vocab * sizeof(float));
     memcpy(copy, last, (size_t) n_vocab * sizeof(float));
     for (int k = 0; k < top && k < n_vocab; k++) {
         const int32_t id = mg_argmax(copy, n_vocab);
@@ -75,10 +80,13 @@ int cmd_logits(int argc, char ** argv) {
         printf("%3d  %6d  %12.6f  '%.*s'\n", k + 1, id, (double) last[id], pl > 0 ? pl : 0, piece);
         copy[id] = -INFINITY;
     }
+    status = 0;
+
+done:
     free(copy);
     free(tokens);
     free(text);
     mg_session_free(s);
     mg_model_free(m);
-    return 0;
+    return status;
 }

@@ -43,40 +43,45 @@ int cmd_run(int argc, char ** argv) {
     char * text = cli_prompt_text(cmd, prompt, prompt_file, &text_len);
     if (text == NULL) return 1;
 
-    double load_ms;
-    struct mg_model * m = cli_load_model(cmd, e.model, &load_ms);
-    if (m == NULL) return 1;
-    struct mg_session * s = mg_session_new(m, cli_session_params(&e));
+    // Everything below is released at `done`, whichever way the run ends.
+    int                 status  = 1;
+    struct mg_session * s       = NULL;
+    struct mg_sampler * sampler = NULL;
+    int32_t *           tokens  = NULL;
+    double              load_ms;
+    struct mg_model *   m = cli_load_model(cmd, e.model, &load_ms);
+    if (m == NULL) goto done;
+    s = mg_session_new(m, cli_session_params(&e));
     if (s == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-        return 1;
+        goto done;
     }
 
     // Tokenize as llama-completion does: special tokens parsed, BOS added if the vocabulary asks.
     const int n_ctx = mg_session_n_ctx(s);
-    int32_t * tokens = malloc((size_t) (text_len + 2) * sizeof(int32_t));
+    tokens = malloc((text_len + 2) * sizeof(int32_t));
     const int32_t n_prompt = mg_tokenize(m->vocab, text, (int32_t) text_len, tokens, (int32_t) text_len + 2, true, true);
     if (n_prompt <= 0) {
         fprintf(stderr, "mg %s: the prompt is empty\n", cmd);
-        return 1;
+        goto done;
     }
     if (n_prompt >= n_ctx) {
         fprintf(stderr, "mg %s: the prompt is %d tokens, but the context holds %d: use a larger -c (the model "
                         "was trained with %d)\n", cmd, n_prompt, n_ctx, m->hp.n_ctx_train);
-        return 1;
+        goto done;
     }
     if (!no_display_prompt) {
         fwrite(text, 1, text_len, stdout);
         fflush(stdout);
     }
 
-    struct mg_sampler * sampler = mg_sampler_new(smp.p, m->hp.n_vocab);
+    sampler = mg_sampler_new(smp.p, m->hp.n_vocab);
     for (int i = 0; i < n_prompt; i++) mg_sampler_accept(sampler, tokens[i]);
 
     double t0 = cli_now_ms();
     if (!mg_decode(s, tokens, n_prompt, false)) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-        return 1;
+        goto done;
     }
     const double prompt_ms = cli_now_ms() - t0;
     mg_session_dump_dot(s, "prompt");
@@ -97,7 +102,7 @@ int cmd_run(int argc, char ** argv) {
         t0 = cli_now_ms();
         if (!mg_decode(s, &next, 1, false)) {
             fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
-            return 1;
+            goto done;
         }
         eval_ms += cli_now_ms() - t0;
         if (n_eval++ == 0) mg_session_dump_dot(s, "decode");
@@ -105,11 +110,13 @@ int cmd_run(int argc, char ** argv) {
     cli_stream_flush(&detok);
     printf("\n");
     cli_print_timings(s, load_ms, n_prompt, prompt_ms, n_eval, eval_ms);
+    status = 0;
 
+done:
     mg_sampler_free(sampler);
     mg_session_free(s);
     mg_model_free(m);
     free(tokens);
     free(text);
-    return 0;
+    return status;
 }

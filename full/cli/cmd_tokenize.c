@@ -42,6 +42,8 @@ int cmd_tokenize(int argc, char ** argv) {
     struct mg_vocab * vocab = g ? mg_vocab_load(g) : NULL;
     if (vocab == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        mg_gguf_close(g);
+        free(text);
         return 1;
     }
     int32_t * ids = malloc((len + 2) * sizeof(int32_t));

@@ -403,6 +403,32 @@ START_TEST(test_random_dags_compute_matches_naive) {
 }
 END_TEST
 
+// An in-place result read along two paths: the graph holds it once, so it
+// runs once (chapter 03's recursive mg_compute ran it once per path, and so
+// added b to a twice).
+START_TEST(test_inplace_on_two_paths_runs_once) {
+    struct mg_context * ctx = new_ctx();
+    struct mg_tensor * a = mg_new_tensor_1d(ctx, MG_TYPE_F32, 3);
+    struct mg_tensor * b = mg_new_tensor_1d(ctx, MG_TYPE_F32, 3);
+    for (int i = 0; i < 3; i++) {
+        mg_set_f32_1d(a, i, (float) (i + 1));
+        mg_set_f32_1d(b, i, 10.0f);
+    }
+    struct mg_tensor * y = mg_add_inplace(ctx, a, b);   // a += b
+    struct mg_tensor * out = mg_add(ctx, y, mg_scale(ctx, y, 2.0f));
+    struct mg_cgraph * g = mg_new_graph(ctx);
+    mg_build_forward_expand(g, out);
+    ck_assert_int_eq(g->n_nodes, 3);
+    ck_assert_int_eq(mg_graph_use_count(g, y), 2);
+    mg_graph_compute_with_ctx(ctx, g, 1);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_float_eq(mg_get_f32_1d(a, i), (float) (i + 11));
+        ck_assert_float_eq(mg_get_f32_1d(out, i), 3.0f * (float) (i + 11));
+    }
+    mg_free(ctx);
+}
+END_TEST
+
 struct mlp {
     struct mg_tensor * x, * W1, * b1, * W2, * b2;
 };
@@ -765,6 +791,7 @@ Suite * mg_test_suite(void) {
 
     TCase * run = tcase_create("run");
     tcase_add_test(run, test_random_dags_compute_matches_naive);
+    tcase_add_test(run, test_inplace_on_two_paths_runs_once);
     tcase_add_test(run, test_graph_compute_equals_mg_compute_and_naive);
     suite_add_tcase(s, run);
 

@@ -9,7 +9,8 @@
 // flagged OUTPUT. Everything here uses only what chapter 05 has, so the
 // header serves the tests of every later chapter too.
 //
-// Header-only on purpose: every test file is its own program (tools/engine.mk).
+// Header-only on purpose: every test file is its own program (tools/engine.mk);
+// static inline, so that a file using only some of it compiles without warnings.
 #pragma once
 
 #include "harness.h"
@@ -41,26 +42,26 @@ struct rdag_builder {
     int                n_pool;
 };
 
-static int64_t rdag_int(uint64_t * rng, int64_t lo, int64_t hi) {   // inclusive
+static inline int64_t rdag_int(uint64_t * rng, int64_t lo, int64_t hi) {   // inclusive
     return lo + (int64_t) (mg_test_rand_u64(rng) % (uint64_t) (hi - lo + 1));
 }
 
-static bool rdag_chance(uint64_t * rng, int percent) {
+static inline bool rdag_chance(uint64_t * rng, int percent) {
     return rdag_int(rng, 0, 99) < percent;
 }
 
 // The tensor whose bytes t reads: itself, or the root of its view chain.
-static struct mg_tensor * rdag_storage(struct mg_tensor * t) {
+static inline struct mg_tensor * rdag_storage(struct mg_tensor * t) {
     return t->view_src != NULL ? t->view_src : t;
 }
 
 // In-place ops may only write over computed results: a weight written over
 // would change the next compute's inputs.
-static bool rdag_is_computed(struct mg_tensor * t) {
+static inline bool rdag_is_computed(struct mg_tensor * t) {
     return rdag_storage(t)->op != MG_OP_NONE;
 }
 
-static void rdag_push(struct rdag_builder * b, struct mg_tensor * t, bool nonneg) {
+static inline void rdag_push(struct rdag_builder * b, struct mg_tensor * t, bool nonneg) {
     if (b->n_pool == RDAG_MAX_POOL) {   // forget the oldest: keeps the graph deep, not wide
         memmove(b->pool, b->pool + 1, (RDAG_MAX_POOL - 1) * sizeof(b->pool[0]));
         memmove(b->nonneg, b->nonneg + 1, (RDAG_MAX_POOL - 1) * sizeof(b->nonneg[0]));
@@ -71,20 +72,20 @@ static void rdag_push(struct rdag_builder * b, struct mg_tensor * t, bool nonneg
     b->n_pool++;
 }
 
-static int rdag_pick(struct rdag_builder * b) {
+static inline int rdag_pick(struct rdag_builder * b) {
     // Favour recent tensors, so that chains form.
     if (rdag_chance(&b->rng, 60)) return b->n_pool - 1 - (int) rdag_int(&b->rng, 0, b->n_pool > 3 ? 3 : b->n_pool - 1);
     return (int) rdag_int(&b->rng, 0, b->n_pool - 1);
 }
 
-static struct mg_tensor * rdag_weight(struct rdag_builder * b, const int64_t ne[4], float lo, float hi) {
+static inline struct mg_tensor * rdag_weight(struct rdag_builder * b, const int64_t ne[4], float lo, float hi) {
     struct mg_tensor * w = mg_new_tensor_4d(b->d->wctx, MG_TYPE_F32, ne[0], ne[1], ne[2], ne[3]);
     ck_assert_ptr_nonnull(w);
     mg_test_fill_uniform(w->data, (size_t) mg_nelements(w), &b->rng, lo, hi);
     return w;
 }
 
-static bool rdag_can_repeat(const struct mg_tensor * small, const struct mg_tensor * big) {
+static inline bool rdag_can_repeat(const struct mg_tensor * small, const struct mg_tensor * big) {
     for (int i = 0; i < MG_MAX_DIMS; i++) {
         if (big->ne[i] % small->ne[i] != 0) return false;
     }
@@ -94,7 +95,7 @@ static bool rdag_can_repeat(const struct mg_tensor * small, const struct mg_tens
 // b operand of a binary op on a: a computed tensor that broadcasts over a
 // when the pool has one, otherwise a weight of a's shape, of one row, or of
 // one element.
-static struct mg_tensor * rdag_second_operand(struct rdag_builder * b, struct mg_tensor * a, bool for_div) {
+static inline struct mg_tensor * rdag_second_operand(struct rdag_builder * b, struct mg_tensor * a, bool for_div) {
     if (!for_div && rdag_chance(&b->rng, 60)) {
         int candidates[RDAG_MAX_POOL], n = 0;
         for (int i = 0; i < b->n_pool; i++) {
@@ -110,7 +111,7 @@ static struct mg_tensor * rdag_second_operand(struct rdag_builder * b, struct mg
     return for_div ? rdag_weight(b, ne, 1.0f, 2.0f) : rdag_weight(b, ne, -1.0f, 1.0f);
 }
 
-static void rdag_binary(struct rdag_builder * b) {
+static inline void rdag_binary(struct rdag_builder * b) {
     static const enum mg_op ops[4] = {MG_OP_ADD, MG_OP_SUB, MG_OP_MUL, MG_OP_DIV};
     const enum mg_op op = ops[rdag_int(&b->rng, 0, 3)];
     struct mg_context * ctx = b->d->ctx;
@@ -130,7 +131,7 @@ static void rdag_binary(struct rdag_builder * b) {
     rdag_push(b, t, false);
 }
 
-static void rdag_unary(struct rdag_builder * b) {
+static inline void rdag_unary(struct rdag_builder * b) {
     struct mg_context * ctx = b->d->ctx;
     const int           ia  = rdag_pick(b);
     struct mg_tensor *  a   = b->pool[ia];
@@ -165,12 +166,12 @@ static void rdag_unary(struct rdag_builder * b) {
 }
 
 // a's matrices are shared by b's (b->ne[2] a multiple of a->ne[2]), as in GQA.
-static bool rdag_mul_mat_fits(const struct mg_tensor * a, const struct mg_tensor * b) {
+static inline bool rdag_mul_mat_fits(const struct mg_tensor * a, const struct mg_tensor * b) {
     return a->ne[0] == b->ne[0] && a->nb[0] == sizeof(float) && !mg_is_transposed(a) && b->ne[2] % a->ne[2] == 0 &&
            b->ne[3] % a->ne[3] == 0;
 }
 
-static void rdag_mul_mat(struct rdag_builder * b) {
+static inline void rdag_mul_mat(struct rdag_builder * b) {
     const int ib = rdag_pick(b);
     struct mg_tensor * y = b->pool[ib];
     if (y->nb[0] != sizeof(float)) y = mg_cont(b->d->ctx, y);   // the kernel reads rows of b contiguously
@@ -187,7 +188,7 @@ static void rdag_mul_mat(struct rdag_builder * b) {
     rdag_push(b, mg_mul_mat(b->d->ctx, w, y), false);
 }
 
-static void rdag_view(struct rdag_builder * b) {
+static inline void rdag_view(struct rdag_builder * b) {
     struct mg_context * ctx = b->d->ctx;
     const int           ia  = rdag_pick(b);
     struct mg_tensor *  a   = b->pool[ia];
@@ -212,7 +213,7 @@ static void rdag_view(struct rdag_builder * b) {
     rdag_push(b, t, b->nonneg[ia]);
 }
 
-static void rdag_add_result(struct rdag * d, struct mg_tensor * t) {
+static inline void rdag_add_result(struct rdag * d, struct mg_tensor * t) {
     for (int i = 0; i < d->n_results; i++) {
         if (d->results[i] == t) return;
     }
@@ -220,10 +221,10 @@ static void rdag_add_result(struct rdag * d, struct mg_tensor * t) {
 }
 
 // A random graph of about n_ops ops. Inputs have no data until placed.
-static struct rdag rdag_new(uint64_t seed, int n_ops) {
+static inline struct rdag rdag_new(uint64_t seed, int n_ops) {
     struct rdag d = {0};
-    d.ctx  = mg_init((struct mg_init_params) {.mem_size = 4 * 1024 * 1024, .no_alloc = true});
-    d.wctx = mg_init((struct mg_init_params) {.mem_size = 4 * 1024 * 1024});
+    d.ctx  = mg_init((struct mg_init_params) {.mem_size = 1024 * 1024, .no_alloc = true});
+    d.wctx = mg_init((struct mg_init_params) {.mem_size = 1024 * 1024});
     ck_assert_ptr_nonnull(d.ctx);
     ck_assert_ptr_nonnull(d.wctx);
     struct rdag_builder b = {.d = &d, .rng = seed * 0x9E3779B97F4A7C15ull + 1};
@@ -269,13 +270,13 @@ static struct rdag rdag_new(uint64_t seed, int n_ops) {
     return d;
 }
 
-static void rdag_free(struct rdag * d) {
+static inline void rdag_free(struct rdag * d) {
     mg_free(d->ctx);
     mg_free(d->wctx);
 }
 
 // Inputs get values from a seed, the same whatever their bytes' address.
-static void rdag_set_inputs(struct rdag * d, uint64_t seed) {
+static inline void rdag_set_inputs(struct rdag * d, uint64_t seed) {
     for (int i = 0; i < d->n_inputs; i++) {
         uint64_t rng = seed + (uint64_t) i * 7919;
         mg_test_fill_uniform(d->inputs[i]->data, (size_t) mg_nelements(d->inputs[i]), &rng, -1.0f, 1.0f);
@@ -283,13 +284,13 @@ static void rdag_set_inputs(struct rdag * d, uint64_t seed) {
 }
 
 // Every result's values, read through its strides, in logical order.
-static size_t rdag_results_count(const struct rdag * d) {
+static inline size_t rdag_results_count(const struct rdag * d) {
     size_t n = 0;
     for (int i = 0; i < d->n_results; i++) n += (size_t) mg_nelements(d->results[i]);
     return n;
 }
 
-static float * rdag_collect_results(const struct rdag * d) {
+static inline float * rdag_collect_results(const struct rdag * d) {
     float * out = malloc((rdag_results_count(d) + 1) * sizeof(float));
     ck_assert_ptr_nonnull(out);
     size_t k = 0;
@@ -305,7 +306,7 @@ static float * rdag_collect_results(const struct rdag * d) {
 
 // Chapter 04's way: every result, and every input, its own malloc'd bytes.
 // Returns the blocks to free; views point into their sources.
-static void ** rdag_place_naive(struct rdag * d) {
+static inline void ** rdag_place_naive(struct rdag * d) {
     void ** blocks = calloc((size_t) (d->g->n_nodes + d->n_inputs + 1), sizeof(void *));
     ck_assert_ptr_nonnull(blocks);
     int n = 0;
@@ -323,7 +324,7 @@ static void ** rdag_place_naive(struct rdag * d) {
 }
 
 // Forget every placement, so that a new one starts from scratch.
-static void rdag_unplace(struct rdag * d, void ** blocks) {
+static inline void rdag_unplace(struct rdag * d, void ** blocks) {
     for (int i = 0; i < d->n_inputs; i++) d->inputs[i]->data = NULL;
     for (int i = 0; i < d->g->n_nodes; i++) d->g->nodes[i]->data = NULL;
     if (blocks != NULL) {

@@ -289,7 +289,8 @@ START_TEST(test_rewind) {
     mg_session_rewind(s, 0);
     ck_assert_int_eq(mg_session_n_past(s), 0);
     ck_assert(mg_decode(s, fox, N_FOX, false));
-    ck_assert_msg(memcmp(mg_get_logits(s), after_prompt, N_VOCAB * sizeof(float)) == 0, "rewind to 0 changed the prompt's logits");
+    ck_assert_msg(memcmp(mg_get_logits(s), after_prompt, N_VOCAB * sizeof(float)) == 0,
+                  "rewind to 0 changed the prompt's logits");
     free(after_prompt);
     free(first);
     mg_session_free(s);

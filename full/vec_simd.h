@@ -1,0 +1,62 @@
+//@file full
+// vec_simd.h - the SIMD twins of vec.c's kernels (vec_simd.c), and the switch
+// that turns them on.
+//
+// They exist when the compiler targets AVX2 + FMA + F16C (full/Makefile builds
+// with -march=native) and nobody asked for the scalar engine with -DMG_SCALAR.
+// Then MG_SIMD is defined and vec.c's table points at them:
+//
+//     mg_vec_dot_q4_0_q8_0        the scalar reference (vec.c), ggml's *_generic order
+//     mg_vec_dot_q4_0_q8_0_simd   the same dot product, ggml's AVX2 order
+//     mg_vec_dot_cols_q4_0_q8_0_simd
+//                                 up to 4 activation columns per weight row, each
+//                                 column bit-identical to mg_vec_dot_q4_0_q8_0_simd
+//
+// The activation converters are bit-identical to their scalar references
+// (mg_quantize_row_q8_0 and friends) for every finite input.
+#pragma once
+
+#include "vec.h"
+
+#if !defined(MG_SCALAR) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define MG_SIMD 1
+
+// Activation converters (the from_float of the CPU table).
+void mg_fp32_to_fp16_row_simd (const float * x, void * y, int64_t n);
+void mg_fp32_to_bf16_row_simd (const float * x, void * y, int64_t n);
+void mg_quantize_row_q8_0_simd(const float * x, void * y, int64_t n);
+void mg_quantize_row_q8_1_simd(const float * x, void * y, int64_t n);
+void mg_quantize_row_q8_K_simd(const float * x, void * y, int64_t n);
+
+// One weight row . one activation row (mg_vec_dot_fn).
+void mg_vec_dot_f32_simd        (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_f16_simd        (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_bf16_simd       (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q4_0_q8_0_simd  (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q4_1_q8_1_simd  (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q5_0_q8_0_simd  (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q5_1_q8_1_simd  (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q8_0_q8_0_simd  (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_iq4_nl_q8_0_simd(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q2_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q3_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q4_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q5_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q6_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y);
+
+// One weight row . up to MG_VEC_DOT_MAX_COLS activation rows (mg_vec_dot_cols_fn).
+void mg_vec_dot_cols_f32_simd        (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_f16_simd        (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_bf16_simd       (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q4_0_q8_0_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q4_1_q8_1_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q5_0_q8_0_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q5_1_q8_1_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q8_0_q8_0_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_iq4_nl_q8_0_simd(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q2_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q3_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q4_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q5_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q6_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+#endif

@@ -1,0 +1,691 @@
+// test_cli.c - the mg command line, run as a user runs it: a child process,
+// its exit status, its stdout and stderr. What it prints is compared with the
+// fixtures (token ids, logits, greedy continuations, tensor counts read from
+// the files' own headers), never with itself.
+//
+// The binary: $MG_BIN if set, else the mg next to this test's build folder
+// ($(BUILD)/tests/full_test_cli -> $(BUILD)/mg, so `make asan` tests the ASan
+// build of mg), else full/build/mg.
+#define _POSIX_C_SOURCE 200809L   // mkdtemp, readlink
+#include "harness.h"
+#include "gguf.h"
+#include "model.h"
+#include "session.h"
+#include "vocab.h"
+
+#include <libgen.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { N_VOCAB = 6400, N_FOX = 18, N_GREEDY = 32 };
+
+static const char * const models[] = {"tiny-f32", "tiny-q8_0", "tiny-q4_k_m"};
+static const float tol_f32kv[] = {1e-3f, 5e-3f, 2e-2f};   // fixtures/README.md
+enum { N_MODELS = sizeof(models) / sizeof(models[0]) };
+
+// fixtures/README.md: the fox prompt's ids.
+static const int32_t fox_ids[N_FOX] = {750, 5658, 363, 2079, 113, 341, 2979, 1315, 457,
+                                       3385, 2141, 309, 3090, 125, 124, 1041, 106, 49};
+
+// ---------------------------------------------------------------------------
+// Running mg
+// ---------------------------------------------------------------------------
+
+static char bin[4096];
+static char dir[64];   // a fresh directory per test, for outputs
+
+static const char * find_mg(void) {
+    const char * env = getenv("MG_BIN");
+    if (env != NULL && *env != '\0') return env;
+    char self[4000];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char * tests_dir = dirname(self);        // $(BUILD)/tests
+        char * build_dir = dirname(tests_dir);   // $(BUILD)
+        snprintf(bin, sizeof(bin), "%s/mg", build_dir);
+        if (access(bin, X_OK) == 0) return bin;
+    }
+    snprintf(bin, sizeof(bin), "%s", mg_test_root("full/build/mg"));
+    return bin;
+}
+
+static void setup(void) {
+    const char * mg = find_mg();
+    if (mg != bin) snprintf(bin, sizeof(bin), "%s", mg);
+    ck_assert_msg(access(bin, X_OK) == 0,
+                  "the mg binary is not built: %s (make -C full builds it; or set MG_BIN)", bin);
+    snprintf(dir, sizeof(dir), "/tmp/mg_test_cli_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+// Check runs the teardown only after a test passed: a failed test leaves its
+// directory (mg's stdout.txt and stderr.txt) in /tmp for a look.
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);   // only the directory mkdtemp made for this test
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+// Paths that stay valid for the rest of the test (a test asks for a handful).
+static char * path_in_dir(const char * name) {
+    static char p[16][256];
+    static int  next;
+    char * out = p[next++ % 16];
+    snprintf(out, 256, "%s/%s", dir, name);
+    return out;
+}
+
+static char * fixture(const char * rel) {
+    static char p[16][4096];
+    static int  next;
+    char * out = p[next++ % 16];
+    snprintf(out, 4096, "%s", mg_test_fixture(rel));
+    return out;
+}
+
+struct run {
+    int    status;   // the exit code, or -1 if it did not exit normally (a crash)
+    char * out;      // stdout
+    size_t out_len;
+    char * err;      // stderr
+};
+
+static void run_free(struct run * r) {
+    free(r->out);
+    free(r->err);
+}
+
+// mg with the arguments fmt (a shell word list: quote paths with ''), no stdin.
+static struct run mg(const char * fmt, ...) {
+    char args[8192], cmd[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    char out[256], err[256];
+    snprintf(out, sizeof(out), "%s/stdout.txt", dir);
+    snprintf(err, sizeof(err), "%s/stderr.txt", dir);
+    // exec: the shell becomes mg, so a crash shows as a signal, not as the shell's exit code.
+    snprintf(cmd, sizeof(cmd), "exec '%s' %s > '%s' 2> '%s' < /dev/null", bin, args, out, err);
+    const int ws = system(cmd);
+    struct run r = {.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1};
+    r.out = mg_test_read_file(out, &r.out_len);
+    r.err = mg_test_read_file(err, NULL);
+    ck_assert_msg(r.out != NULL && r.err != NULL, "cannot read the output of: %s", cmd);
+    return r;
+}
+
+static int count_lines(const char * s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+// A failure: an exit code 1..127 (not a crash), nothing on stdout, one line
+// on stderr naming the problem (every non-NULL fragment).
+static void expect_one_line_error(const char * fragment1, const char * fragment2, const char * fmt, ...) {
+    char args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    struct run r = mg("%s", args);
+    ck_assert_msg(r.status > 0 && r.status < 128, "mg %s: exit status %d, expected a failure", args, r.status);
+    ck_assert_msg(r.out_len == 0, "mg %s printed on stdout: %s", args, r.out);
+    ck_assert_msg(count_lines(r.err) == 1, "mg %s: expected one line on stderr, got:\n%.1500s", args, r.err);
+    ck_assert_msg(strncmp(r.err, "mg ", 3) == 0, "mg %s: the message does not say who speaks: %.1500s", args, r.err);
+    ck_assert_msg(fragment1 == NULL || strstr(r.err, fragment1) != NULL, "mg %s: '%s' not in: %.1500s", args, fragment1,
+                  r.err);
+    ck_assert_msg(fragment2 == NULL || strstr(r.err, fragment2) != NULL, "mg %s: '%s' not in: %.1500s", args, fragment2,
+                  r.err);
+    run_free(&r);
+}
+
+// The first line of text that contains key, or NULL.
+static const char * line_with(const char * text, const char * key) {
+    const char * p = strstr(text, key);
+    if (p == NULL) return NULL;
+    while (p > text && p[-1] != '\n') p--;
+    return p;
+}
+
+// The little-endian u64 at offset off of a file (GGUF header: magic, u32
+// version, then the tensor count at byte 8 and the key count at byte 16).
+static uint64_t file_u64(const char * path, long off) {
+    FILE * f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    uint8_t b[8];
+    ck_assert_int_eq(fseek(f, off, SEEK_SET), 0);
+    ck_assert_uint_eq(fread(b, 1, 8, f), 8);
+    fclose(f);
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
+    return v;
+}
+
+// The numbers after "key": in a golden JSON, flattened (as in test_fixtures.c).
+static int json_numbers(const char * json, const char * key, double * out, int max) {
+    char quoted[128];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", key);
+    const char * p = strstr(json, quoted);
+    if (p == NULL) return -1;
+    p += strlen(quoted);
+    while (*p == ' ' || *p == ':') p++;
+    int n = 0, depth = 0;
+    do {
+        if (*p == '[') {
+            depth++;
+            p++;
+        } else if (*p == ']') {
+            depth--;
+            p++;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            char * end;
+            const double v = strtod(p, &end);
+            if (n < max) out[n] = v;
+            n++;
+            p = end;
+        } else if (*p == '\0') {
+            return -1;
+        } else {
+            p++;
+        }
+    } while (depth > 0);
+    return n;
+}
+
+static float * read_floats(const char * path, size_t n) {
+    size_t size = 0;
+    float * x = mg_test_read_file(path, &size);
+    ck_assert_msg(x != NULL, "cannot read %s", path);
+    ck_assert_uint_eq(size, n * sizeof(float));
+    return x;
+}
+
+static float max_abs_diff(const float * a, const float * b, size_t n) {
+    float worst = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        const float d = fabsf(a[i] - b[i]);
+        if (!(d <= worst)) worst = d;
+    }
+    return worst;
+}
+
+// ---------------------------------------------------------------------------
+// Help and errors
+// ---------------------------------------------------------------------------
+
+START_TEST(test_help) {
+    struct run r = mg("--help");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "usage: mg"));
+    static const char * const commands[] = {"run", "chat", "info", "tokenize", "logits", "mkmodel", "quantize",
+                                            "bench"};
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        char listed[32];
+        snprintf(listed, sizeof(listed), "\n  %s ", commands[i]);
+        ck_assert_msg(strstr(r.out, listed) != NULL, "mg --help does not list %s", commands[i]);
+
+        struct run h = mg("%s --help", commands[i]);
+        char usage[64];
+        snprintf(usage, sizeof(usage), "usage: mg %s", commands[i]);
+        ck_assert_msg(h.status == 0, "mg %s --help: exit %d", commands[i], h.status);
+        ck_assert_msg(strncmp(h.out, usage, strlen(usage)) == 0, "mg %s --help: %s", commands[i], h.out);
+        run_free(&h);
+    }
+    run_free(&r);
+
+    r = mg("run --help");
+    static const char * const flags[] = {"--model", "--prompt", "--n-predict", "--temp", "--ctx-size", "--kv-type",
+                                         "--threads", "--seed"};
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        ck_assert_msg(strstr(r.out, flags[i]) != NULL, "mg run --help does not list %s", flags[i]);
+    }
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_no_or_unknown_command) {
+    struct run r = mg("");
+    ck_assert_int_gt(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.err, "usage: mg"));
+    run_free(&r);
+
+    // The first line names the problem; the usage follows it.
+    r = mg("frobnicate");
+    ck_assert_int_gt(r.status, 0);
+    ck_assert_int_eq(r.out_len, 0);
+    const char * nl = strchr(r.err, '\n');
+    ck_assert_ptr_nonnull(nl);
+    const char * name = strstr(r.err, "'frobnicate'");
+    ck_assert_msg(name != NULL && name < nl, "the first line does not name the command: %.1500s", r.err);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_bad_options) {
+    const char * model = fixture("models/tiny-f32.gguf");
+    expect_one_line_error("'--frobnicate'", NULL, "run --frobnicate");
+    expect_one_line_error("'--frobnicate'", NULL, "info --frobnicate '%s'", model);
+    expect_one_line_error("-m", "value", "run -m");
+    expect_one_line_error("--temp", "value", "run -m '%s' -p hi --temp", model);
+    expect_one_line_error("'abc'", NULL, "run -m '%s' -p hi -n abc", model);
+    expect_one_line_error("'12x'", NULL, "run -m '%s' -p hi -t 12x", model);
+    expect_one_line_error("'q4'", NULL, "run -m '%s' -p hi --kv-type q4", model);
+    expect_one_line_error("-m", NULL, "run -p hi");   // no model at all
+}
+END_TEST
+
+START_TEST(test_bad_model_files) {
+    const char * missing = path_in_dir("missing.gguf");
+    expect_one_line_error(missing, NULL, "run -m '%s' -p hi", missing);
+    expect_one_line_error(missing, NULL, "info '%s'", missing);
+
+    // The first 100000 bytes of a real model: metadata complete, data cut off.
+    size_t size;
+    char * bytes = mg_test_read_file(fixture("models/tiny-f32.gguf"), &size);
+    ck_assert_ptr_nonnull(bytes);
+    const char * cut = path_in_dir("truncated.gguf");
+    FILE * f = fopen(cut, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, 100000, f), 100000);
+    fclose(f);
+    free(bytes);
+    expect_one_line_error(cut, NULL, "run -m '%s' -p hi", cut);
+    expect_one_line_error(cut, NULL, "info '%s'", cut);
+    expect_one_line_error(cut, NULL, "tokenize -m '%s' -p hi", cut);
+}
+END_TEST
+
+// fixtures/prompts/fox.txt is 18 tokens: it does not fit in 16 positions.
+START_TEST(test_prompt_longer_than_context) {
+    expect_one_line_error("18", "16", "run -m '%s' -c 16 -f '%s' -n 4", fixture("models/tiny-f32.gguf"),
+                          fixture("prompts/fox.txt"));
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// mg info
+// ---------------------------------------------------------------------------
+
+// The tensor and key counts agree with the header's (read here, bytes 8 and 16).
+static void check_info_counts(const char * path) {
+    struct run r = mg("info '%s'", path);
+    ck_assert_msg(r.status == 0, "mg info %s: exit status %d: %.1500s", path, r.status, r.err);
+    char want[64];
+    snprintf(want, sizeof(want), "\ntensors: %llu\n", (unsigned long long) file_u64(path, 8));
+    ck_assert_msg(strstr(r.out, want) != NULL, "mg info %s: '%s' not in the output", path, want + 1);
+    snprintf(want, sizeof(want), "\nmetadata: %llu keys\n", (unsigned long long) file_u64(path, 16));
+    ck_assert_msg(strstr(r.out, want) != NULL, "mg info %s: '%s' not in the output", path, want + 1);
+    run_free(&r);
+}
+
+START_TEST(test_info_fixtures) {
+    // fixtures/README.md: token_embd is F32, Q8_0, Q6_K; attn_q F32, Q8_0, Q4_K.
+    static const char * const embd_type[] = {" f32 ", " q8_0 ", " q6_K "};
+    static const char * const attn_q_type[] = {" f32 ", " q8_0 ", " q4_K "};
+    for (int i = 0; i < N_MODELS; i++) {
+        char rel[64];
+        snprintf(rel, sizeof(rel), "models/%s.gguf", models[i]);
+        const char * path = fixture(rel);
+        check_info_counts(path);
+        struct run r = mg("info '%s'", path);
+        // 2 layers of 11 tensors, token_embd and output_norm; tied: no output.weight.
+        ck_assert_ptr_nonnull(strstr(r.out, "\ntensors: 24\n"));
+        const char * embd = line_with(r.out, "token_embd.weight");
+        const char * wq   = line_with(r.out, "blk.1.attn_q.weight");
+        ck_assert_ptr_nonnull(embd);
+        ck_assert_ptr_nonnull(wq);
+        const char * embd_end = strchr(embd, '\n'), * wq_end = strchr(wq, '\n');
+        const char * t1 = strstr(embd, embd_type[i]), * t2 = strstr(wq, attn_q_type[i]);
+        ck_assert_msg(t1 != NULL && t1 < embd_end, "%s: token_embd is not%s", models[i], embd_type[i]);
+        ck_assert_msg(t2 != NULL && t2 < wq_end, "%s: attn_q is not%s", models[i], attn_q_type[i]);
+        ck_assert_ptr_null(strstr(r.out, " output.weight "));
+        ck_assert_ptr_nonnull(strstr(r.out, "general.architecture"));
+        run_free(&r);
+    }
+    check_info_counts(fixture("vocab/ggml-vocab-gpt-2.gguf"));
+    struct run r = mg("info '%s'", fixture("vocab/ggml-vocab-gpt-2.gguf"));
+    ck_assert_ptr_nonnull(strstr(r.out, "\ntensors: 0\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, "[50257 strings]"));   // fixtures/README.md: 50257 tokens
+    run_free(&r);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// mg tokenize, mg logits, mg run against the fixtures
+// ---------------------------------------------------------------------------
+
+START_TEST(test_tokenize_fox) {
+    const char * model = fixture("models/tiny-q8_0.gguf");
+    struct run r = mg("tokenize -m '%s' -f '%s'", model, fixture("prompts/fox.txt"));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_int_eq(count_lines(r.out), N_FOX);
+    const char * p = r.out;
+    for (int i = 0; i < N_FOX; i++) {
+        char * end;
+        ck_assert_int_eq(strtol(p, &end, 10), fox_ids[i]);
+        ck_assert(*end == '\n');
+        p = end + 1;
+    }
+    run_free(&r);
+
+    r = mg("tokenize -m '%s' -f '%s' --json", model, fixture("prompts/fox.txt"));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_int_eq(r.out[0], '[');
+    // The numbers between '[' and ']'.
+    int n = 0;
+    for (const char * q = r.out + 1; *q && *q != ']';) {
+        char * end;
+        const long v = strtol(q, &end, 10);
+        if (end == q) {
+            q++;
+            continue;
+        }
+        if (n < N_FOX) ck_assert_int_eq(v, fox_ids[n]);
+        n++;
+        q = end;
+    }
+    ck_assert_int_eq(n, N_FOX);
+    ck_assert_ptr_nonnull(strchr(r.out, ']'));
+    run_free(&r);
+}
+END_TEST
+
+// mg logits writes what mg_decode computes (the same settings in this
+// process give the same bits) and what the reference computed (within the
+// README's tolerance).
+START_TEST(test_logits_file) {
+    const char * model = models[_i];
+    char rel[128];
+    snprintf(rel, sizeof(rel), "models/%s.gguf", model);
+    const char * out = path_in_dir("last.bin");
+    struct run r = mg("logits -m '%s' -f '%s' --kv-type f32 -t 1 -o '%s'", fixture(rel), fixture("prompts/fox.txt"),
+                      out);
+    ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
+    run_free(&r);
+    float * written = read_floats(out, N_VOCAB);
+
+    snprintf(rel, sizeof(rel), "golden/%s/fox.f32kv.logits.bin", model);
+    float * golden = read_floats(fixture(rel), N_VOCAB);
+    const float d = max_abs_diff(written, golden, N_VOCAB);
+    ck_assert_msg(d <= tol_f32kv[_i], "%s: mg logits is %g from the golden", model, (double) d);
+
+    snprintf(rel, sizeof(rel), "models/%s.gguf", model);
+    struct mg_model * m = mg_model_load(fixture(rel));
+    ck_assert_ptr_nonnull(m);
+    struct mg_session_params p = mg_session_default_params();
+    p.n_threads = 1;
+    p.kv_type   = MG_TYPE_F32;
+    struct mg_session * s = mg_session_new(m, p);
+    ck_assert(mg_decode(s, fox_ids, N_FOX, false));
+    ck_assert_msg(memcmp(mg_get_logits(s), written, N_VOCAB * sizeof(float)) == 0,
+                  "%s: mg logits wrote other floats than mg_decode computes (max |diff| %g)", model,
+                  (double) max_abs_diff(mg_get_logits(s), written, N_VOCAB));
+    mg_session_free(s);
+    mg_model_free(m);
+    free(written);
+    free(golden);
+}
+END_TEST
+
+START_TEST(test_logits_all) {
+    const char * out = path_in_dir("all.bin");
+    struct run r = mg("logits -m '%s' -f '%s' --kv-type f32 --all -t 2 -o '%s'", fixture("models/tiny-f32.gguf"),
+                      fixture("prompts/fox.txt"), out);
+    ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
+    run_free(&r);
+    float * written = read_floats(out, (size_t) N_FOX * N_VOCAB);
+    float * golden  = read_floats(fixture("golden/tiny-f32/fox.f32kv.all_logits.bin"), (size_t) N_FOX * N_VOCAB);
+    for (int pos = 0; pos < N_FOX; pos++) {
+        const float d = max_abs_diff(written + (size_t) pos * N_VOCAB, golden + (size_t) pos * N_VOCAB, N_VOCAB);
+        ck_assert_msg(d <= tol_f32kv[0], "position %d: %g from the golden", pos, (double) d);
+    }
+    free(written);
+    free(golden);
+}
+END_TEST
+
+// The continuation mg run prints is the reference's greedy one, up to the
+// first near tie (fixtures/README.md), as text: the prompt, then the pieces.
+START_TEST(test_run_greedy_matches_golden) {
+    const char * model = models[_i];
+    char rel[128];
+    snprintf(rel, sizeof(rel), "golden/%s/fox.f32kv.json", model);
+    char * json = mg_test_read_file(fixture(rel), NULL);
+    ck_assert_ptr_nonnull(json);
+    double greedy[N_GREEDY], top5[N_GREEDY * 10];
+    ck_assert_int_eq(json_numbers(json, "greedy", greedy, N_GREEDY), N_GREEDY);
+    ck_assert_int_eq(json_numbers(json, "greedy_steps_top5", top5, N_GREEDY * 10), N_GREEDY * 10);
+    free(json);
+    int n_sure = 0;   // steps before the first golden margin under twice the tolerance
+    while (n_sure < N_GREEDY && top5[n_sure * 10 + 1] - top5[n_sure * 10 + 3] >= 2.0 * tol_f32kv[_i]) n_sure++;
+    ck_assert_int_ge(n_sure, 2);
+
+    snprintf(rel, sizeof(rel), "models/%s.gguf", model);
+    struct run r = mg("run -m '%s' -f '%s' -n %d --temp 0 --kv-type f32 -t 1 --ignore-eos", fixture(rel),
+                      fixture("prompts/fox.txt"), n_sure);
+    ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
+
+    // Expected text: the prompt's bytes, each token's piece, a newline.
+    size_t prompt_len;
+    char * prompt = mg_test_read_file(fixture("prompts/fox.txt"), &prompt_len);
+    struct mg_model * m = mg_model_load(fixture(rel));
+    ck_assert_ptr_nonnull(m);
+    char want[4096];
+    size_t len = prompt_len;
+    memcpy(want, prompt, prompt_len);
+    for (int i = 0; i < n_sure; i++) {
+        const int32_t k = mg_token_to_piece(m->vocab, (int32_t) greedy[i], want + len, (int32_t) (sizeof(want) - len),
+                                            false);
+        ck_assert_int_ge(k, 0);
+        len += (size_t) k;
+    }
+    want[len++] = '\n';
+    ck_assert_msg(r.out_len == len && memcmp(r.out, want, len) == 0, "%s: mg run printed\n%.1500s\nexpected\n%.*s",
+                  model, r.out, (int) len, want);
+
+    // The timing summary, and the graphs: one for the prompt, one built for
+    // the first of the n_sure - 1 single-token decodes and reused by the rest.
+    ck_assert_ptr_nonnull(strstr(r.err, "prompt eval time"));
+    ck_assert_ptr_nonnull(strstr(r.err, "eval time"));
+    const char * graphs = line_with(r.err, "graphs");
+    ck_assert_ptr_nonnull(graphs);
+    int built = -1, reused = -1;
+    const char * eq = strchr(graphs, '=');
+    ck_assert_ptr_nonnull(eq);
+    ck_assert_int_eq(sscanf(eq + 1, " %d built, %d reused", &built, &reused), 2);
+    ck_assert_int_eq(built, 2);
+    ck_assert_int_eq(reused, n_sure - 2);
+    mg_model_free(m);
+    free(prompt);
+    run_free(&r);
+}
+END_TEST
+
+// Every fixture model runs with the defaults (F16 cache, all cores).
+START_TEST(test_run_defaults) {
+    char rel[128];
+    snprintf(rel, sizeof(rel), "models/%s.gguf", models[_i]);
+    struct run r = mg("run -m '%s' -p 'Once upon a time' -n 6 --temp 0", fixture(rel));
+    ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
+    ck_assert_msg(strncmp(r.out, "Once upon a time", 16) == 0, "%s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.err, "prompt eval time"));
+    ck_assert_ptr_nonnull(strstr(r.err, "eval time"));
+    ck_assert_ptr_nonnull(strstr(r.err, "graphs"));
+    run_free(&r);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// mg mkmodel -> mg info -> mg run
+// ---------------------------------------------------------------------------
+
+// The types mkmodel writes, by the name it takes and ggml's name for them
+// (ggml.c type_traits[].type_name), which mg info prints.
+static const struct {
+    const char * arg;
+    const char * ggml_name;
+} mk_types[] = {
+    {"f32", "f32"},   {"f16", "f16"},   {"bf16", "bf16"}, {"q8_0", "q8_0"}, {"q4_0", "q4_0"},
+    {"q4_1", "q4_1"}, {"q5_0", "q5_0"}, {"q5_1", "q5_1"}, {"q2_k", "q2_K"}, {"q3_k", "q3_K"},
+    {"q4_k", "q4_K"}, {"q5_k", "q5_K"}, {"q6_k", "q6_K"}, {"iq4_nl", "iq4_nl"},
+};
+enum { N_MK_TYPES = sizeof(mk_types) / sizeof(mk_types[0]) };
+
+START_TEST(test_mkmodel_round_trip) {
+    const char * out = path_in_dir("mk.gguf");
+    struct run r = mg("mkmodel --preset tiny --type %s -s 7 -o '%s'", mk_types[_i].arg, out);
+    ck_assert_msg(r.status == 0, "mkmodel --type %s: exit status %d: %.1500s", mk_types[_i].arg, r.status, r.err);
+    run_free(&r);
+
+    check_info_counts(out);
+    r = mg("info '%s'", out);
+    ck_assert_ptr_nonnull(strstr(r.out, "\ntensors: 24\n"));   // the fixtures' shape
+    char type[32];
+    snprintf(type, sizeof(type), " %s ", mk_types[_i].ggml_name);
+    for (int il = 0; il < 2; il++) {
+        static const char * const mats[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+                                            "ffn_down"};
+        for (int j = 0; j < 7; j++) {
+            char name[64];
+            snprintf(name, sizeof(name), "blk.%d.%s.weight", il, mats[j]);
+            const char * line = line_with(r.out, name);
+            ck_assert_msg(line != NULL, "%s not listed", name);
+            const char * t = strstr(line, type);
+            ck_assert_msg(t != NULL && t < strchr(line, '\n'), "%s is not%s:\n%.*s", name, type,
+                          (int) (strchr(line, '\n') - line), line);
+        }
+    }
+    run_free(&r);
+
+    r = mg("run -m '%s' -p 'The quick brown fox' -n 4 --temp 0 -t 2", out);
+    ck_assert_msg(r.status == 0, "run on a %s model: exit status %d (-1: a crash): %.1500s", mk_types[_i].arg, r.status,
+                  r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "eval time"));
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_mkmodel_refuses) {
+    const char * out = path_in_dir("bad.gguf");
+    expect_one_line_error("'q8_k'", NULL, "mkmodel --preset tiny --type q8_k -o '%s'", out);   // no vec_dot of its own
+    expect_one_line_error("'nonsense'", NULL, "mkmodel --preset tiny --type nonsense -o '%s'", out);
+    expect_one_line_error("--preset", NULL, "mkmodel --preset huge -o '%s'", out);
+    ck_assert_int_ne(access(out, F_OK), 0);   // nothing written
+}
+END_TEST
+
+// The lines of `mg info --metadata-only` that start with "  tokenizer.".
+static char * tokenizer_lines(const char * path) {
+    struct run r = mg("info --metadata-only '%s'", path);
+    ck_assert_int_eq(r.status, 0);
+    char * lines = calloc(1, r.out_len + 1);
+    ck_assert_ptr_nonnull(lines);
+    size_t n = 0;
+    for (const char * p = r.out; *p;) {
+        const char * nl = strchr(p, '\n');
+        const size_t len = nl ? (size_t) (nl - p) + 1 : strlen(p);
+        if (strncmp(p, "  tokenizer.", 12) == 0) {
+            memcpy(lines + n, p, len);
+            n += len;
+        }
+        p += len;
+    }
+    run_free(&r);
+    return lines;
+}
+
+// The array key holds the same elements in a and b.
+static void expect_same_array(const struct mg_gguf * a, const struct mg_gguf * b, const char * key) {
+    const int64_t ia = mg_gguf_find_key(a, key), ib = mg_gguf_find_key(b, key);
+    ck_assert_msg(ia >= 0 && ib >= 0, "%s missing", key);
+    ck_assert_int_eq(mg_gguf_kv_type(a, ia), MG_GGUF_TYPE_ARRAY);
+    ck_assert_int_eq(mg_gguf_kv_type(b, ib), MG_GGUF_TYPE_ARRAY);
+    ck_assert_int_eq(mg_gguf_arr_type(a, ia), mg_gguf_arr_type(b, ib));
+    const uint64_t n = mg_gguf_arr_n(a, ia);
+    ck_assert_uint_eq(mg_gguf_arr_n(b, ib), n);
+    if (mg_gguf_arr_type(a, ia) == MG_GGUF_TYPE_STRING) {
+        for (uint64_t j = 0; j < n; j++) {
+            uint64_t la, lb;
+            const char * sa = mg_gguf_arr_str(a, ia, j, &la);
+            const char * sb = mg_gguf_arr_str(b, ib, j, &lb);
+            ck_assert_msg(la == lb && memcmp(sa, sb, la) == 0, "%s[%llu] differs", key, (unsigned long long) j);
+        }
+    } else {
+        ck_assert_int_eq(mg_gguf_arr_type(a, ia), MG_GGUF_TYPE_INT32);
+        ck_assert(memcmp(mg_gguf_arr_data(a, ia), mg_gguf_arr_data(b, ib), n * 4) == 0);
+    }
+}
+
+// mkmodel's vocabulary (from data/minimind's tokenizer.json) is the fixtures' one.
+START_TEST(test_mkmodel_tokenizer_metadata) {
+    const char * out = path_in_dir("mk.gguf");
+    struct run r = mg("mkmodel --preset tiny --type q8_0 -o '%s'", out);
+    ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
+    run_free(&r);
+    const char * ref = fixture("models/tiny-f32.gguf");
+    char * want = tokenizer_lines(ref);
+    char * got  = tokenizer_lines(out);
+    ck_assert_int_ge(count_lines(want), 10);
+    ck_assert_msg(strcmp(want, got) == 0, "tokenizer metadata differs:\n--- fixture\n%s--- mkmodel\n%s", want, got);
+    free(want);
+    free(got);
+
+    // The arrays themselves, element by element (mg info shows only their sizes).
+    struct mg_gguf * a = mg_gguf_open(ref);
+    struct mg_gguf * b = mg_gguf_open(out);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    expect_same_array(a, b, "tokenizer.ggml.tokens");
+    expect_same_array(a, b, "tokenizer.ggml.merges");
+    expect_same_array(a, b, "tokenizer.ggml.token_type");
+    const char * ta, * tb;
+    uint64_t la, lb;
+    ck_assert(mg_gguf_get_str(a, "tokenizer.chat_template", &ta, &la));
+    ck_assert(mg_gguf_get_str(b, "tokenizer.chat_template", &tb, &lb));
+    ck_assert(la == lb && memcmp(ta, tb, la) == 0);
+    mg_gguf_close(a);
+    mg_gguf_close(b);
+}
+END_TEST
+
+Suite * mg_test_suite(void) {
+    Suite * s = suite_create("cli");
+
+    TCase * errors = tcase_create("errors");
+    tcase_set_timeout(errors, 120);
+    tcase_add_checked_fixture(errors, setup, teardown);
+    tcase_add_test(errors, test_help);
+    tcase_add_test(errors, test_no_or_unknown_command);
+    tcase_add_test(errors, test_bad_options);
+    tcase_add_test(errors, test_bad_model_files);
+    tcase_add_test(errors, test_prompt_longer_than_context);
+    suite_add_tcase(s, errors);
+
+    TCase * fixtures = tcase_create("fixtures");
+    tcase_set_timeout(fixtures, 300);
+    tcase_add_checked_fixture(fixtures, setup, teardown);
+    tcase_add_test(fixtures, test_info_fixtures);
+    tcase_add_test(fixtures, test_tokenize_fox);
+    tcase_add_loop_test(fixtures, test_logits_file, 0, N_MODELS);
+    tcase_add_test(fixtures, test_logits_all);
+    tcase_add_loop_test(fixtures, test_run_greedy_matches_golden, 0, N_MODELS);
+    tcase_add_loop_test(fixtures, test_run_defaults, 0, N_MODELS);
+    suite_add_tcase(s, fixtures);
+
+    TCase * mkmodel = tcase_create("mkmodel");
+    tcase_set_timeout(mkmodel, 300);
+    tcase_add_checked_fixture(mkmodel, setup, teardown);
+    tcase_add_loop_test(mkmodel, test_mkmodel_round_trip, 0, N_MK_TYPES);
+    tcase_add_test(mkmodel, test_mkmodel_refuses);
+    tcase_add_test(mkmodel, test_mkmodel_tokenizer_metadata);
+    suite_add_tcase(s, mkmodel);
+    return s;
+}
