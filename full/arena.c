@@ -91,6 +91,7 @@ static const char * object_type_name(enum mg_object_type type) {
     return "?";
 }
 
+//@+ 02 new-object
 // The whole allocator: the new object starts where the last one ended. O(1),
 // no search, no fragmentation; the price is that nothing is freed alone.
 static struct mg_object * new_object(struct mg_context * ctx, enum mg_object_type type, size_t size) {
@@ -120,6 +121,7 @@ static struct mg_object * new_object(struct mg_context * ctx, enum mg_object_typ
              object_type_name(type), obj->offs, obj->size, mg_used_mem(ctx), ctx->mem_size);
     return obj;
 }
+//@- 02 new-object
 
 void * mg_context_alloc(struct mg_context * ctx, enum mg_object_type type, size_t size) {
     struct mg_object * obj = new_object(ctx, type, size);
@@ -206,6 +208,7 @@ void mg_buffer_free(struct mg_buffer * buf) {
     free(buf);
 }
 
+//@+ 02 alloc-ctx-tensors
 // Pass 1 sums, pass 2 places: the same two passes ggml-backend makes, so one
 // malloc serves every weight of a model.
 struct mg_buffer * mg_alloc_ctx_tensors(struct mg_context * ctx) {
@@ -231,3 +234,4 @@ struct mg_buffer * mg_alloc_ctx_tensors(struct mg_context * ctx) {
     }
     return buf;
 }
+//@- 02 alloc-ctx-tensors

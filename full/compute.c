@@ -182,9 +182,9 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
     const struct mg_tensor * a     = dst->src[0];
     const float              scale = mg_get_op_param_f32(dst, 0);
     const int64_t            n     = a->ne[0];
-    //@+ 06 soft-max-mask
+    //@+ 06 soft-max-mask-src
     const struct mg_tensor * mask  = dst->src[1];
-    //@- 06 soft-max-mask
+    //@- 06 soft-max-mask-src
     int64_t r0, r1;
     mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
     for (int64_t ir = r0; ir < r1; ir++) {
@@ -201,19 +201,19 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         // row, so the output row is written exactly once.
         float * w = (float *) p->wdata + (size_t) p->ith * (size_t) (n + MG_CACHE_LINE / sizeof(float));
         //@- 07 soft-max-row
-        //@+ 06 soft-max-mask
+        //@+ 06 soft-max-mask-row
         // One mask row per row of each matrix: row i1 of every head uses mask row i1.
         const char * rm = mask != NULL ? (const char *) mask->data + i1 * mask->nb[1] : NULL;
-        //@- 06 soft-max-mask
+        //@- 06 soft-max-mask-row
         // One pass reads element i0 of the input (and of the mask) before w[i0]
         // is written, so the row may sit on top of either of them.
         for (int64_t i0 = 0; i0 < n; i0++) {
             float v = get_f32(ra, a, i0) * scale;
-            //@+ 06 soft-max-mask
+            //@+ 06 soft-max-mask-add
             if (rm != NULL) {
                 v += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0]) : ((const float *) rm)[i0];
             }
-            //@- 06 soft-max-mask
+            //@- 06 soft-max-mask-add
             w[i0] = v;
         }
         float max = -INFINITY;
@@ -333,10 +333,10 @@ static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor
     MG_ASSERT(a->type == MG_TYPE_F32 && "until chapter 07, mul_mat multiplies F32 only");
     MG_ASSERT(b->nb[0] == sizeof(float) && "rows of b must be contiguous");
 #endif //@old mul-mat-f32
-    //@+ 07 mul-mat-init
+    //@+ 07 mul-mat-traits
     const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(a->type);
     MG_ASSERT(cpu != NULL && cpu->vec_dot != NULL && "no dot product for this weight type");
-    //@- 07 mul-mat-init
+    //@- 07 mul-mat-traits
     //@+ full mul-mat-tiled
     if (b->ne[1] > 1) {
         mul_mat_tiled(p, dst, cpu);
@@ -351,18 +351,18 @@ static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor
 #if 0 //@old 03..06 mul-mat-f32
                 const float * b_row = (const float *) row_ptr(b, i11, i12, i13);
 #endif //@old mul-mat-f32
-                //@+ 07 mul-mat-init
+                //@+ 07 mul-mat-b-row
                 const char * b_row = mul_mat_b_row(p, b, cpu->vec_dot_type, i11, i12, i13);
-                //@- 07 mul-mat-init
+                //@- 07 mul-mat-b-row
                 float * out = (float *) row_ptr(dst, i11, i12, i13);
                 for (int64_t i01 = r0; i01 < r1; i01++) {
                     const char * a_row = row_ptr(a, i01, i12 / r2, i13 / r3);
 #if 0 //@old 03..06 mul-mat-f32
                     dot_f32(a->ne[0], &out[i01], (const float *) a_row, b_row);
 #endif //@old mul-mat-f32
-                    //@+ 07 mul-mat-init
+                    //@+ 07 mul-mat-vec-dot
                     cpu->vec_dot(a->ne[0], &out[i01], a_row, b_row);
-                    //@- 07 mul-mat-init
+                    //@- 07 mul-mat-vec-dot
                 }
             }
         }

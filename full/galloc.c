@@ -31,6 +31,7 @@ static void remove_block(struct mg_dyn_alloc * a, int i) {
     a->n_free_blocks--;
 }
 
+//@+ 05 dyn-alloc
 // Best fit: the smallest free block that is big enough, searching all blocks
 // but the tail. Only when none fits does the tail give up its front, which
 // is the buffer growing. Preferring holes keeps the peak low.
@@ -53,6 +54,7 @@ size_t mg_dyn_alloc_alloc(struct mg_dyn_alloc * a, size_t size) {
     if (offset + size > a->max_size) a->max_size = offset + size;
     return offset;
 }
+//@- 05 dyn-alloc
 
 // Give [offset, offset+size) back, keeping the list sorted, and merge it with
 // the block before and/or after it when they touch: without merging, freed
@@ -195,6 +197,7 @@ static bool same_layout(const struct mg_tensor * a, const struct mg_tensor * b) 
     return true;
 }
 
+//@+ 05 dying-parent
 // The input that t may take over: an input whose last reader is t, laid out
 // exactly like t (so element i is written where element i was read), that is
 // neither a leaf nor an output nor viewed (ggml: ggml_are_same_layout).
@@ -210,6 +213,7 @@ static struct mg_tensor * dying_parent(struct mg_gallocr * ga, const struct mg_c
     }
     return NULL;
 }
+//@- 05 dying-parent
 
 static void allocate_tensor(struct mg_gallocr * ga, const struct mg_cgraph * g, struct mg_tensor * t) {
     struct tensor_info * ti = info_of(ga, g, t);
@@ -275,6 +279,7 @@ static void remember_graph(struct mg_gallocr * ga, const struct mg_cgraph * g) {
     ga->planned_n_leafs = g->n_leafs;
 }
 
+//@+ 05 reserve
 size_t mg_gallocr_reserve(struct mg_gallocr * ga, struct mg_cgraph * g) {
     mg_dyn_alloc_reset(&ga->alloc, ga->alloc.alignment);
     ensure_info(ga, g);
@@ -316,6 +321,7 @@ size_t mg_gallocr_reserve(struct mg_gallocr * ga, struct mg_cgraph * g) {
     mg_trace(MG_TRACE_ALLOC, "peak %zu bytes for %d results of %zu bytes", ga->peak, g->n_nodes, ga->sum);
     return ga->peak;
 }
+//@- 05 reserve
 
 static void place_tensor(const struct mg_gallocr * ga, struct mg_tensor * t, char * base, size_t offset) {
     t->data      = base + offset;

@@ -79,6 +79,7 @@ void mg_graph_clear(struct mg_cgraph * g) {
 // Building: a post-order depth-first walk.
 // ---------------------------------------------------------------------------
 
+//@+ 04 visit
 // Visit t's inputs first, then t: when t is appended, everything it reads is
 // already in the arrays. The visited set makes a shared input appear once.
 static void visit(struct mg_cgraph * g, struct mg_tensor * t) {
@@ -104,6 +105,7 @@ static void visit(struct mg_cgraph * g, struct mg_tensor * t) {
         mg_trace(MG_TRACE_GRAPH, "node %3d  %s = %s", g->n_nodes - 1, t->name, mg_op_name(t->op));
     }
 }
+//@- 04 visit
 
 void mg_build_forward_expand(struct mg_cgraph * g, struct mg_tensor * t) {
     visit(g, t);

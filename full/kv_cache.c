@@ -95,6 +95,7 @@ int mg_kv_cache_n_kv(const struct mg_kv_cache * kv, int pos_end) {
     return n_kv < kv->n_ctx ? n_kv : kv->n_ctx;
 }
 
+//@+ 06 store
 void mg_kv_cache_store(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv, int il,
                        struct mg_tensor * k_cur, struct mg_tensor * v_cur, int pos0) {
     const int64_t n_embd   = (int64_t) kv->head_dim * kv->n_head_kv;
@@ -116,6 +117,7 @@ void mg_kv_cache_store(struct mg_context * ctx, struct mg_cgraph * g, struct mg_
     mg_trace(MG_TRACE_KV, "layer %d: store K,V of positions %d..%lld (%zu bytes)", il, pos0,
              (long long) (pos0 + n_tokens - 1), (size_t) n_tokens * 2 * (size_t) n_embd * mg_type_size(kv->type));
 }
+//@- 06 store
 
 //@+ 09 kv-store-rows
 void mg_kv_cache_store_rows(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv, int il,
@@ -195,6 +197,7 @@ void mg_kv_cache_fill_mask(struct mg_tensor * mask, int pos0, int n_tokens) {
     }
 }
 
+//@+ 06 attn
 struct mg_tensor * mg_attn(struct mg_context * ctx, struct mg_tensor * q, struct mg_tensor * k, struct mg_tensor * v,
                            struct mg_tensor * mask, float scale) {
     const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_tokens = q->ne[2];
@@ -206,3 +209,4 @@ struct mg_tensor * mg_attn(struct mg_context * ctx, struct mg_tensor * q, struct
     struct mg_tensor * out = mg_cont(ctx, mg_permute(ctx, kqv, 0, 2, 1, 3));   // {head_dim, H, T}
     return mg_reshape_2d(ctx, out, head_dim * n_head, n_tokens);
 }
+//@- 06 attn

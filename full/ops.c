@@ -23,6 +23,7 @@ static struct mg_tensor * new_result(struct mg_context * ctx, struct mg_tensor *
     return mg_new_node(ctx, MG_TYPE_F32, n_dims, ne);
 }
 
+//@+ 03 binary-op
 static struct mg_tensor * binary_op(struct mg_context * ctx, enum mg_op op, struct mg_tensor * a,
                                     struct mg_tensor * b, bool inplace) {
     MG_ASSERT(can_repeat(b, a) && "b must broadcast over a: every a->ne[i] a multiple of b->ne[i]");
@@ -33,6 +34,7 @@ static struct mg_tensor * binary_op(struct mg_context * ctx, enum mg_op op, stru
     t->src[1] = b;
     return t;
 }
+//@- 03 binary-op
 
 struct mg_tensor * mg_add(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b) {
     return binary_op(ctx, MG_OP_ADD, a, b, false);

@@ -13,6 +13,7 @@ int mg_node_n_tasks(const struct mg_tensor * node, int n_threads) {
     return n_threads;
 }
 
+//@+ 07 work-size
 size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks) {
     switch (node->op) {
         case MG_OP_MUL_MAT: {
@@ -29,6 +30,7 @@ size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks) {
             return 0;
     }
 }
+//@- 07 work-size
 
 struct mg_cplan mg_graph_plan(const struct mg_cgraph * g, int n_threads) {
     MG_ASSERT(n_threads >= 1);

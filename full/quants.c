@@ -102,6 +102,7 @@ void mg_f32_copy_row(const void * x, float * y, int64_t n) {
 // Q4_0: 32 elements -> one F16 scale + 16 bytes of 4-bit codes.
 // ---------------------------------------------------------------------------
 
+//@+ 01 q4_0-quantize
 // The scale is chosen so that the element of largest magnitude maps exactly
 // to code 0 (-8 * d = max): its sign decides the sign of d, which uses the
 // asymmetric range -8..7 on the side where the big value is.
@@ -126,6 +127,7 @@ void mg_quantize_row_q4_0_ref(const float * x, void * vy, int64_t n) {
         }
     }
 }
+//@- 01 q4_0-quantize
 
 void mg_dequantize_row_q4_0(const void * vx, float * y, int64_t n) {
     const struct mg_block_q4_0 * x = vx;

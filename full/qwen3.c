@@ -320,6 +320,7 @@ static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_
     return mg_format_name(mg_mul_mat(ctx, l->ffn_down, mg_format_name(act, "ffn_swiglu-%d", il)), "ffn_out-%d", il);
 }
 
+//@+ 09 build
 struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                   struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
                                   struct mg_batch_inputs * in) {
@@ -356,3 +357,4 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
     mg_build_forward_expand(g, logits);
     return logits;
 }
+//@- 09 build

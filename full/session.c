@@ -139,6 +139,7 @@ static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_toke
     mg_kv_cache_fill_store_idx(s->kv, s->in.k_idx, s->in.v_idx, s->n_past);
 }
 
+//@+ 09 decode-batch
 // One batch: at most n_batch tokens, one graph.
 static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits,
                          float * logits_dst) {
@@ -175,6 +176,7 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
     s->n_past += n_tokens;
     return true;
 }
+//@- 09 decode-batch
 
 bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits) {
     const int n_vocab = s->model->hp.n_vocab;

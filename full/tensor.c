@@ -352,12 +352,14 @@ static struct mg_tensor * new_tensor_impl(struct mg_context * ctx, enum mg_type 
     MG_ASSERT(mg_type_is_supported((int) type));
     MG_ASSERT(n_dims >= 1 && n_dims <= MG_MAX_DIMS);
 
+    //@+ 01 view-flatten
     // A view of a view reads the same root bytes: record the root and add the
     // offsets, so following view_src never takes more than one step.
     if (view_src != NULL && view_src->view_src != NULL) {
         view_offs += view_src->view_offs;
         view_src   = view_src->view_src;
     }
+    //@- 01 view-flatten
 
     size_t data_size = mg_row_size(type, ne[0]);
     for (int i = 1; i < n_dims; i++) {
@@ -551,6 +553,7 @@ struct mg_tensor * mg_permute(struct mg_context * ctx, struct mg_tensor * a, int
     return t;
 }
 
+//@+ 01 transpose
 struct mg_tensor * mg_transpose(struct mg_context * ctx, struct mg_tensor * a) {
     struct mg_tensor * t = new_view(ctx, a, MG_OP_TRANSPOSE, MG_MAX_DIMS, a->ne, 0);
     t->ne[0] = a->ne[1];
@@ -561,6 +564,7 @@ struct mg_tensor * mg_transpose(struct mg_context * ctx, struct mg_tensor * a) {
     t->nb[3] = a->nb[3];
     return t;
 }
+//@- 01 transpose
 
 // ---------------------------------------------------------------------------
 // Element access

@@ -58,6 +58,7 @@ static void cpu_relax(void) {
 #endif
 }
 
+//@+ 08 barrier
 // Everyone waits until the last of n_active arrives. The last one resets the
 // count and moves the phase on; the others spin until they see the phase move.
 static void barrier(struct mg_threadpool * tp) {
@@ -77,6 +78,7 @@ static void barrier(struct mg_threadpool * tp) {
         }
     }
 }
+//@- 08 barrier
 
 static void trace_shares(int i, const struct mg_tensor * node, int n_tasks) {
     if (!mg_trace_on(MG_TRACE_THREADS)) return;
@@ -91,6 +93,7 @@ static void trace_shares(int i, const struct mg_tensor * node, int n_tasks) {
     mg_trace(MG_TRACE_THREADS, "%s", line);
 }
 
+//@+ 08 graph-share
 // What every thread does with a graph: all nodes in order, its share of
 // each, a barrier after each, so the next node reads finished inputs.
 static void compute_graph_share(struct mg_threadpool * tp, int ith) {
@@ -116,7 +119,9 @@ static void compute_graph_share(struct mg_threadpool * tp, int ith) {
         barrier(tp);
     }
 }
+//@- 08 graph-share
 
+//@+ 08 wait-for-work
 // Wait for a job word other than *seen: spin first, then sleep.
 static void wait_for_work(struct mg_threadpool * tp, struct worker * w, int * seen) {
     for (int spins = 0; spins < SPIN_ROUNDS_BEFORE_SLEEP; spins++) {
@@ -138,6 +143,7 @@ static void wait_for_work(struct mg_threadpool * tp, struct worker * w, int * se
     pthread_mutex_unlock(&tp->mutex);
     w->woke_spinning = false;
 }
+//@- 08 wait-for-work
 
 static void * worker_main(void * arg) {
     struct worker *        w    = arg;

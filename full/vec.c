@@ -7,9 +7,6 @@
 // integer sums into floats in ggml's order, written out as in ggml, so that
 // a learner can compare line by line and so that results agree to the bit.
 #include "vec.h"
-//@+ full simd
-#include "vec_simd.h"   // defines MG_SIMD when the build targets AVX2 (full/Makefile: -march=native)
-//@- full simd
 
 // ---------------------------------------------------------------------------
 // Float rows

@@ -75,3 +75,8 @@ void mg_vec_dot_q3_K_q8_K  (int64_t n, float * s, const void * x, const void * y
 void mg_vec_dot_q5_K_q8_K  (int64_t n, float * s, const void * x, const void * y);
 void mg_vec_dot_iq4_nl_q8_0(int64_t n, float * s, const void * x, const void * y);
 //@- full more-quants
+//@+ full simd
+
+// The SIMD twins of these kernels, and MG_SIMD when the build has them.
+#include "vec_simd.h"
+//@- full simd

@@ -9,26 +9,33 @@
 //    integer that no instruction here can round or overflow, so it does not
 //    matter how the lanes split it up.
 //
-// 2. The float part follows ggml's x86 kernel of the same name, operation by
-//    operation (ggml-cpu/arch/x86/quants.c, AVX2 path; ggml-cpu/vec.cpp with
-//    simd-mappings.h for the float rows): the same lanes, the same FMAs, the
-//    same horizontal sums. Where ggml's scalar *_generic order is "add each
-//    block into one float", its AVX2 order is "FMA each block's 8 lane sums
-//    into 8 float lanes, sum the lanes at the end". So this build agrees with
-//    llama.cpp's x86 build one token at a time (with --no-repack), while the
-//    scalar build agrees with ggml's generic one; the two differ from each
-//    other by float rounding only (tests/full/test_vec_simd.c bounds it).
+// 2. The float part is a fixed order, close to ggml's x86 kernels: where the
+//    scalar *_generic order adds each block into one float, these FMA each
+//    block's 8 lane sums into 8 float lanes and sum the lanes at the end. For
+//    the float rows and the K-quants that is ggml's own order, operation by
+//    operation (ggml-cpu/vec.cpp with the AVX-512/AVX mappings of
+//    simd-mappings.h; ggml-cpu/arch/x86/quants.c, AVX2 paths). The 32-element
+//    formats split the blocks between two accumulators, as ggml's IQ4_NL
+//    kernel does, where ggml's Q4_0/Q8_0/... kernels use one (see there).
+//    SIMD and scalar results differ by float rounding only; the test
+//    (tests/full/test_vec_simd.c) bounds it.
 //
 // 3. Every kernel is written once for 1 to 4 activation columns. A weight
 //    block is loaded and unpacked once, then multiplied with the block of
 //    each column, and every column keeps its own accumulators, updated by the
-//    same instructions in the same order as with one column. That is why
+//    same float instructions in the same order as with one column. That is why
 //    vec_dot_cols gives, column by column, exactly what vec_dot gives, and a
 //    prompt evaluated as a batch gives the logits of one token at a time.
 //
 // The activation converters (F32 -> F16, BF16, Q8_0, Q8_1, Q8_K) give the
-// same bits as their scalar references for every finite input.
-#include "vec_simd.h"
+// same bits as their scalar references for finite input.
+//
+// What costs time here (measured on a Zen 5 that runs 512-bit instructions
+// as two 256-bit halves): the number of vector instructions per block. So the
+// registers are 256 bits wide (AVX-512 is used for its instructions: 32
+// registers, mask moves, VNNI, BF16 dots), block scales come from a table
+// rather than F16C, and nibbles are unpacked with one shift.
+#include "vec.h"
 
 #if defined(MG_SIMD)
 
@@ -63,6 +70,11 @@
         }                                                                                                 \
     }
 
+// 32 bytes from anywhere (no alignment needed).
+KERNEL __m256i load_256(const void * p) {
+    return _mm256_loadu_si256((const __m256i *) p);
+}
+
 // Activation row c of a multi-column call.
 KERNEL const void * column(const void * y, size_t y_stride, int c) {
     return (const char *) y + (size_t) c * y_stride;
@@ -72,9 +84,26 @@ KERNEL const void * column(const void * y, size_t y_stride, int c) {
 // Helpers shared by the kernels
 // ---------------------------------------------------------------------------
 
-// One F16 scale widened by F16C (exact, like mg_fp16_to_fp32).
+// Every F16 value as a float (ggml: ggml_table_f32_f16), for the block
+// scales: one load, where F16C needs a move into a vector register and a
+// conversion, which costs the kernels more than the table's 256 KB of cache.
+// Filled at program start by F16C, 8 values at a time (exactly).
+static float f32_of_f16[1 << 16];
+
+__attribute__((constructor)) static void fill_f32_of_f16(void) {
+    for (int h = 0; h < (1 << 16); h += 8) {
+        const __m128i halves = _mm_add_epi16(_mm_set1_epi16((short) h), _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7));
+        _mm256_storeu_ps(f32_of_f16 + h, _mm256_cvtph_ps(halves));
+    }
+}
+
 KERNEL float f16(mg_fp16_t h) {
-    return _cvtsh_ss(h);
+    return f32_of_f16[h];
+}
+
+// The same in all 8 lanes, straight from the table (a broadcast load).
+KERNEL __m256 f16_x8(mg_fp16_t h) {
+    return _mm256_broadcast_ss(&f32_of_f16[h]);
 }
 
 // The 8 lanes of x summed as ggml's hsum_float_8 does: halves, then pairs.
@@ -102,10 +131,12 @@ KERNEL int hsum_i32_8(__m256i x) {
 
 // 16 bytes of 4-bit codes -> 32 bytes, one code each: byte j < 16 gets the low
 // nibble of qs[j] (element j), byte j + 16 its high nibble (element j + 16).
+// The 16 bytes are loaded into both 128-bit halves, the high half is shifted
+// right by 4 bits (as 64-bit lanes: each byte's high nibble moves down, bits of
+// its neighbour move into its top), and the mask keeps the low 4 bits.
 KERNEL __m256i unpack_nibbles_32(const uint8_t * qs) {
-    const __m128i packed = _mm_loadu_si128((const __m128i *) qs);
-    const __m256i halves = _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
-    return _mm256_and_si256(halves, _mm256_set1_epi8(0x0f));
+    const __m256i twice = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *) qs));
+    return _mm256_and_si256(_mm256_srlv_epi64(twice, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
 }
 
 // 32 bits (qh, read little-endian) -> 32 bytes, 0xff where bit j is set.
@@ -147,6 +178,11 @@ KERNEL __m256i dot_s8_s8(__m256i abs_x, __m256i x, __m256i y) {
     return dot_u8_s8(abs_x, _mm256_sign_epi8(y, x));
 }
 
+// (p[0] + p[1]) + (p[2] + p[3]), lane by lane.
+KERNEL __m256i sum4_i32(const __m256i p[4]) {
+    return _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3]));
+}
+
 // A byte-shuffle control that copies int16 number lo into every int16 of the
 // low 128-bit half and int16 number hi into every int16 of the high half.
 KERNEL __m256i pick_i16(int lo, int hi) {
@@ -180,10 +216,11 @@ void mg_fp32_to_bf16_row_simd(const float * x, void * vy, int64_t n) {
     mg_bf16_t * y = vy;
     int64_t     i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256i u       = _mm256_loadu_si256((const __m256i *) (x + i));
+        const __m256i u       = load_256(x + i);
         const __m256i top     = _mm256_srli_epi32(u, 16);
         const __m256i odd     = _mm256_and_si256(top, _mm256_set1_epi32(1));
-        const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+        const __m256i bias    = _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff));
+        const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
         const __m256i quiet   = _mm256_or_si256(top, _mm256_set1_epi32(0x40));
         const __m256i is_nan  = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
                                                    _mm256_set1_epi32(0x7f800000));
@@ -215,7 +252,8 @@ KERNEL float quantize_block_q8(const float * x, int8_t qs[32], int * code_sum) {
         // One multiply and one rounding, exactly as the scalar x[j] * id and
         // mg_nearest_int; the products are within +-127, so the conversion
         // and the saturating packs below never clamp.
-        const __m256 r = _mm256_round_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256 r = _mm256_round_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         q[k]           = _mm256_cvtps_epi32(r);
     }
     // int32 -> int16 -> int8. The packs work within 128-bit halves, which
@@ -259,7 +297,9 @@ void mg_quantize_row_q8_K_simd(const float * x, void * vy, int64_t n) {
     const __m256           nosign = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     for (int64_t i = 0; i < n / MG_QK_K; i++, x += MG_QK_K) {
         __m256 amax8 = _mm256_setzero_ps();
-        for (int k = 0; k < MG_QK_K; k += 8) amax8 = _mm256_max_ps(amax8, _mm256_and_ps(_mm256_loadu_ps(x + k), nosign));
+        for (int k = 0; k < MG_QK_K; k += 8) {
+            amax8 = _mm256_max_ps(amax8, _mm256_and_ps(_mm256_loadu_ps(x + k), nosign));
+        }
         const float amax = hmax_float_8(amax8);
         if (amax == 0.0f) {
             memset(&y[i], 0, sizeof(y[i]));   // as the scalar version: d = 0, codes and bsums 0
@@ -267,8 +307,8 @@ void mg_quantize_row_q8_K_simd(const float * x, void * vy, int64_t n) {
         }
         int first = 0;
         for (int k = 0; k < MG_QK_K; k += 8) {
-            const __m256 is_max = _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), nosign), _mm256_set1_ps(amax), _CMP_EQ_OQ);
-            const int    mask   = _mm256_movemask_ps(is_max);
+            const __m256 ax   = _mm256_and_ps(_mm256_loadu_ps(x + k), nosign);
+            const int    mask = _mm256_movemask_ps(_mm256_cmp_ps(ax, _mm256_set1_ps(amax), _CMP_EQ_OQ));
             if (mask != 0) {
                 first = k + __builtin_ctz((unsigned) mask);
                 break;
@@ -309,12 +349,13 @@ typedef __m512 f32_vec;   // GGML_F32_EPR = 16
 #define F32_LANES 16
 KERNEL f32_vec vec_zero(void) { return _mm512_setzero_ps(); }
 KERNEL f32_vec vec_load(const float * p) { return _mm512_loadu_ps(p); }
-KERNEL f32_vec vec_load_f16(const mg_fp16_t * p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) p)); }
+KERNEL f32_vec vec_load_f16(const mg_fp16_t * p) { return _mm512_cvtph_ps(load_256(p)); }
 KERNEL f32_vec vec_fma(f32_vec a, f32_vec b, f32_vec acc) { return _mm512_fmadd_ps(a, b, acc); }
 KERNEL f32_vec vec_add(f32_vec a, f32_vec b) { return _mm512_add_ps(a, b); }
 // _mm512_reduce_add_ps as GCC and clang define it: halves, halves, pairs.
 KERNEL float vec_reduce(f32_vec v) {
-    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), hi);
     const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
     const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
     return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
@@ -353,7 +394,9 @@ KERNEL void dot_f32(int64_t n, float * s, const void * vx, const void * vy, size
     for (int64_t i = 0; i < np; i += F32_STEP) {
         UNROLLED for (int j = 0; j < 4; j++) {
             const f32_vec xv = vec_load(x + i + j * F32_LANES);
-            UNROLLED for (int c = 0; c < nc; c++) acc[c][j] = vec_fma(xv, vec_load(y[c] + i + j * F32_LANES), acc[c][j]);
+            UNROLLED for (int c = 0; c < nc; c++) {
+                acc[c][j] = vec_fma(xv, vec_load(y[c] + i + j * F32_LANES), acc[c][j]);
+            }
         }
     }
     UNROLLED for (int c = 0; c < nc; c++) {
@@ -377,7 +420,9 @@ KERNEL void dot_f16(int64_t n, float * s, const void * vx, const void * vy, size
     for (int64_t i = 0; i < np; i += F32_STEP) {
         UNROLLED for (int j = 0; j < 4; j++) {
             const f32_vec xv = vec_load_f16(x + i + j * F32_LANES);
-            UNROLLED for (int c = 0; c < nc; c++) acc[c][j] = vec_fma(xv, vec_load_f16(y[c] + i + j * F32_LANES), acc[c][j]);
+            UNROLLED for (int c = 0; c < nc; c++) {
+                acc[c][j] = vec_fma(xv, vec_load_f16(y[c] + i + j * F32_LANES), acc[c][j]);
+            }
         }
     }
     UNROLLED for (int c = 0; c < nc; c++) {
@@ -403,7 +448,8 @@ KERNEL void dot_bf16(int64_t n, float * s, const void * vx, const void * vy, siz
     __m512            acc[MAX_COLS][2];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c]      = column(vy, ys, c);
-        acc[c][0] = acc[c][1] = _mm512_setzero_ps();
+        acc[c][0] = _mm512_setzero_ps();
+        acc[c][1] = _mm512_setzero_ps();
     }
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
@@ -456,160 +502,159 @@ KERNEL void dot_bf16(int64_t n, float * s, const void * vx, const void * vy, siz
 ENTRY_POINTS(bf16, dot_bf16)
 
 // ---------------------------------------------------------------------------
-// 32-element blocks x Q8_0/Q8_1. Per block the weight codes are unpacked into
-// one register of 32 bytes in element order (the activation codes already
-// are), dot_u8_s8 gives 8 lane sums of 4 products each, and
+// 32-element blocks x Q8_0/Q8_1: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, one
+// kernel for all six. Per block the weight codes are unpacked into one
+// register of 32 bytes in element order (the activation codes already are),
+// a dot product gives 8 lane sums of 4 products each, and
 //     acc = fma(dW * dA, float(lane sums), acc)
-// keeps 8 float lanes, summed once at the end (ggml: the AVX2 path of each
-// ggml_vec_dot_*).
+// adds them to 8 float lanes, summed once at the end. The types differ only
+// in how a block unpacks (unpack_codes) and in the min of Q4_1/Q5_1, whose
+// products with Q8_1's s go into a scalar sum (ggml: summs).
+//
+// ggml's AVX2 kernels (ggml_vec_dot_q4_0_q8_0 and the others) keep one
+// accumulator, so each block waits for the previous block's FMA (4 cycles);
+// we keep two, even blocks in one and odd blocks in the other, and add them
+// before the lanes are summed, as ggml's IQ4_NL kernel does (ggml adds an odd
+// last block in scalar code; we add it to the even accumulator).
 // ---------------------------------------------------------------------------
 
-// Q4_0 (scalar: mg_vec_dot_q4_0_q8_0): codes 0..15 become -8..7; signed x
-// signed, so the sign trick.
-KERNEL void dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
-    const struct mg_block_q4_0 * x = vx;
-    const struct mg_block_q8_0 * y[MAX_COLS];
-    __m256                       acc[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / MG_QK4_0; b++) {
-        const float   dx    = f16(x[b].d);
-        const __m256i qx    = _mm256_sub_epi8(unpack_nibbles_32(x[b].qs), _mm256_set1_epi8(8));
-        const __m256i abs_x = _mm256_sign_epi8(qx, qx);
-        UNROLLED for (int c = 0; c < nc; c++) {
-            const __m256i qy   = _mm256_loadu_si256((const __m256i *) y[c][b].qs);
-            const __m256  sums = _mm256_cvtepi32_ps(dot_s8_s8(abs_x, qx, qy));
-            acc[c]             = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16(y[c][b].d)), sums, acc[c]);
-        }
+// The codes of weight block b as 32 bytes in element order: unsigned for the
+// types whose value is code * d minus a fixed offset (Q4_0: q - 8, Q5_0:
+// q - 16) or plus a min (Q4_1, Q5_1), signed for Q8_0 and IQ4_NL.
+KERNEL __m256i unpack_codes(enum mg_type type, const void * row, int64_t b) {
+    switch (type) {
+    case MG_TYPE_Q4_0: return unpack_nibbles_32(((const struct mg_block_q4_0 *) row)[b].qs);
+    case MG_TYPE_Q4_1: return unpack_nibbles_32(((const struct mg_block_q4_1 *) row)[b].qs);
+    case MG_TYPE_Q5_0: {   // nibble | 16 * bit
+        const struct mg_block_q5_0 * x = (const struct mg_block_q5_0 *) row + b;
+        const __m256i fifth = _mm256_and_si256(spread_bits_32(x->qh), _mm256_set1_epi8(0x10));
+        return _mm256_or_si256(unpack_nibbles_32(x->qs), fifth);
     }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
+    case MG_TYPE_Q5_1: {
+        const struct mg_block_q5_1 * x = (const struct mg_block_q5_1 *) row + b;
+        const __m256i fifth = _mm256_and_si256(spread_bits_32(x->qh), _mm256_set1_epi8(0x10));
+        return _mm256_or_si256(unpack_nibbles_32(x->qs), fifth);
+    }
+    case MG_TYPE_Q8_0: return load_256(((const struct mg_block_q8_0 *) row)[b].qs);
+    case MG_TYPE_IQ4_NL: {   // the 16 levels fit a 128-bit register: one byte shuffle looks up all 32 codes
+        const __m128i levels = _mm_loadu_si128((const __m128i *) mg_kvalues_iq4nl);
+        const __m256i codes  = unpack_nibbles_32(((const struct mg_block_iq4_nl *) row)[b].qs);
+        return _mm256_shuffle_epi8(_mm256_set_m128i(levels, levels), codes);
+    }
+    default: __builtin_unreachable();
+    }
+}
+
+// The offset subtracted from the unsigned codes of Q4_0 and Q5_0 (0 for the others).
+KERNEL int code_offset(enum mg_type type) {
+    return type == MG_TYPE_Q4_0 ? 8 : type == MG_TYPE_Q5_0 ? 16 : 0;
+}
+
+KERNEL bool has_min(enum mg_type type) {
+    return type == MG_TYPE_Q4_1 || type == MG_TYPE_Q5_1;
+}
+
+KERNEL size_t block_bytes(enum mg_type type) {
+    switch (type) {
+    case MG_TYPE_Q4_0: return sizeof(struct mg_block_q4_0);
+    case MG_TYPE_Q4_1: return sizeof(struct mg_block_q4_1);
+    case MG_TYPE_Q5_0: return sizeof(struct mg_block_q5_0);
+    case MG_TYPE_Q5_1: return sizeof(struct mg_block_q5_1);
+    case MG_TYPE_Q8_0: return sizeof(struct mg_block_q8_0);
+    case MG_TYPE_IQ4_NL: return sizeof(struct mg_block_iq4_nl);
+    default: __builtin_unreachable();
+    }
+}
+
+// Every block of this family starts with its F16 scale d; Q4_1/Q5_1 follow it with the min m.
+KERNEL const mg_fp16_t * block_header(enum mg_type type, const void * row, int64_t b) {
+    return (const mg_fp16_t *) ((const char *) row + (size_t) b * block_bytes(type));
+}
+
+// Weight block b against block b of each column, into acc[c]; summs[c] gets m * s.
+//
+// The integer lanes come out the same whichever way they are computed, so each
+// case takes the cheapest: unsigned codes meet the activations directly; an
+// offset comes off as offset * (the sum of each 4 activation codes), which is
+// one more dot product per column, cheaper than the sign trick with one column
+// and dearer with several, where the sign trick shares |x| between them.
+KERNEL void add_block_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc,
+                         __m256 acc[], float summs[]) {
+    const mg_fp16_t * hx           = block_header(type, x, b);
+    const __m256i     codes        = unpack_codes(type, x, b);
+    const int         offset       = code_offset(type);
+    const bool        unsigned_dot = has_min(type) || (offset != 0 && nc == 1);
+    const __m256i     qx           = offset != 0 ? _mm256_sub_epi8(codes, _mm256_set1_epi8((char) offset)) : codes;
+    const __m256i     ax           = _mm256_sign_epi8(qx, qx);   // |x|, for the sign trick
+    UNROLLED for (int c = 0; c < nc; c++) {
+        // Q8_1 (with the min) starts d, s, codes; Q8_0 d, codes.
+        const mg_fp16_t * hy = has_min(type) ? &((const struct mg_block_q8_1 *) y[c])[b].d
+                                             : &((const struct mg_block_q8_0 *) y[c])[b].d;
+        const int8_t *    qs = has_min(type) ? ((const struct mg_block_q8_1 *) y[c])[b].qs
+                                             : ((const struct mg_block_q8_0 *) y[c])[b].qs;
+        const __m256i     qy = load_256(qs);
+        __m256i           lanes;
+        if (unsigned_dot) {
+            lanes = dot_u8_s8(codes, qy);
+            if (offset != 0) lanes = _mm256_sub_epi32(lanes, dot_u8_s8(_mm256_set1_epi8((char) offset), qy));
+        } else {
+            lanes = dot_s8_s8(ax, qx, qy);
+        }
+        if (has_min(type)) summs[c] += f16(hx[1]) * f16(hy[1]);
+        acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(f16_x8(hx[0]), f16_x8(hy[0])), _mm256_cvtepi32_ps(lanes), acc[c]);
+    }
+}
+
+KERNEL void dot_blocks_32(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys, int nc) {
+    const void * y[MAX_COLS];
+    __m256       even[MAX_COLS], odd[MAX_COLS];
+    float        summs[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        y[c]     = column(vy, ys, c);
+        even[c]  = _mm256_setzero_ps();
+        odd[c]   = _mm256_setzero_ps();
+        summs[c] = 0.0f;
+    }
+    const int64_t nb = n / 32;
+    int64_t       b  = 0;
+    for (; b + 1 < nb; b += 2) {
+        add_block_32(type, x, b, y, nc, even, summs);
+        add_block_32(type, x, b + 1, y, nc, odd, summs);
+    }
+    if (b < nb) add_block_32(type, x, b, y, nc, even, summs);
+    UNROLLED for (int c = 0; c < nc; c++) {
+        s[c] = hsum_float_8(_mm256_add_ps(even[c], odd[c]));
+        if (has_min(type)) s[c] += summs[c];
+    }
+}
+
+KERNEL void dot_q4_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_blocks_32(MG_TYPE_Q4_0, n, s, x, y, ys, nc);
 }
 ENTRY_POINTS(q4_0_q8_0, dot_q4_0_q8_0)
 
-// Q8_0 (scalar: mg_vec_dot_q8_0_q8_0): no unpacking at all.
-KERNEL void dot_q8_0_q8_0(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
-    const struct mg_block_q8_0 * x = vx;
-    const struct mg_block_q8_0 * y[MAX_COLS];
-    __m256                       acc[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / MG_QK8_0; b++) {
-        const float   dx    = f16(x[b].d);
-        const __m256i qx    = _mm256_loadu_si256((const __m256i *) x[b].qs);
-        const __m256i abs_x = _mm256_sign_epi8(qx, qx);
-        UNROLLED for (int c = 0; c < nc; c++) {
-            const __m256i qy   = _mm256_loadu_si256((const __m256i *) y[c][b].qs);
-            const __m256  sums = _mm256_cvtepi32_ps(dot_s8_s8(abs_x, qx, qy));
-            acc[c]             = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16(y[c][b].d)), sums, acc[c]);
-        }
-    }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
-}
-ENTRY_POINTS(q8_0_q8_0, dot_q8_0_q8_0)
-
-// Q5_0 (scalar: mg_vec_dot_q5_0_q8_0): q - 16 with q = nibble + 16 * bit is
-// the nibble itself when the bit is set, and nibble - 16 = nibble | 0xf0 (as
-// a signed byte) when it is clear.
-KERNEL void dot_q5_0_q8_0(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
-    const struct mg_block_q5_0 * x = vx;
-    const struct mg_block_q8_0 * y[MAX_COLS];
-    __m256                       acc[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / MG_QK5_0; b++) {
-        const float   dx     = f16(x[b].d);
-        const __m256i high   = _mm256_andnot_si256(spread_bits_32(x[b].qh), _mm256_set1_epi8((char) 0xf0));
-        const __m256i qx     = _mm256_or_si256(unpack_nibbles_32(x[b].qs), high);
-        const __m256i abs_x  = _mm256_sign_epi8(qx, qx);
-        UNROLLED for (int c = 0; c < nc; c++) {
-            const __m256i qy   = _mm256_loadu_si256((const __m256i *) y[c][b].qs);
-            const __m256  sums = _mm256_cvtepi32_ps(dot_s8_s8(abs_x, qx, qy));
-            acc[c]             = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16(y[c][b].d)), sums, acc[c]);
-        }
-    }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
-}
-ENTRY_POINTS(q5_0_q8_0, dot_q5_0_q8_0)
-
-// Q4_1 (scalar: mg_vec_dot_q4_1_q8_1): unsigned codes 0..15, so no sign
-// trick; the weights' min m meets Q8_1's s in one scalar product per block,
-// summed apart and added at the end (ggml: summs).
-KERNEL void dot_q4_1_q8_1(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
-    const struct mg_block_q4_1 * x = vx;
-    const struct mg_block_q8_1 * y[MAX_COLS];
-    __m256                       acc[MAX_COLS];
-    float                        summs[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps(), summs[c] = 0;
-    for (int64_t b = 0; b < n / MG_QK4_1; b++) {
-        const float   dx = f16(x[b].d), mx = f16(x[b].m);
-        const __m256i qx = unpack_nibbles_32(x[b].qs);
-        UNROLLED for (int c = 0; c < nc; c++) {
-            summs[c] += mx * f16(y[c][b].s);
-            const __m256i qy   = _mm256_loadu_si256((const __m256i *) y[c][b].qs);
-            const __m256  sums = _mm256_cvtepi32_ps(dot_u8_s8(qx, qy));
-            acc[c]             = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16(y[c][b].d)), sums, acc[c]);
-        }
-    }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]) + summs[c];
+KERNEL void dot_q4_1_q8_1(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_blocks_32(MG_TYPE_Q4_1, n, s, x, y, ys, nc);
 }
 ENTRY_POINTS(q4_1_q8_1, dot_q4_1_q8_1)
 
-// Q5_1 (scalar: mg_vec_dot_q5_1_q8_1): unsigned codes 0..31 = nibble | 0x10 * bit.
-KERNEL void dot_q5_1_q8_1(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
-    const struct mg_block_q5_1 * x = vx;
-    const struct mg_block_q8_1 * y[MAX_COLS];
-    __m256                       acc[MAX_COLS];
-    float                        summs[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps(), summs[c] = 0;
-    for (int64_t b = 0; b < n / MG_QK5_1; b++) {
-        const float   dx   = f16(x[b].d), mx = f16(x[b].m);
-        const __m256i high = _mm256_and_si256(spread_bits_32(x[b].qh), _mm256_set1_epi8(0x10));
-        const __m256i qx   = _mm256_or_si256(unpack_nibbles_32(x[b].qs), high);
-        UNROLLED for (int c = 0; c < nc; c++) {
-            summs[c] += mx * f16(y[c][b].s);
-            const __m256i qy   = _mm256_loadu_si256((const __m256i *) y[c][b].qs);
-            const __m256  sums = _mm256_cvtepi32_ps(dot_u8_s8(qx, qy));
-            acc[c]             = _mm256_fmadd_ps(sums, _mm256_set1_ps(dx * f16(y[c][b].d)), acc[c]);
-        }
-    }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]) + summs[c];
+KERNEL void dot_q5_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_blocks_32(MG_TYPE_Q5_0, n, s, x, y, ys, nc);
+}
+ENTRY_POINTS(q5_0_q8_0, dot_q5_0_q8_0)
+
+KERNEL void dot_q5_1_q8_1(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_blocks_32(MG_TYPE_Q5_1, n, s, x, y, ys, nc);
 }
 ENTRY_POINTS(q5_1_q8_1, dot_q5_1_q8_1)
 
-// IQ4_NL (scalar: mg_vec_dot_iq4_nl_q8_0): the 16 levels fit one 128-bit
-// register, so a byte shuffle looks all 32 codes up at once. ggml takes the
-// blocks in pairs, the even ones into one accumulator and the odd ones into
-// another, and adds an odd last block in scalar code.
-KERNEL void dot_iq4_nl_q8_0(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
-    const struct mg_block_iq4_nl * x = vx;
-    const struct mg_block_q8_0 *   y[MAX_COLS];
-    __m256                         acc[MAX_COLS][2];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c][0] = acc[c][1] = _mm256_setzero_ps();
-    const __m128i levels = _mm_loadu_si128((const __m128i *) mg_kvalues_iq4nl);
-    const int64_t nb     = n / MG_QK4_NL;
-    int64_t       b      = 0;
-    for (; b + 1 < nb; b += 2) {
-        UNROLLED for (int k = 0; k < 2; k++) {
-            const __m256i codes = unpack_nibbles_32(x[b + k].qs);
-            const __m256i qx    = _mm256_shuffle_epi8(_mm256_set_m128i(levels, levels), codes);
-            const __m256i abs_x = _mm256_sign_epi8(qx, qx);
-            const float   dx    = f16(x[b + k].d);
-            UNROLLED for (int c = 0; c < nc; c++) {
-                const __m256i qy   = _mm256_loadu_si256((const __m256i *) y[c][b + k].qs);
-                const __m256  sums = _mm256_cvtepi32_ps(dot_s8_s8(abs_x, qx, qy));
-                acc[c][k]          = _mm256_fmadd_ps(_mm256_set1_ps(f16(y[c][b + k].d) * dx), sums, acc[c][k]);
-            }
-        }
-    }
-    UNROLLED for (int c = 0; c < nc; c++) {
-        float sum = hsum_float_8(_mm256_add_ps(acc[c][0], acc[c][1]));
-        if (b < nb) {   // the odd block out
-            int sumi = 0;
-            for (int j = 0; j < MG_QK4_NL / 2; j++) {
-                sumi += y[c][b].qs[j] * mg_kvalues_iq4nl[x[b].qs[j] & 0xf];
-                sumi += y[c][b].qs[j + MG_QK4_NL / 2] * mg_kvalues_iq4nl[x[b].qs[j] >> 4];
-            }
-            sum += (f16(y[c][b].d) * f16(x[b].d)) * (float) sumi;
-        }
-        s[c] = sum;
-    }
+KERNEL void dot_q8_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_blocks_32(MG_TYPE_Q8_0, n, s, x, y, ys, nc);
+}
+ENTRY_POINTS(q8_0_q8_0, dot_q8_0_q8_0)
+
+KERNEL void dot_iq4_nl_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_blocks_32(MG_TYPE_IQ4_NL, n, s, x, y, ys, nc);
 }
 ENTRY_POINTS(iq4_nl_q8_0, dot_iq4_nl_q8_0)
 
@@ -632,7 +677,10 @@ KERNEL void dot_q2_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     const struct mg_block_q2_K * x = vx;
     const struct mg_block_q8_K * y[MAX_COLS];
     __m256                       acc[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps();
+    UNROLLED for (int c = 0; c < nc; c++) {
+        y[c]   = column(vy, ys, c);
+        acc[c] = _mm256_setzero_ps();
+    }
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
         const float   dx       = f16(x[i].d), dminx = f16(x[i].dmin);
         const __m128i packed   = _mm_loadu_si128((const __m128i *) x[i].scales);   // scale | min << 4
@@ -644,14 +692,14 @@ KERNEL void dot_q2_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
         float   d[MAX_COLS];
         __m256i sumi[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) {
-            const __m256i bsums = _mm256_loadu_si256((const __m256i *) y[c][i].bsums);
+            const __m256i bsums = load_256(y[c][i].bsums);
             const float   dmin  = -y[c][i].d * dminx;
             acc[c]  = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bsums)), acc[c]);
             d[c]    = y[c][i].d * dx;
             sumi[c] = _mm256_setzero_si256();
         }
         UNROLLED for (int h = 0; h < 2; h++) {
-            const __m256i bits = _mm256_loadu_si256((const __m256i *) (x[i].qs + 32 * h));
+            const __m256i bits = load_256(x[i].qs + 32 * h);
             __m256i       q[4], sc[4];
             UNROLLED for (int k = 0; k < 4; k++) {
                 q[k]  = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), _mm256_set1_epi8(3));
@@ -661,13 +709,15 @@ KERNEL void dot_q2_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
                 const int8_t * q8 = y[c][i].qs + 128 * h;
                 __m256i        p[4];
                 UNROLLED for (int k = 0; k < 4; k++) {
-                    const __m256i a = _mm256_loadu_si256((const __m256i *) (q8 + 32 * k));
+                    const __m256i a = load_256(q8 + 32 * k);
                     p[k]            = _mm256_madd_epi16(sc[k], _mm256_maddubs_epi16(q[k], a));
                 }
-                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3])));
+                sumi[c] = _mm256_add_epi32(sumi[c], sum4_i32(p));
             }
         }
-        UNROLLED for (int c = 0; c < nc; c++) acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d[c]), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d[c]), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+        }
     }
     UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
 }
@@ -696,17 +746,20 @@ KERNEL void dot_q3_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     const struct mg_block_q3_K * x = vx;
     const struct mg_block_q8_K * y[MAX_COLS];
     __m256                       acc[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps();
+    UNROLLED for (int c = 0; c < nc; c++) {
+        y[c]   = column(vy, ys, c);
+        acc[c] = _mm256_setzero_ps();
+    }
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
         const float   dx        = f16(x[i].d);
         const __m256i scales16  = _mm256_cvtepi8_epi16(q3_K_scales(x[i].scales));
         const __m256i scales[2] = {_mm256_permute2x128_si256(scales16, scales16, 0x00),
                                    _mm256_permute2x128_si256(scales16, scales16, 0x11)};
-        const __m256i hbits     = _mm256_loadu_si256((const __m256i *) x[i].hmask);
+        const __m256i hbits     = load_256(x[i].hmask);
         __m256i       sumi[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) sumi[c] = _mm256_setzero_si256();
         UNROLLED for (int h = 0; h < 2; h++) {
-            const __m256i bits = _mm256_loadu_si256((const __m256i *) (x[i].qs + 32 * h));
+            const __m256i bits = load_256(x[i].qs + 32 * h);
             __m256i       low[4], minus4[4], sc[4];
             UNROLLED for (int k = 0; k < 4; k++) {
                 const int     bit  = 4 * h + k;   // element 128h + 32k + l has its high bit at bit 4h+k of hmask[l]
@@ -719,11 +772,11 @@ KERNEL void dot_q3_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
                 const int8_t * q8 = y[c][i].qs + 128 * h;
                 __m256i        p[4];
                 UNROLLED for (int k = 0; k < 4; k++) {
-                    const __m256i a = _mm256_loadu_si256((const __m256i *) (q8 + 32 * k));
+                    const __m256i a = load_256(q8 + 32 * k);
                     p[k] = _mm256_sub_epi16(_mm256_maddubs_epi16(low[k], a), _mm256_maddubs_epi16(minus4[k], a));
                     p[k] = _mm256_madd_epi16(sc[k], p[k]);
                 }
-                sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3])));
+                sumi[c] = _mm256_add_epi32(sumi[c], sum4_i32(p));
             }
         }
         UNROLLED for (int c = 0; c < nc; c++) {
@@ -748,6 +801,14 @@ KERNEL void k4_scales_mins(const uint8_t * packed, uint32_t out[4]) {
     out[3] = (a[2] >> 4 & low4) | ((a[1] >> 6 & top2) << 4);
 }
 
+// The scale of each sub-block in both 16-bit halves of a 32-bit word (sc * 0x10001):
+// broadcast, it is madd's multiplier for a register of pair sums, and a
+// broadcast from memory costs a load, where picking it out of a register costs a shuffle.
+KERNEL void k4_scale_pairs(const uint32_t sm[4], int32_t pairs[8]) {
+    const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) sm));
+    _mm256_storeu_si256((__m256i *) pairs, _mm256_mullo_epi32(sc, _mm256_set1_epi32(0x10001)));
+}
+
 // Q4_K (scalar: mg_vec_dot_q4_K_q8_K): 32 bytes of codes hold 64 elements,
 // the low nibbles the first 32 (sub-block 2j), the high nibbles the next 32
 // (sub-block 2j+1). The mins: bsums pairs added (hadd) meet the 8 mins in one
@@ -757,19 +818,23 @@ KERNEL void dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     const struct mg_block_q8_K * y[MAX_COLS];
     __m256                       acc[MAX_COLS];
     __m128                       acc_m[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps(), acc_m[c] = _mm_setzero_ps();
+    UNROLLED for (int c = 0; c < nc; c++) {
+        y[c]   = column(vy, ys, c);
+        acc[c] = _mm256_setzero_ps();
+        acc_m[c] = _mm_setzero_ps();
+    }
     const __m256i m4 = _mm256_set1_epi8(0xf);
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
         const float dx = f16(x[i].d), dminx = f16(x[i].dmin);
         uint32_t    sm[4];
         k4_scales_mins(x[i].scales, sm);
-        const __m256i scales_mins = _mm256_cvtepu8_epi16(_mm_setr_epi32((int) sm[0], (int) sm[1], (int) sm[2], (int) sm[3]));
-        const __m128i mins        = _mm256_extracti128_si256(scales_mins, 1);
-        const __m256i scales      = _mm256_permute2x128_si256(scales_mins, scales_mins, 0x00);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *) &sm[2]));
+        int32_t       scale_pairs[8];
+        k4_scale_pairs(sm, scale_pairs);
         float         d[MAX_COLS];
         __m256i       sumi[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) {
-            const __m256i bsums = _mm256_loadu_si256((const __m256i *) y[c][i].bsums);
+            const __m256i bsums = load_256(y[c][i].bsums);
             const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
             const float   dmin  = -y[c][i].d * dminx;
             acc_m[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(_mm_madd_epi16(mins, pairs)), acc_m[c]);
@@ -777,19 +842,21 @@ KERNEL void dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
             sumi[c]  = _mm256_setzero_si256();
         }
         UNROLLED for (int j = 0; j < 4; j++) {
-            const __m256i bits    = _mm256_loadu_si256((const __m256i *) (x[i].qs + 32 * j));
+            const __m256i bits    = load_256(x[i].qs + 32 * j);
             const __m256i q_lo    = _mm256_and_si256(bits, m4);
             const __m256i q_hi    = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            const __m256i scale_lo = _mm256_shuffle_epi8(scales, pick_i16(2 * j, 2 * j));
-            const __m256i scale_hi = _mm256_shuffle_epi8(scales, pick_i16(2 * j + 1, 2 * j + 1));
+            const __m256i scale_lo = _mm256_set1_epi32(scale_pairs[2 * j]);
+            const __m256i scale_hi = _mm256_set1_epi32(scale_pairs[2 * j + 1]);
             UNROLLED for (int c = 0; c < nc; c++) {
                 const int8_t * q8 = y[c][i].qs + 64 * j;
-                const __m256i  lo = _mm256_madd_epi16(scale_lo, _mm256_maddubs_epi16(q_lo, _mm256_loadu_si256((const __m256i *) q8)));
-                const __m256i  hi = _mm256_madd_epi16(scale_hi, _mm256_maddubs_epi16(q_hi, _mm256_loadu_si256((const __m256i *) (q8 + 32))));
+                const __m256i  lo = _mm256_madd_epi16(scale_lo, _mm256_maddubs_epi16(q_lo, load_256(q8)));
+                const __m256i  hi = _mm256_madd_epi16(scale_hi, _mm256_maddubs_epi16(q_hi, load_256(q8 + 32)));
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(lo, hi));
             }
         }
-        UNROLLED for (int c = 0; c < nc; c++) acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d[c]), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d[c]), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+        }
     }
     UNROLLED for (int c = 0; c < nc; c++) {
         __m128 m = _mm_add_ps(acc_m[c], _mm_movehl_ps(acc_m[c], acc_m[c]));
@@ -799,6 +866,12 @@ KERNEL void dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
 }
 ENTRY_POINTS(q4_K_q8_K, dot_q4_K_q8_K)
 
+// 16 in the bytes whose bit `bit` is set in qh, 0 elsewhere (the 5th bit of Q5_K).
+KERNEL __m256i fifth_bit_16(__m256i qh, int bit) {
+    const __m256i set = _mm256_and_si256(qh, _mm256_set1_epi8((char) (1 << bit)));
+    return _mm256_slli_epi16(_mm256_srli_epi16(set, bit), 4);   // the bit to position 4 (the shifts stay within bytes)
+}
+
 // Q5_K (scalar: mg_vec_dot_q5_K_q8_K): Q4_K plus a 5th bit, bit 2j (low
 // nibbles) or 2j+1 (high nibbles) of qh[l], moved up to 16. The mins go into
 // a scalar float sum here (ggml: summs).
@@ -807,20 +880,24 @@ KERNEL void dot_q5_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     const struct mg_block_q8_K * y[MAX_COLS];
     __m256                       acc[MAX_COLS];
     float                        summs[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps(), summs[c] = 0;
+    UNROLLED for (int c = 0; c < nc; c++) {
+        y[c]   = column(vy, ys, c);
+        acc[c] = _mm256_setzero_ps();
+        summs[c] = 0;
+    }
     const __m256i m4 = _mm256_set1_epi8(0xf);
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
         const float dx = f16(x[i].d), dminx = f16(x[i].dmin);
         uint32_t    sm[4];
         k4_scales_mins(x[i].scales, sm);
-        const __m256i scales_mins = _mm256_cvtepu8_epi16(_mm_setr_epi32((int) sm[0], (int) sm[1], (int) sm[2], (int) sm[3]));
-        const __m128i mins        = _mm256_extracti128_si256(scales_mins, 1);
-        const __m256i scales      = _mm256_permute2x128_si256(scales_mins, scales_mins, 0x00);
-        const __m256i hbits       = _mm256_loadu_si256((const __m256i *) x[i].qh);
+        const __m128i mins  = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *) &sm[2]));
+        const __m256i hbits = load_256(x[i].qh);
+        int32_t       scale_pairs[8];
+        k4_scale_pairs(sm, scale_pairs);
         float         d[MAX_COLS];
         __m256i       sumi[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) {
-            const __m256i bsums = _mm256_loadu_si256((const __m256i *) y[c][i].bsums);
+            const __m256i bsums = load_256(y[c][i].bsums);
             const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
             const __m128i prod  = _mm_madd_epi16(mins, pairs);
             const __m128i sum2  = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
@@ -831,26 +908,32 @@ KERNEL void dot_q5_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
             sumi[c] = _mm256_setzero_si256();
         }
         UNROLLED for (int j = 0; j < 4; j++) {
-            const __m256i bits     = _mm256_loadu_si256((const __m256i *) (x[i].qs + 32 * j));
-            const __m256i fifth_lo = _mm256_and_si256(hbits, _mm256_set1_epi8((char) (1 << (2 * j))));
-            const __m256i fifth_hi = _mm256_and_si256(hbits, _mm256_set1_epi8((char) (1 << (2 * j + 1))));
-            const __m256i q_lo     = _mm256_add_epi8(_mm256_and_si256(bits, m4), _mm256_slli_epi16(_mm256_srli_epi16(fifth_lo, 2 * j), 4));
+            const __m256i bits     = load_256(x[i].qs + 32 * j);
+            const __m256i q_lo     = _mm256_add_epi8(_mm256_and_si256(bits, m4), fifth_bit_16(hbits, 2 * j));
             const __m256i q_hi     = _mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4),
-                                                     _mm256_slli_epi16(_mm256_srli_epi16(fifth_hi, 2 * j + 1), 4));
-            const __m256i scale_lo = _mm256_shuffle_epi8(scales, pick_i16(2 * j, 2 * j));
-            const __m256i scale_hi = _mm256_shuffle_epi8(scales, pick_i16(2 * j + 1, 2 * j + 1));
+                                                     fifth_bit_16(hbits, 2 * j + 1));
+            const __m256i scale_lo = _mm256_set1_epi32(scale_pairs[2 * j]);
+            const __m256i scale_hi = _mm256_set1_epi32(scale_pairs[2 * j + 1]);
             UNROLLED for (int c = 0; c < nc; c++) {
                 const int8_t * q8 = y[c][i].qs + 64 * j;
-                const __m256i  lo = _mm256_madd_epi16(scale_lo, _mm256_maddubs_epi16(q_lo, _mm256_loadu_si256((const __m256i *) q8)));
-                const __m256i  hi = _mm256_madd_epi16(scale_hi, _mm256_maddubs_epi16(q_hi, _mm256_loadu_si256((const __m256i *) (q8 + 32))));
+                const __m256i  lo = _mm256_madd_epi16(scale_lo, _mm256_maddubs_epi16(q_lo, load_256(q8)));
+                const __m256i  hi = _mm256_madd_epi16(scale_hi, _mm256_maddubs_epi16(q_hi, load_256(q8 + 32)));
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(lo, hi));
             }
         }
-        UNROLLED for (int c = 0; c < nc; c++) acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d[c]), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d[c]), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+        }
     }
     UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]) + summs[c];
 }
 ENTRY_POINTS(q5_K_q8_K, dot_q5_K_q8_K)
+
+// 32 six-bit codes of Q6_K: the low nibbles of low4, and bits shift..shift+1 of qh above them.
+KERNEL __m256i six_bit_codes(__m256i low4, __m256i qh, int shift) {
+    const __m256i high2 = _mm256_and_si256(_mm256_srli_epi16(qh, shift), _mm256_set1_epi8(3));
+    return _mm256_or_si256(_mm256_and_si256(low4, _mm256_set1_epi8(0xf)), _mm256_slli_epi16(high2, 4));
+}
 
 // Q6_K (scalar: mg_vec_dot_q6_K_q8_K): in each half of 128 elements, 4 low
 // bits from ql (64 bytes: two registers, low and high nibbles) and 2 high bits
@@ -861,24 +944,25 @@ KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     const struct mg_block_q6_K * x = vx;
     const struct mg_block_q8_K * y[MAX_COLS];
     __m256                       acc[MAX_COLS];
-    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c), acc[c] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0xf), m3 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
+    UNROLLED for (int c = 0; c < nc; c++) {
+        y[c]   = column(vy, ys, c);
+        acc[c] = _mm256_setzero_ps();
+    }
+    const __m256i m32 = _mm256_set1_epi8(32);
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
         const float   dx     = f16(x[i].d);
         const __m128i scales = _mm_loadu_si128((const __m128i *) x[i].scales);
         __m256i       sumi[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) sumi[c] = _mm256_setzero_si256();
         UNROLLED for (int h = 0; h < 2; h++) {
-            const __m256i ql0 = _mm256_loadu_si256((const __m256i *) (x[i].ql + 64 * h));
-            const __m256i ql1 = _mm256_loadu_si256((const __m256i *) (x[i].ql + 64 * h + 32));
-            const __m256i qh  = _mm256_loadu_si256((const __m256i *) (x[i].qh + 32 * h));
+            const __m256i ql0 = load_256(x[i].ql + 64 * h);
+            const __m256i ql1 = load_256(x[i].ql + 64 * h + 32);
+            const __m256i qh  = load_256(x[i].qh + 32 * h);
             __m256i       q[4], sc[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
+            q[0] = six_bit_codes(ql0, qh, 0);   // elements 128h + 0..31
+            q[1] = six_bit_codes(ql1, qh, 2);   //              + 32..63
+            q[2] = six_bit_codes(_mm256_srli_epi16(ql0, 4), qh, 4);
+            q[3] = six_bit_codes(_mm256_srli_epi16(ql1, 4), qh, 6);
             UNROLLED for (int k = 0; k < 4; k++) {
                 // 16 int16: the scale of sub-block 8h+2k eight times, then that of 8h+2k+1
                 const int     j    = 8 * h + 2 * k;
@@ -890,7 +974,7 @@ KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
                 const int8_t * q8 = y[c][i].qs + 128 * h;
                 __m256i        p[4];
                 UNROLLED for (int k = 0; k < 4; k++) {
-                    const __m256i a = _mm256_loadu_si256((const __m256i *) (q8 + 32 * k));
+                    const __m256i a = load_256(q8 + 32 * k);
                     p[k] = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], a), _mm256_maddubs_epi16(m32, a));
                     p[k] = _mm256_madd_epi16(sc[k], p[k]);
                 }

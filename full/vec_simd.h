@@ -7,16 +7,18 @@
 // Then MG_SIMD is defined and vec.c's table points at them:
 //
 //     mg_vec_dot_q4_0_q8_0        the scalar reference (vec.c), ggml's *_generic order
-//     mg_vec_dot_q4_0_q8_0_simd   the same dot product, ggml's AVX2 order
+//     mg_vec_dot_q4_0_q8_0_simd   the same dot product, its floats added in SIMD
+//                                 lanes: equal up to rounding (vec_simd.c says how)
 //     mg_vec_dot_cols_q4_0_q8_0_simd
 //                                 up to 4 activation columns per weight row, each
 //                                 column bit-identical to mg_vec_dot_q4_0_q8_0_simd
 //
 // The activation converters are bit-identical to their scalar references
-// (mg_quantize_row_q8_0 and friends) for every finite input.
+// (mg_quantize_row_q8_0 and friends) for finite input.
 #pragma once
 
-#include "vec.h"
+#include <stddef.h>
+#include <stdint.h>
 
 #if !defined(MG_SCALAR) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define MG_SIMD 1
@@ -44,7 +46,7 @@ void mg_vec_dot_q4_K_q8_K_simd  (int64_t n, float * s, const void * x, const voi
 void mg_vec_dot_q5_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y);
 void mg_vec_dot_q6_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y);
 
-// One weight row . up to MG_VEC_DOT_MAX_COLS activation rows (mg_vec_dot_cols_fn).
+// One weight row . up to 4 activation rows (mg_vec_dot_cols_fn).
 void mg_vec_dot_cols_f32_simd        (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
 void mg_vec_dot_cols_f16_simd        (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
 void mg_vec_dot_cols_bf16_simd       (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);

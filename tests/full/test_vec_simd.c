@@ -328,8 +328,9 @@ static void check_vec_dot(const struct ref * ref, enum mode mode, uint64_t seed)
         const double steps = (double) (n / mg_blck_size(ref->type));
         const double tol   = (2 * steps + 10) * 0x1p-24 * mag + 1e-30;
         ck_assert_msg(isfinite(got) && fabs((double) got - (double) want) <= tol,
-                      "%s mode %d n %lld: simd %.9g scalar %.9g (diff %.3g, tol %.3g, mag %.3g)", mg_type_name(ref->type),
-                      (int) mode, (long long) n, got, want, fabs((double) got - (double) want), tol, mag);
+                      "%s mode %d n %lld: simd %.9g scalar %.9g (diff %.3g, tol %.3g, mag %.3g)",
+                      mg_type_name(ref->type), (int) mode, (long long) n, got, want, fabs((double) got - (double) want),
+                      tol, mag);
         free_rows(&r);
     }
 }
@@ -391,8 +392,9 @@ static void check_cols(const struct ref * ref, enum mode mode, uint64_t seed) {
             for (int c = 0; c <= MG_VEC_DOT_MAX_COLS; c++) many[c] = -1.0f;   // a sentinel after the last column
             cpu->vec_dot_cols(n, many, r.x, r.y, r.y_stride, nc);
             for (int c = 0; c < nc; c++) {
-                ck_assert_msg(float_bits(many[c]) == float_bits(one[c]), "%s mode %d n %lld, %d columns: column %d %.9g vs %.9g",
-                              mg_type_name(ref->type), (int) mode, (long long) n, nc, c, many[c], one[c]);
+                ck_assert_msg(float_bits(many[c]) == float_bits(one[c]),
+                              "%s mode %d n %lld, %d columns: column %d %.9g vs %.9g", mg_type_name(ref->type),
+                              (int) mode, (long long) n, nc, c, many[c], one[c]);
             }
             ck_assert_msg(many[nc] == -1.0f, "%s: %d columns wrote s[%d]", mg_type_name(ref->type), nc, nc);
         }
@@ -419,7 +421,8 @@ START_TEST(test_table_wiring) {
         ck_assert_ptr_nonnull(cpu);
         ck_assert_ptr_nonnull(cpu->vec_dot_cols);
 #if defined(MG_SIMD)
-        ck_assert_msg(cpu->vec_dot != REFS[i].vec_dot, "%s: scalar vec_dot in a SIMD build", mg_type_name(REFS[i].type));
+        ck_assert_msg(cpu->vec_dot != REFS[i].vec_dot, "%s: scalar vec_dot in a SIMD build",
+                      mg_type_name(REFS[i].type));
         ck_assert_msg(REFS[i].from_float == NULL || cpu->from_float != REFS[i].from_float, "%s: scalar from_float",
                       mg_type_name(REFS[i].type));
 #else
@@ -450,8 +453,9 @@ static void check_converter(enum mg_type weight_type, mg_from_float_fn scalar, c
     cpu->from_float(x, got, n);
     scalar(x, want, n);
     for (size_t i = 0; i < size; i++) {
-        ck_assert_msg(got[i] == want[i], "%s -> %s (%s, n %lld): byte %zu is %02x, want %02x", mg_type_name(weight_type),
-                      mg_type_name(cpu->vec_dot_type), what, (long long) n, i, got[i], want[i]);
+        ck_assert_msg(got[i] == want[i], "%s -> %s (%s, n %lld): byte %zu is %02x, want %02x",
+                      mg_type_name(weight_type), mg_type_name(cpu->vec_dot_type), what, (long long) n, i, got[i],
+                      want[i]);
     }
     free(got), free(want);
 }
