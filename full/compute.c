@@ -54,7 +54,14 @@ float mg_expf(float x) {
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
                          u, fmaf(0x1.ffffecp-1f, b, 1.0f));
     if (fabsf(n) > 192.0f) return n > 0.0f ? INFINITY : 0.0f;   // far out of float range
-    return ldexpf(j, (int) n);
+    if (fabsf(n) <= 126.0f) {
+        // j * 2^n with 2^n built from its bits: exact, and no library call.
+        const uint32_t bits = (uint32_t) ((int32_t) n + 127) << 23;
+        float two_n;
+        memcpy(&two_n, &bits, sizeof(two_n));
+        return j * two_n;
+    }
+    return ldexpf(j, (int) n);   // results near the ends of the float range
 }
 
 // ggml's vector loops (AVX-512: 16 floats at a time) use ggml_v_expf, and the
@@ -285,11 +292,6 @@ static void mul_mat_init(const struct mg_compute_params * p, struct mg_tensor * 
 // one token at a time.
 enum { MUL_MAT_ROW_BLOCK = 16, MUL_MAT_COL_GROUP = 4 };
 
-static void dot_cols(const struct mg_type_traits_cpu * cpu, int64_t n, float * s, const void * x, const char * y,
-                     size_t y_stride, int n_cols) {
-    for (int c = 0; c < n_cols; c++) cpu->vec_dot(n, &s[c], x, y + (size_t) c * y_stride);
-}
-
 static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor * dst,
                           const struct mg_type_traits_cpu * cpu) {
     const struct mg_tensor * a = dst->src[0];
@@ -309,7 +311,7 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                     const char * y      = mul_mat_b_row(p, b, cpu->vec_dot_type, j, i12, i13);
                     for (int64_t i01 = ib; i01 < ie; i01++) {
                         float s[MUL_MAT_COL_GROUP];
-                        dot_cols(cpu, a->ne[0], s, row_ptr(a, i01, i12 / r2, i13 / r3), y, y_stride, n_cols);
+                        cpu->vec_dot_cols(a->ne[0], s, row_ptr(a, i01, i12 / r2, i13 / r3), y, y_stride, n_cols);
                         for (int c = 0; c < n_cols; c++) ((float *) row_ptr(dst, j + c, i12, i13))[i01] = s[c];
                     }
                 }

@@ -13,8 +13,9 @@
 //    scalar *_generic order adds each block into one float, these FMA each
 //    block's 8 lane sums into 8 float lanes and sum the lanes at the end. For
 //    the float rows and the K-quants that is ggml's own order, operation by
-//    operation (ggml-cpu/vec.cpp with the AVX-512/AVX mappings of
-//    simd-mappings.h; ggml-cpu/arch/x86/quants.c, AVX2 paths). The 32-element
+//    operation (ggml-cpu/vec.cpp with the AVX mappings of simd-mappings.h, and
+//    its AVX512-BF16 path for BF16; ggml-cpu/arch/x86/quants.c, AVX2 paths),
+//    so the same on every machine with AVX2 except for BF16. The 32-element
 //    formats split the blocks between two accumulators, as ggml's IQ4_NL
 //    kernel does, where ggml's Q4_0/Q8_0/... kernels use one (see there).
 //    SIMD and scalar results differ by float rounding only; the test
@@ -338,64 +339,47 @@ void mg_quantize_row_q8_K_simd(const float * x, void * vy, int64_t n) {
 // ---------------------------------------------------------------------------
 // Float rows. Scalar references: mg_vec_dot_f32, mg_vec_dot_f16,
 // mg_vec_dot_bf16 (vec.c). ggml: ggml_vec_dot_f32/_f16/_bf16 (vec.cpp) with
-// the AVX-512 or AVX mappings of simd-mappings.h: 4 accumulators of one
-// register each take every 4th register-full of products; at the end they
-// are added (0+2) + (1+3), the lanes summed, and the leftover n % (4 *
-// lanes) elements added one by one.
+// the AVX mappings of simd-mappings.h (GGML_F32_STEP 32, GGML_F32_EPR 8): 4
+// accumulators of 8 lanes take every 4th group of 8 products; at the end
+// they are added (0+2) + (1+3), the lanes summed, and the leftover n % 32
+// elements added one by one. (ggml's AVX-512 mapping takes 64 at a time; on a
+// machine that splits 512-bit instructions it is no faster, and it leaves
+// the last 32 of a 96-element attention head to the slow one-by-one loop.)
 // ---------------------------------------------------------------------------
 
-#if defined(__AVX512F__)
-typedef __m512 f32_vec;   // GGML_F32_EPR = 16
-#define F32_LANES 16
-KERNEL f32_vec vec_zero(void) { return _mm512_setzero_ps(); }
-KERNEL f32_vec vec_load(const float * p) { return _mm512_loadu_ps(p); }
-KERNEL f32_vec vec_load_f16(const mg_fp16_t * p) { return _mm512_cvtph_ps(load_256(p)); }
-KERNEL f32_vec vec_fma(f32_vec a, f32_vec b, f32_vec acc) { return _mm512_fmadd_ps(a, b, acc); }
-KERNEL f32_vec vec_add(f32_vec a, f32_vec b) { return _mm512_add_ps(a, b); }
-// _mm512_reduce_add_ps as GCC and clang define it: halves, halves, pairs.
-KERNEL float vec_reduce(f32_vec v) {
-    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), hi);
-    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
-}
-#else
-typedef __m256 f32_vec;   // GGML_F32_EPR = 8
 #define F32_LANES 8
-KERNEL f32_vec vec_zero(void) { return _mm256_setzero_ps(); }
-KERNEL f32_vec vec_load(const float * p) { return _mm256_loadu_ps(p); }
-KERNEL f32_vec vec_load_f16(const mg_fp16_t * p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) p)); }
-KERNEL f32_vec vec_fma(f32_vec a, f32_vec b, f32_vec acc) { return _mm256_fmadd_ps(a, b, acc); }
-KERNEL f32_vec vec_add(f32_vec a, f32_vec b) { return _mm256_add_ps(a, b); }
+#define F32_STEP  (4 * F32_LANES)   // GGML_F32_STEP
+
+KERNEL __m256 load_f16_8(const mg_fp16_t * p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) p));
+}
+
 // GGML_F32x8_REDUCE's last step: halves, then two horizontal adds.
-KERNEL float vec_reduce(f32_vec v) {
+KERNEL float reduce_8(__m256 v) {
     const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 h2 = _mm_hadd_ps(h4, h4);
     return _mm_cvtss_f32(_mm_hadd_ps(h2, h2));
 }
-#endif
-#define F32_STEP (4 * F32_LANES)   // GGML_F32_STEP
 
-KERNEL float reduce_4(const f32_vec acc[4]) {
-    return vec_reduce(vec_add(vec_add(acc[0], acc[2]), vec_add(acc[1], acc[3])));
+KERNEL float reduce_4(const __m256 acc[4]) {
+    return reduce_8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
 }
 
 // F32: the leftovers are added in float.
 KERNEL void dot_f32(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
     const float * x = vx;
     const float * y[MAX_COLS];
-    f32_vec       acc[MAX_COLS][4];
+    __m256        acc[MAX_COLS][4];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c] = column(vy, ys, c);
-        UNROLLED for (int j = 0; j < 4; j++) acc[c][j] = vec_zero();
+        UNROLLED for (int j = 0; j < 4; j++) acc[c][j] = _mm256_setzero_ps();
     }
     const int64_t np = n - n % F32_STEP;
     for (int64_t i = 0; i < np; i += F32_STEP) {
         UNROLLED for (int j = 0; j < 4; j++) {
-            const f32_vec xv = vec_load(x + i + j * F32_LANES);
+            const __m256 xv = _mm256_loadu_ps(x + i + j * F32_LANES);
             UNROLLED for (int c = 0; c < nc; c++) {
-                acc[c][j] = vec_fma(xv, vec_load(y[c] + i + j * F32_LANES), acc[c][j]);
+                acc[c][j] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y[c] + i + j * F32_LANES), acc[c][j]);
             }
         }
     }
@@ -411,17 +395,17 @@ ENTRY_POINTS(f32, dot_f32)
 KERNEL void dot_f16(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
     const mg_fp16_t * x = vx;
     const mg_fp16_t * y[MAX_COLS];
-    f32_vec           acc[MAX_COLS][4];
+    __m256            acc[MAX_COLS][4];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c] = column(vy, ys, c);
-        UNROLLED for (int j = 0; j < 4; j++) acc[c][j] = vec_zero();
+        UNROLLED for (int j = 0; j < 4; j++) acc[c][j] = _mm256_setzero_ps();
     }
     const int64_t np = n - n % F32_STEP;
     for (int64_t i = 0; i < np; i += F32_STEP) {
         UNROLLED for (int j = 0; j < 4; j++) {
-            const f32_vec xv = vec_load_f16(x + i + j * F32_LANES);
+            const __m256 xv = load_f16_8(x + i + j * F32_LANES);
             UNROLLED for (int c = 0; c < nc; c++) {
-                acc[c][j] = vec_fma(xv, vec_load_f16(y[c] + i + j * F32_LANES), acc[c][j]);
+                acc[c][j] = _mm256_fmadd_ps(xv, load_f16_8(y[c] + i + j * F32_LANES), acc[c][j]);
             }
         }
     }
@@ -439,6 +423,15 @@ KERNEL float bf16(mg_bf16_t h) {
 }
 
 #if defined(__AVX512BF16__)
+// _mm512_reduce_add_ps as GCC and clang define it: halves, halves, pairs.
+KERNEL float reduce_16(__m512 v) {
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), hi);
+    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
+}
+
 // ggml's AVX512-BF16 path: vdpbf16ps multiplies bf16 pairs and adds both
 // products to a float lane (each product is exact in float; denormals are
 // flushed), 2 accumulators of 16 lanes, each reduced into a double.
@@ -461,8 +454,8 @@ KERNEL void dot_bf16(int64_t n, float * s, const void * vx, const void * vy, siz
     }
     UNROLLED for (int c = 0; c < nc; c++) {
         double sum = 0;
-        sum += vec_reduce(acc[c][0]);
-        sum += vec_reduce(acc[c][1]);
+        sum += reduce_16(acc[c][0]);
+        sum += reduce_16(acc[c][1]);
         for (int64_t k = i; k < n; k++) sum += (double) (bf16(x[k]) * bf16(y[c][k]));
         s[c] = (float) sum;
     }
@@ -801,9 +794,9 @@ KERNEL void k4_scales_mins(const uint8_t * packed, uint32_t out[4]) {
     out[3] = (a[2] >> 4 & low4) | ((a[1] >> 6 & top2) << 4);
 }
 
-// The scale of each sub-block in both 16-bit halves of a 32-bit word (sc * 0x10001):
-// broadcast, it is madd's multiplier for a register of pair sums, and a
-// broadcast from memory costs a load, where picking it out of a register costs a shuffle.
+// The scale of each sub-block in both 16-bit halves of a 32-bit word (sc *
+// 0x10001): broadcast to a register, it is madd's multiplier for the 16 pair
+// sums of one sub-block (ggml shuffles the scale out with a control table).
 KERNEL void k4_scale_pairs(const uint32_t sm[4], int32_t pairs[8]) {
     const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) sm));
     _mm256_storeu_si256((__m256i *) pairs, _mm256_mullo_epi32(sc, _mm256_set1_epi32(0x10001)));
@@ -819,8 +812,8 @@ KERNEL void dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     __m256                       acc[MAX_COLS];
     __m128                       acc_m[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
-        y[c]   = column(vy, ys, c);
-        acc[c] = _mm256_setzero_ps();
+        y[c]     = column(vy, ys, c);
+        acc[c]   = _mm256_setzero_ps();
         acc_m[c] = _mm_setzero_ps();
     }
     const __m256i m4 = _mm256_set1_epi8(0xf);
@@ -881,9 +874,9 @@ KERNEL void dot_q5_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     __m256                       acc[MAX_COLS];
     float                        summs[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
-        y[c]   = column(vy, ys, c);
-        acc[c] = _mm256_setzero_ps();
-        summs[c] = 0;
+        y[c]     = column(vy, ys, c);
+        acc[c]   = _mm256_setzero_ps();
+        summs[c] = 0.0f;
     }
     const __m256i m4 = _mm256_set1_epi8(0xf);
     for (int64_t i = 0; i < n / MG_QK_K; i++) {

@@ -48,7 +48,14 @@ float mg_expf(float x) {
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
                          u, fmaf(0x1.ffffecp-1f, b, 1.0f));
     if (fabsf(n) > 192.0f) return n > 0.0f ? INFINITY : 0.0f;   // far out of float range
-    return ldexpf(j, (int) n);
+    if (fabsf(n) <= 126.0f) {
+        // j * 2^n with 2^n built from its bits: exact, and no library call.
+        const uint32_t bits = (uint32_t) ((int32_t) n + 127) << 23;
+        float two_n;
+        memcpy(&two_n, &bits, sizeof(two_n));
+        return j * two_n;
+    }
+    return ldexpf(j, (int) n);   // results near the ends of the float range
 }
 
 // ggml's vector loops (AVX-512: 16 floats at a time) use ggml_v_expf, and the

@@ -64,10 +64,11 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     MG_ASSERT(s != NULL);
     s->model  = m;
     s->params = params;
-    // n_kv padded to 256, as llama.cpp pads it: the decode graph keeps its shape
-    // for 256 steps at a time (so it can be reused), and softmax rows have the
-    // same length as llama.cpp's, which decides how ggml rounds them.
-    s->kv = mg_kv_cache_new(m->hp.n_layer, params.n_ctx, m->hp.head_dim, m->hp.n_head_kv, params.kv_type, 256);
+    // n_kv padded to a multiple of 32: the decode graph keeps its shape for 32
+    // steps at a time, so it can be reused, and every real position of a
+    // softmax row falls in ggml's 16-wide vector loop, as in llama.cpp (which
+    // pads to 256: the masked rest changes nothing but the work).
+    s->kv = mg_kv_cache_new(m->hp.n_layer, params.n_ctx, m->hp.head_dim, m->hp.n_head_kv, params.kv_type, 32);
     if (s->kv == NULL) {
         free(s);
         return NULL;

@@ -694,6 +694,30 @@ static uint8_t dot_wq[DOT_N * 2], dot_aq[DOT_N * 2];
 // With aligned, the two rows share a random sign per element and have
 // magnitudes near their maximum, so the integer block sums grow to 13 and more
 // significant bits, where the order of the float multiplies starts to matter.
+// In full/'s SIMD build (vec_simd.h) the table holds the SIMD twins of the
+// kernels named here; TABLE_KERNEL names the one the table should hold.
+#if defined(MG_SIMD)
+#define TABLE_KERNEL(f) f##_simd
+#else
+#define TABLE_KERNEL(f) f
+#endif
+
+// The scalar kernel by name: its float order is what the order tests pin down
+// (the SIMD twins add in another order; tests/full/test_vec_simd.c checks them
+// against these).
+static mg_vec_dot_fn scalar_vec_dot(enum mg_type type) {
+    switch (type) {
+    case MG_TYPE_Q4_1: return mg_vec_dot_q4_1_q8_1;
+    case MG_TYPE_Q5_0: return mg_vec_dot_q5_0_q8_0;
+    case MG_TYPE_Q5_1: return mg_vec_dot_q5_1_q8_1;
+    case MG_TYPE_IQ4_NL: return mg_vec_dot_iq4_nl_q8_0;
+    case MG_TYPE_Q2_K: return mg_vec_dot_q2_K_q8_K;
+    case MG_TYPE_Q3_K: return mg_vec_dot_q3_K_q8_K;
+    case MG_TYPE_Q5_K: return mg_vec_dot_q5_K_q8_K;
+    default: ck_abort_msg("no scalar kernel for %s", mg_type_name(type)); return NULL;
+    }
+}
+
 static float prepare_dot(enum mg_type type, int64_t n, uint64_t seed, bool aligned, double * exact, double * mag) {
     uint64_t rng = seed;
     for (int64_t i = 0; i < n; i++) {
@@ -719,7 +743,7 @@ static float prepare_dot(enum mg_type type, int64_t n, uint64_t seed, bool align
         *mag += fabs((double) dot_wf[i] * dot_af[i]);
     }
     float s = NAN;
-    tc->vec_dot(n, &s, dot_wq, dot_aq);
+    scalar_vec_dot(type)(n, &s, dot_wq, dot_aq);
     return s;
 }
 
@@ -729,13 +753,13 @@ START_TEST(test_cpu_traits) {
         mg_from_float_fn   from_float;
         mg_vec_dot_fn      vec_dot;
     } want[] = {
-        {MG_TYPE_Q4_1, MG_TYPE_Q8_1, mg_quantize_row_q8_1, mg_vec_dot_q4_1_q8_1},
-        {MG_TYPE_Q5_0, MG_TYPE_Q8_0, mg_quantize_row_q8_0, mg_vec_dot_q5_0_q8_0},
-        {MG_TYPE_Q5_1, MG_TYPE_Q8_1, mg_quantize_row_q8_1, mg_vec_dot_q5_1_q8_1},
-        {MG_TYPE_Q2_K, MG_TYPE_Q8_K, mg_quantize_row_q8_K, mg_vec_dot_q2_K_q8_K},
-        {MG_TYPE_Q3_K, MG_TYPE_Q8_K, mg_quantize_row_q8_K, mg_vec_dot_q3_K_q8_K},
-        {MG_TYPE_Q5_K, MG_TYPE_Q8_K, mg_quantize_row_q8_K, mg_vec_dot_q5_K_q8_K},
-        {MG_TYPE_IQ4_NL, MG_TYPE_Q8_0, mg_quantize_row_q8_0, mg_vec_dot_iq4_nl_q8_0},
+        {MG_TYPE_Q4_1, MG_TYPE_Q8_1, TABLE_KERNEL(mg_quantize_row_q8_1), TABLE_KERNEL(mg_vec_dot_q4_1_q8_1)},
+        {MG_TYPE_Q5_0, MG_TYPE_Q8_0, TABLE_KERNEL(mg_quantize_row_q8_0), TABLE_KERNEL(mg_vec_dot_q5_0_q8_0)},
+        {MG_TYPE_Q5_1, MG_TYPE_Q8_1, TABLE_KERNEL(mg_quantize_row_q8_1), TABLE_KERNEL(mg_vec_dot_q5_1_q8_1)},
+        {MG_TYPE_Q2_K, MG_TYPE_Q8_K, TABLE_KERNEL(mg_quantize_row_q8_K), TABLE_KERNEL(mg_vec_dot_q2_K_q8_K)},
+        {MG_TYPE_Q3_K, MG_TYPE_Q8_K, TABLE_KERNEL(mg_quantize_row_q8_K), TABLE_KERNEL(mg_vec_dot_q3_K_q8_K)},
+        {MG_TYPE_Q5_K, MG_TYPE_Q8_K, TABLE_KERNEL(mg_quantize_row_q8_K), TABLE_KERNEL(mg_vec_dot_q5_K_q8_K)},
+        {MG_TYPE_IQ4_NL, MG_TYPE_Q8_0, TABLE_KERNEL(mg_quantize_row_q8_0), TABLE_KERNEL(mg_vec_dot_iq4_nl_q8_0)},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         const struct mg_type_traits_cpu * t = mg_get_type_traits_cpu(want[i].type);
