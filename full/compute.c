@@ -95,6 +95,26 @@ static float apply_binary(enum mg_op op, float x, float y) {
     }
 }
 
+//@+ full contiguous-rows
+// The common case, rows of packed floats and b as long as a: one tight loop
+// per op that the compiler turns into vector code (the general loop below
+// asks which op it is for every element).
+static bool rows_are_packed(const struct mg_tensor * a, const struct mg_tensor * b, const struct mg_tensor * dst) {
+    return a->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float) &&
+           (b == NULL || (b->nb[0] == sizeof(float) && b->ne[0] == dst->ne[0]));
+}
+
+static void binary_row(enum mg_op op, int64_t n, float * d, const float * x, const float * y) {
+    switch (op) {
+        case MG_OP_ADD: for (int64_t i = 0; i < n; i++) d[i] = x[i] + y[i]; break;
+        case MG_OP_SUB: for (int64_t i = 0; i < n; i++) d[i] = x[i] - y[i]; break;
+        case MG_OP_MUL: for (int64_t i = 0; i < n; i++) d[i] = x[i] * y[i]; break;
+        case MG_OP_DIV: for (int64_t i = 0; i < n; i++) d[i] = x[i] / y[i]; break;
+        default: MG_ASSERT(false && "not a binary op");
+    }
+}
+//@- full contiguous-rows
+
 // dst = a op b, where b repeats over a (each index taken modulo b's size).
 static void forward_binary(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * a = dst->src[0];
@@ -107,6 +127,12 @@ static void forward_binary(const struct mg_compute_params * p, struct mg_tensor 
         const char * ra = row_ptr(a, i1, i2, i3);
         const char * rb = row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
         char *       rd = row_ptr(dst, i1, i2, i3);
+        //@+ full contiguous-rows
+        if (rows_are_packed(a, b, dst)) {
+            binary_row(dst->op, dst->ne[0], (float *) rd, (const float *) ra, (const float *) rb);
+            continue;
+        }
+        //@- full contiguous-rows
         for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
             set_f32(rd, dst, i0, apply_binary(dst->op, get_f32(ra, a, i0), get_f32(rb, b, i0 % b->ne[0])));
         }
@@ -405,6 +431,21 @@ static char * element_in_order(const struct mg_tensor * t, int64_t k) {
 static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * src = dst->src[0];
     MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
+    //@+ full contiguous-rows
+    // Same shape and type, rows of packed elements (a cont after a permute):
+    // copy whole rows instead of locating every element by division.
+    if (mg_are_same_shape(src, dst) && src->type == dst->type && src->nb[0] == mg_type_size(src->type) &&
+        dst->nb[0] == mg_type_size(dst->type)) {
+        int64_t r0, r1;
+        mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
+        for (int64_t ir = r0; ir < r1; ir++) {
+            int64_t i1, i2, i3;
+            unravel_row(dst, ir, &i1, &i2, &i3);
+            memcpy(row_ptr(dst, i1, i2, i3), row_ptr(src, i1, i2, i3), (size_t) dst->ne[0] * dst->nb[0]);
+        }
+        return;
+    }
+    //@- full contiguous-rows
     int64_t k0, k1;
     mg_split_rows(mg_nelements(dst), p->ith, p->nth, &k0, &k1);
     for (int64_t k = k0; k < k1; k++) {
@@ -498,6 +539,12 @@ static void forward_set_rows(const struct mg_compute_params * p, struct mg_tenso
         MG_ASSERT(row >= 0 && row < dst->ne[1] && "set_rows: row index out of range");
         const char * rs = row_ptr(src, i1, i2, i3);
         char *       rd = row_ptr(dst, row, 0, 0);
+        //@+ full contiguous-rows
+        if (src->nb[0] == sizeof(float) && dst->type == MG_TYPE_F16) {
+            mg_get_type_traits_cpu(MG_TYPE_F16)->from_float((const float *) rs, rd, src->ne[0]);   // F16C when built for it
+            continue;
+        }
+        //@- full contiguous-rows
         for (int64_t i0 = 0; i0 < src->ne[0]; i0++) {
             convert_element(rs + i0 * src->nb[0], src->type, rd + i0 * dst->nb[0], dst->type);
         }

@@ -491,8 +491,9 @@ START_TEST(test_run_greedy_matches_golden) {
     ck_assert_msg(r.out_len == len && memcmp(r.out, want, len) == 0, "%s: mg run printed\n%.1500s\nexpected\n%.*s",
                   model, r.out, (int) len, want);
 
-    // The timing summary, and the graphs: one for the prompt, one built for
-    // the first of the n_sure - 1 single-token decodes and reused by the rest.
+    // The timing summary, and the graphs: one per decode call, built for the
+    // prompt and for the first single-token step, then reused (rebuilt only
+    // when the padded cache length grows).
     ck_assert_ptr_nonnull(strstr(r.err, "prompt eval time"));
     ck_assert_ptr_nonnull(strstr(r.err, "eval time"));
     const char * graphs = line_with(r.err, "graphs");
@@ -501,8 +502,9 @@ START_TEST(test_run_greedy_matches_golden) {
     const char * eq = strchr(graphs, '=');
     ck_assert_ptr_nonnull(eq);
     ck_assert_int_eq(sscanf(eq + 1, " %d built, %d reused", &built, &reused), 2);
-    ck_assert_int_eq(built, 2);
-    ck_assert_int_eq(reused, n_sure - 2);
+    ck_assert_int_eq(built + reused, n_sure);
+    ck_assert_int_ge(built, n_sure > 1 ? 2 : 1);
+    ck_assert_int_ge(reused, n_sure / 2 - 1);
     mg_model_free(m);
     free(prompt);
     run_free(&r);
