@@ -50,6 +50,7 @@ void mg_compute_forward_init(const struct mg_compute_params * params, struct mg_
 // Kernels of the fused ops (compute_fused.c).
 void mg_compute_forward_swiglu    (const struct mg_compute_params * params, struct mg_tensor * t);
 void mg_compute_forward_flash_attn(const struct mg_compute_params * params, struct mg_tensor * t);
+size_t mg_flash_attn_work_size(const struct mg_tensor * t);   // scratch bytes per share
 //@- full fused-ops
 
 // Compute t and everything it depends on, giving results their data from ctx.

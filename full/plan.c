@@ -26,6 +26,12 @@ size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks) {
             // One row per share, each padded to its own cache line so that two
             // threads never write the same line.
             return (size_t) n_tasks * ((size_t) node->ne[0] * sizeof(float) + MG_CACHE_LINE);
+        //@+ full fused-ops
+        case MG_OP_FLASH_ATTN:
+            // Per share: the converted query, a tile of scores, the accumulator,
+            // each share's slice rounded up to whole cache lines.
+            return (size_t) n_tasks * ((mg_flash_attn_work_size(node) + MG_CACHE_LINE - 1) / MG_CACHE_LINE * MG_CACHE_LINE);
+        //@- full fused-ops
         default:
             return 0;
     }
