@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef MG_TEST_ROOT
 #error "MG_TEST_ROOT must name the project root (set by tools/engine.mk)"
@@ -14,10 +15,21 @@
 #define MG_TEST_FIXTURES MG_TEST_ROOT "/../shared/fixtures"
 #endif
 
+// The fixtures live beside the project (../shared/fixtures); $MG_FIXTURES
+// overrides that, and a clone made elsewhere falls back to /work/shared.
+static const char * fixtures_dir(void) {
+    const char * dir = getenv("MG_FIXTURES");
+    if (dir != NULL && *dir) return dir;
+    const char * candidates[] = {MG_TEST_FIXTURES, "/work/shared/fixtures"};
+    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+        if (access(candidates[i], R_OK) == 0) return candidates[i];
+    }
+    return MG_TEST_FIXTURES;   // missing: the tests that need it fail and print this path
+}
+
 const char * mg_test_fixture(const char * rel) {
     static char path[4096];
-    const char * dir = getenv("MG_FIXTURES");
-    snprintf(path, sizeof(path), "%s/%s", dir && *dir ? dir : MG_TEST_FIXTURES, rel);
+    snprintf(path, sizeof(path), "%s/%s", fixtures_dir(), rel);
     return path;
 }
 
