@@ -23,10 +23,14 @@ MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 run: deps
 	$(MAKE) -C full run
 
+# The chapters (portable scalar code), full/ built for this CPU (SIMD), and
+# full/ again with every kernel scalar: both paths must pass the same tests.
 test: deps test-tools
 	@set -e; for d in $(CHAPTER_DIRS) full; do \
 		echo "=================== $$d"; $(MAKE) --no-print-directory -C $$d test; \
 	done
+	@echo "=================== full, scalar kernels (SCALAR=1)"
+	@$(MAKE) --no-print-directory -C full test-scalar
 
 tour:
 	@set -e; for d in $(CHAPTER_DIRS); do \

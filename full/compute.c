@@ -10,6 +10,9 @@
 //@+ 07 vec-include
 #include "vec.h"
 //@- 07 vec-include
+//@+ full ops-simd
+#include "ops_simd.h"
+//@- full ops-simd
 #if 0 //@old 03..04 naive-data
 #include "arena.h"
 #endif //@old naive-data
@@ -46,6 +49,7 @@ static void set_f32(char * row, const struct mg_tensor * t, int64_t i0, float v)
 // the vector code fused here too; the compiler must not fuse the others
 // (-ffp-contract=off), or the last bit changes.
 float mg_expf(float x) {
+    if (isnan(x)) return x;   // (int) NaN below would be undefined
     const float shift = 0x1.8p23f;                        // adding it rounds to an integer
     const float z = fmaf(x, 0x1.715476p+0f, shift);       // x / ln2, rounded, in the low bits
     const float n = z - shift;
@@ -252,11 +256,17 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = fmaxf(max, w[i0]);
         double sum = 0.0;
+#if 0 //@old 03..09 soft-max-exp
         for (int64_t i0 = 0; i0 < n; i0++) {
             const float e = row_expf(w[i0] - max, i0, n);
             sum += (double) e;
             rd[i0] = e;
         }
+#endif //@old soft-max-exp
+        //@+ full soft-max-exp
+        mg_exp_row(n, rd, w, max);   // eight lanes at a time (ops_simd.c), the same bits as row_expf
+        for (int64_t i0 = 0; i0 < n; i0++) sum += (double) rd[i0];
+        //@- full soft-max-exp
         const float inv_sum = (float) (1.0 / sum);
         for (int64_t i0 = 0; i0 < n; i0++) rd[i0] *= inv_sum;
     }
@@ -512,6 +522,15 @@ static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * 
         const char * ra   = row_ptr(a, i1, i2, i3);
         char *       rd   = row_ptr(dst, i1, i2, i3);
         const int    half = n_rot / 2;
+        //@+ full rope-pairs
+        if (mode == MG_ROPE_NEOX && a->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float)) {
+            const float * x = (const float *) ra;
+            float *       y = (float *) rd;
+            mg_rope_pairs(half, y, y + half, x, x + half, cos_t, sin_t);
+            memmove(y + n_rot, x + n_rot, (size_t) (a->ne[0] - n_rot) * sizeof(float));
+            continue;
+        }
+        //@- full rope-pairs
         for (int i = 0; i < half; i++) {
             const int64_t j0 = mode == MG_ROPE_NEOX ? i : 2 * i;
             const int64_t j1 = mode == MG_ROPE_NEOX ? i + half : 2 * i + 1;

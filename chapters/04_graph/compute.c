@@ -41,6 +41,7 @@ static void set_f32(char * row, const struct mg_tensor * t, int64_t i0, float v)
 // the vector code fused here too; the compiler must not fuse the others
 // (-ffp-contract=off), or the last bit changes.
 float mg_expf(float x) {
+    if (isnan(x)) return x;   // (int) NaN below would be undefined
     const float shift = 0x1.8p23f;                        // adding it rounds to an integer
     const float z = fmaf(x, 0x1.715476p+0f, shift);       // x / ln2, rounded, in the low bits
     const float n = z - shift;

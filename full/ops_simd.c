@@ -1,0 +1,85 @@
+//@file full
+// ops_simd.c - softmax's exp, SwiGLU and RoPE's rotation: a scalar loop that
+// is the reference, and an AVX2 twin that gives the same bits.
+#include "ops_simd.h"
+#include "compute.h"
+#include "vec_simd.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(MG_SIMD)
+#include <immintrin.h>
+
+// mg_expf on eight lanes: the same fused steps (FMA) and the same unfused
+// ones, and 2^n built from its exponent bits for n in [-126, 126]. Lanes
+// outside that range (|x| > ~87) fall back to the scalar function.
+static __m256 exp8(__m256 x) {
+    const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
+    const __m256 n = _mm256_sub_ps(z, shift);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+    const __m256i e     = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256  in    = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f), _CMP_LE_OQ);
+    __m256        r     = _mm256_mul_ps(j, _mm256_castsi256_ps(e));
+    if (_mm256_movemask_ps(in) != 0xff) {   // rare: a lane near the ends of the float range
+        float xs[8], rs[8];
+        _mm256_storeu_ps(xs, x);
+        _mm256_storeu_ps(rs, r);
+        const int ok = _mm256_movemask_ps(in);
+        for (int l = 0; l < 8; l++) rs[l] = (ok >> l) & 1 ? rs[l] : mg_expf(xs[l]);
+        r = _mm256_loadu_ps(rs);
+    }
+    return r;
+}
+#endif
+
+void mg_exp_row(int64_t n, float * y, const float * x, float shift) {
+    const int64_t vector_end = n - n % 16;
+    int64_t i = 0;
+#if defined(MG_SIMD)
+    const __m256 s = _mm256_set1_ps(shift);
+    for (; i < vector_end; i += 8) _mm256_storeu_ps(y + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+#endif
+    for (; i < vector_end; i++) y[i] = mg_expf(x[i] - shift);
+    for (; i < n; i++) y[i] = expf(x[i] - shift);
+}
+
+void mg_swiglu_row(int64_t n, float * y, const float * x, const float * g) {
+    const int64_t vector_end = n - n % 16;
+    int64_t i = 0;
+#if defined(MG_SIMD)
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    for (; i < vector_end; i += 8) {
+        const __m256 xv = _mm256_loadu_ps(x + i);
+        const __m256 e  = exp8(_mm256_sub_ps(zero, xv));
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(xv, _mm256_add_ps(one, e)), _mm256_loadu_ps(g + i)));
+    }
+#endif
+    for (; i < vector_end; i++) y[i] = x[i] / (1.0f + mg_expf(-x[i])) * g[i];
+    for (; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
+}
+
+void mg_rope_pairs(int64_t n, float * y0, float * y1, const float * x0, const float * x1, const float * cos_t,
+                   const float * sin_t) {
+    int64_t i = 0;
+#if defined(MG_SIMD)
+    for (; i + 8 <= n; i += 8) {
+        const __m256 a = _mm256_loadu_ps(x0 + i), b = _mm256_loadu_ps(x1 + i);
+        const __m256 c = _mm256_loadu_ps(cos_t + i), s = _mm256_loadu_ps(sin_t + i);
+        _mm256_storeu_ps(y0 + i, _mm256_sub_ps(_mm256_mul_ps(a, c), _mm256_mul_ps(b, s)));
+        _mm256_storeu_ps(y1 + i, _mm256_add_ps(_mm256_mul_ps(a, s), _mm256_mul_ps(b, c)));
+    }
+#endif
+    for (; i < n; i++) {
+        const float a = x0[i], b = x1[i];
+        y0[i] = a * cos_t[i] - b * sin_t[i];
+        y1[i] = a * sin_t[i] + b * cos_t[i];
+    }
+}

@@ -1,0 +1,25 @@
+//@file full
+// ops_simd.h - the element-wise work of softmax, SwiGLU and RoPE, eight lanes
+// at a time where the CPU has AVX2 (the same switch as vec_simd.h: MG_SIMD).
+//
+// Every function gives exactly the bits of the scalar code beside it in
+// ops_simd.c (which is what chapters 03-09 run): the exp is ggml's vector
+// exp (mg_expf, compute.h) lane by lane, and no multiply and add are fused
+// unless the scalar code fuses them too. Tests compare the two bit for bit.
+#pragma once
+
+#include <stdint.h>
+
+// y[i] = e^(x[i] - shift), as ggml's softmax and SiLU loops compute it: the
+// vector exp for the first n - n % 16 elements, the C library's expf for the
+// rest (mg_compute_forward's row rule).
+void mg_exp_row(int64_t n, float * y, const float * x, float shift);
+
+// y[i] = x[i] / (1 + e^-x[i]) * g[i]: SwiGLU, with the same exp row rule.
+void mg_swiglu_row(int64_t n, float * y, const float * x, const float * g);
+
+// The rotation of RoPE's pairs: for i < n, with c = cos_t[i] and s = sin_t[i],
+//   y0[i] = x0[i] c - x1[i] s,   y1[i] = x0[i] s + x1[i] c.
+// y0/y1 may be x0/x1 (in place).
+void mg_rope_pairs(int64_t n, float * y0, float * y1, const float * x0, const float * x1, const float * cos_t,
+                   const float * sin_t);

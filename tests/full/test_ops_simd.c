@@ -1,0 +1,102 @@
+// test_ops_simd.c - the SIMD rows of softmax, SwiGLU and RoPE (ops_simd.c)
+// give exactly the bits of the scalar formulas they stand for.
+#include "harness.h"
+#include "mg.h"
+#include "ops_simd.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { MAX_N = 300 };
+
+static bool same_bits(float a, float b) {
+    return memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+// Random values over a range wide enough to reach the exp's edges: e^x under-
+// and overflows past about -104 and +88, where the vector code falls back.
+static void fill(float * x, int n, uint64_t * rng, float lo, float hi) {
+    mg_test_fill_uniform(x, (size_t) n, rng, lo, hi);
+}
+
+START_TEST(test_exp_row_matches_scalar) {
+    uint64_t rng = 42;
+    float x[MAX_N], y[MAX_N];
+    const float ranges[][2] = {{-2, 2}, {-20, 5}, {-110, 95}};
+    for (int r = 0; r < 3; r++) {
+        for (int n = 1; n <= MAX_N; n += 7) {
+            fill(x, n, &rng, ranges[r][0], ranges[r][1]);
+            const float shift = x[0] * 0.5f;
+            mg_exp_row(n, y, x, shift);
+            for (int i = 0; i < n; i++) {
+                // The row rule: the vector exp for the first n - n % 16, libm after.
+                const float want = i < n - n % 16 ? mg_expf(x[i] - shift) : expf(x[i] - shift);
+                ck_assert_msg(same_bits(y[i], want), "n %d i %d x %a: %a, want %a", n, i, (double) x[i],
+                              (double) y[i], (double) want);
+            }
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_exp_row_edges) {
+    float x[16] = {0.0f, -0.0f, 1.0f, -1.0f, 88.0f, 89.0f, -103.0f, -105.0f, -150.0f, 200.0f, -200.0f,
+                   INFINITY, -INFINITY, 1e-30f, -87.5f, 0.5f};
+    float y[16];
+    mg_exp_row(16, y, x, 0.0f);
+    for (int i = 0; i < 16; i++) {
+        ck_assert_msg(same_bits(y[i], mg_expf(x[i])), "x %a: %a, want %a", (double) x[i], (double) y[i],
+                      (double) mg_expf(x[i]));
+    }
+    ck_assert(y[12] == 0.0f);          // e^-inf
+    ck_assert(isinf(y[11]));           // e^inf
+    ck_assert(y[0] == 1.0f);           // e^0, exactly
+}
+END_TEST
+
+START_TEST(test_swiglu_row_matches_scalar) {
+    uint64_t rng = 7;
+    float x[MAX_N], g[MAX_N], y[MAX_N];
+    for (int n = 1; n <= MAX_N; n += 5) {
+        fill(x, n, &rng, -12.0f, 12.0f);
+        fill(g, n, &rng, -3.0f, 3.0f);
+        mg_swiglu_row(n, y, x, g);
+        for (int i = 0; i < n; i++) {
+            const float e    = i < n - n % 16 ? mg_expf(-x[i]) : expf(-x[i]);
+            const float want = x[i] / (1.0f + e) * g[i];
+            ck_assert_msg(same_bits(y[i], want), "n %d i %d: %a, want %a", n, i, (double) y[i], (double) want);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_rope_pairs_matches_scalar_and_works_in_place) {
+    uint64_t rng = 11;
+    float x[2 * MAX_N], c[MAX_N], s[MAX_N], y[2 * MAX_N];
+    for (int n = 1; n <= MAX_N; n += 3) {
+        fill(x, 2 * n, &rng, -4.0f, 4.0f);
+        fill(c, n, &rng, -1.0f, 1.0f);
+        fill(s, n, &rng, -1.0f, 1.0f);
+        mg_rope_pairs(n, y, y + n, x, x + n, c, s);
+        for (int i = 0; i < n; i++) {
+            const float want0 = x[i] * c[i] - x[n + i] * s[i];
+            const float want1 = x[i] * s[i] + x[n + i] * c[i];
+            ck_assert(same_bits(y[i], want0));
+            ck_assert(same_bits(y[n + i], want1));
+        }
+        mg_rope_pairs(n, x, x + n, x, x + n, c, s);   // in place: the same result
+        ck_assert(memcmp(x, y, (size_t) (2 * n) * sizeof(float)) == 0);
+    }
+}
+END_TEST
+
+Suite * mg_test_suite(void) {
+    Suite * s = suite_create("ops_simd");
+    TCase * tc = tcase_create("ops_simd");
+    tcase_add_test(tc, test_exp_row_matches_scalar);
+    tcase_add_test(tc, test_exp_row_edges);
+    tcase_add_test(tc, test_swiglu_row_matches_scalar);
+    tcase_add_test(tc, test_rope_pairs_matches_scalar_and_works_in_place);
+    suite_add_tcase(s, tc);
+    return s;
+}
