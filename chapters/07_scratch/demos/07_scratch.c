@@ -34,7 +34,7 @@ static struct mg_tensor * decoded(struct mg_context * ctx, const struct mg_tenso
 
 static struct mg_tensor * random_f32(struct mg_context * ctx, int64_t ne0, int64_t ne1, float scale) {
     struct mg_tensor * t = mg_new_tensor_2d(ctx, MG_TYPE_F32, ne0, ne1);
-    for (int64_t i = 0; i < mg_nelements(t); i++) mg_set_f32_1d(t, i, scale * ((float) rand() / RAND_MAX - 0.5f));
+    for (int64_t i = 0; i < mg_nelements(t); i++) mg_set_f32_1d(t, i, scale * ((float) rand() / (float) RAND_MAX - 0.5f));
     return t;
 }
 

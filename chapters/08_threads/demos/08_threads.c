@@ -22,7 +22,7 @@ static struct mg_tensor * random_matrix(struct mg_context * ctx, enum mg_type ty
     struct mg_tensor * t = mg_new_tensor_2d(ctx, type, ne0, ne1);
     float * row = malloc((size_t) ne0 * sizeof(float));
     for (int64_t r = 0; r < ne1; r++) {
-        for (int64_t i = 0; i < ne0; i++) row[i] = 0.1f * ((float) rand() / RAND_MAX - 0.5f);
+        for (int64_t i = 0; i < ne0; i++) row[i] = 0.1f * ((float) rand() / (float) RAND_MAX - 0.5f);
         if (type == MG_TYPE_F32) {
             memcpy((char *) t->data + r * t->nb[1], row, (size_t) ne0 * sizeof(float));
         } else {
