@@ -378,6 +378,48 @@ static void mg_vec_dot_cols_q6_K_q8_K(int64_t n, float * s, const void * x, cons
 }
 #endif
 //@- full dot-cols
+//@+ full dot-tile
+
+// ---------------------------------------------------------------------------
+// Tiles of rows x columns, one weight row at a time through vec_dot_cols:
+// the tile of every type in the scalar build, and of the types without a
+// SIMD tile kernel (vec_simd.c). Bit-identical to vec_dot because
+// vec_dot_cols is.
+// ---------------------------------------------------------------------------
+
+void mg_vec_dot_tile_by_rows(mg_vec_dot_cols_fn vec_dot_cols, int64_t n, float * s, size_t s_stride, const void * x,
+                             size_t x_stride, int n_rows, const void * y, size_t y_stride, int n_cols) {
+    MG_ASSERT(n_rows >= 1 && n_rows <= MG_VEC_DOT_MAX_ROWS && n_cols >= 1 && n_cols <= MG_VEC_DOT_MAX_COLS);
+    for (int r = 0; r < n_rows; r++) {
+        float row[MG_VEC_DOT_MAX_COLS];
+        vec_dot_cols(n, row, (const char *) x + (size_t) r * x_stride, y, y_stride, n_cols);
+        for (int c = 0; c < n_cols; c++) s[(size_t) c * s_stride + (size_t) r] = row[c];
+    }
+}
+
+#if !defined(MG_SIMD)
+#define TILE_ARGS int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr, const void * y, size_t ys, int nc
+#define TILE_PASS n, s, ss, x, xs, nr, y, ys, nc
+
+static void mg_vec_dot_tile_f32(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_f32, TILE_PASS); }
+static void mg_vec_dot_tile_f16(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_f16, TILE_PASS); }
+static void mg_vec_dot_tile_bf16(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_bf16, TILE_PASS); }
+static void mg_vec_dot_tile_q4_0_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_0_q8_0, TILE_PASS); }
+static void mg_vec_dot_tile_q4_1_q8_1(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_1_q8_1, TILE_PASS); }
+static void mg_vec_dot_tile_q5_0_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q5_0_q8_0, TILE_PASS); }
+static void mg_vec_dot_tile_q5_1_q8_1(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q5_1_q8_1, TILE_PASS); }
+static void mg_vec_dot_tile_q8_0_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q8_0_q8_0, TILE_PASS); }
+static void mg_vec_dot_tile_iq4_nl_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_iq4_nl_q8_0, TILE_PASS); }
+static void mg_vec_dot_tile_q2_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q2_K_q8_K, TILE_PASS); }
+static void mg_vec_dot_tile_q3_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q3_K_q8_K, TILE_PASS); }
+static void mg_vec_dot_tile_q4_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_K_q8_K, TILE_PASS); }
+static void mg_vec_dot_tile_q5_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q5_K_q8_K, TILE_PASS); }
+static void mg_vec_dot_tile_q6_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q6_K_q8_K, TILE_PASS); }
+
+#undef TILE_ARGS
+#undef TILE_PASS
+#endif
+//@- full dot-tile
 
 // ---------------------------------------------------------------------------
 // The table (ggml-cpu.c, type_traits_cpu[]). from_float says how mul_mat
@@ -419,58 +461,72 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
     [MG_TYPE_F32] = {
         .from_float = NULL, .vec_dot_type = MG_TYPE_F32,
         .vec_dot = K(mg_vec_dot_f32), .vec_dot_cols = K(mg_vec_dot_cols_f32),
+        .vec_dot_tile = K(mg_vec_dot_tile_f32),
     },
     [MG_TYPE_F16] = {
         .from_float = K(mg_fp32_to_fp16_row), .vec_dot_type = MG_TYPE_F16,
         .vec_dot = K(mg_vec_dot_f16), .vec_dot_cols = K(mg_vec_dot_cols_f16),
+        .vec_dot_tile = K(mg_vec_dot_tile_f16),
     },
     [MG_TYPE_BF16] = {
         .from_float = K(mg_fp32_to_bf16_row), .vec_dot_type = MG_TYPE_BF16,
         .vec_dot = K(mg_vec_dot_bf16), .vec_dot_cols = K(mg_vec_dot_cols_bf16),
+        .vec_dot_tile = K(mg_vec_dot_tile_bf16),
     },
     [MG_TYPE_Q4_0] = {
         .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
         .vec_dot = K(mg_vec_dot_q4_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q4_0_q8_0),
+        .vec_dot_tile = K(mg_vec_dot_tile_q4_0_q8_0),
     },
     [MG_TYPE_Q4_1] = {
         .from_float = K(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
         .vec_dot = K(mg_vec_dot_q4_1_q8_1), .vec_dot_cols = K(mg_vec_dot_cols_q4_1_q8_1),
+        .vec_dot_tile = K(mg_vec_dot_tile_q4_1_q8_1),
     },
     [MG_TYPE_Q5_0] = {
         .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
         .vec_dot = K(mg_vec_dot_q5_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q5_0_q8_0),
+        .vec_dot_tile = K(mg_vec_dot_tile_q5_0_q8_0),
     },
     [MG_TYPE_Q5_1] = {
         .from_float = K(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
         .vec_dot = K(mg_vec_dot_q5_1_q8_1), .vec_dot_cols = K(mg_vec_dot_cols_q5_1_q8_1),
+        .vec_dot_tile = K(mg_vec_dot_tile_q5_1_q8_1),
     },
     [MG_TYPE_Q8_0] = {
         .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
         .vec_dot = K(mg_vec_dot_q8_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q8_0_q8_0),
+        .vec_dot_tile = K(mg_vec_dot_tile_q8_0_q8_0),
     },
     [MG_TYPE_IQ4_NL] = {
         .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
         .vec_dot = K(mg_vec_dot_iq4_nl_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_iq4_nl_q8_0),
+        .vec_dot_tile = K(mg_vec_dot_tile_iq4_nl_q8_0),
     },
     [MG_TYPE_Q2_K] = {
         .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = K(mg_vec_dot_q2_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q2_K_q8_K),
+        .vec_dot_tile = K(mg_vec_dot_tile_q2_K_q8_K),
     },
     [MG_TYPE_Q3_K] = {
         .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = K(mg_vec_dot_q3_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q3_K_q8_K),
+        .vec_dot_tile = K(mg_vec_dot_tile_q3_K_q8_K),
     },
     [MG_TYPE_Q4_K] = {
         .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = K(mg_vec_dot_q4_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q4_K_q8_K),
+        .vec_dot_tile = K(mg_vec_dot_tile_q4_K_q8_K),
     },
     [MG_TYPE_Q5_K] = {
         .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = K(mg_vec_dot_q5_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q5_K_q8_K),
+        .vec_dot_tile = K(mg_vec_dot_tile_q5_K_q8_K),
     },
     [MG_TYPE_Q6_K] = {
         .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = K(mg_vec_dot_q6_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q6_K_q8_K),
+        .vec_dot_tile = K(mg_vec_dot_tile_q6_K_q8_K),
     },
 };
 #undef K

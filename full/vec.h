@@ -28,7 +28,15 @@
 //     tr->vec_dot_cols(256, s, w_row, xq, row_size, 4);   // s[c] = w_row . column c, c < 4
 //
 // which unpacks each weight block once for all columns and gives, column by
-// column, exactly what vec_dot gives.
+// column, exactly what vec_dot gives, and a tile entry, rows x columns:
+//
+//     float s[4 * 8];                                     // column c's 8 results at s + 8 * c
+//     tr->vec_dot_tile(256, s, 8, w_rows, w_row_size, 8, xq, xq_row_size, 4);
+//
+// which loads each weight block once for all columns and each activation
+// block once for all rows. Every s[c * 8 + r] is again, to the bit, vec_dot
+// of weight row r and column c: how many rows and columns a call takes never
+// changes a result, so neither do batches nor thread counts.
 //@- full simd
 #pragma once
 
@@ -44,6 +52,22 @@ typedef void (*mg_vec_dot_fn)(int64_t n, float * s, const void * x, const void *
 typedef void (*mg_vec_dot_cols_fn)(int64_t n, float * s, const void * x, const void * y, size_t y_stride, int n_cols);
 #define MG_VEC_DOT_MAX_COLS 4
 //@- full dot-cols
+//@+ full dot-tile
+
+// s[c * s_stride + r] = dot(x row r, y row c) for r < n_rows <= MG_VEC_DOT_MAX_ROWS
+// and c < n_cols <= MG_VEC_DOT_MAX_COLS: x rows x_stride bytes apart, y rows
+// y_stride bytes apart, s_stride counted in floats. That is mul_mat's dst
+// layout (dst row c holds column c's results, one per weight row r), so a
+// tile writes straight into dst. Each s[...] is bit-identical to vec_dot's.
+typedef void (*mg_vec_dot_tile_fn)(int64_t n, float * s, size_t s_stride, const void * x, size_t x_stride,
+                                   int n_rows, const void * y, size_t y_stride, int n_cols);
+#define MG_VEC_DOT_MAX_ROWS 8
+
+// A tile as n_rows calls of vec_dot_cols (vec.c): for the scalar build, and
+// for types without a SIMD tile kernel.
+void mg_vec_dot_tile_by_rows(mg_vec_dot_cols_fn vec_dot_cols, int64_t n, float * s, size_t s_stride, const void * x,
+                             size_t x_stride, int n_rows, const void * y, size_t y_stride, int n_cols);
+//@- full dot-tile
 
 struct mg_type_traits_cpu {
     mg_from_float_fn from_float;     // how an F32 activation row becomes vec_dot_type (NULL: used as is)
@@ -52,6 +76,9 @@ struct mg_type_traits_cpu {
     //@+ full dot-cols
     mg_vec_dot_cols_fn vec_dot_cols; // a row of this type . up to 4 rows of vec_dot_type
     //@- full dot-cols
+    //@+ full dot-tile
+    mg_vec_dot_tile_fn vec_dot_tile; // up to 8 rows of this type . up to 4 rows of vec_dot_type
+    //@- full dot-tile
 };
 
 // NULL for a type that cannot be a matmul's weight (I32, Q8_K, ...).

@@ -9,24 +9,25 @@
 //    integer that no instruction here can round or overflow, so it does not
 //    matter how the lanes split it up.
 //
-// 2. The float part is a fixed order, close to ggml's x86 kernels: where the
-//    scalar *_generic order adds each block into one float, these FMA each
-//    block's 8 lane sums into 8 float lanes and sum the lanes at the end. For
-//    the float rows and the K-quants that is ggml's own order, operation by
-//    operation (ggml-cpu/vec.cpp with the AVX mappings of simd-mappings.h, and
-//    its AVX512-BF16 path for BF16; ggml-cpu/arch/x86/quants.c, AVX2 paths),
-//    so the same on every machine with AVX2 except for BF16. The 32-element
-//    formats split the blocks between two accumulators, as ggml's IQ4_NL
-//    kernel does, where ggml's Q4_0/Q8_0/... kernels use one (see there).
-//    SIMD and scalar results differ by float rounding only; the test
+// 2. The float part is a fixed order. For the float rows and Q2_K, Q3_K, Q5_K
+//    it is ggml's x86 order, operation by operation (ggml-cpu/vec.cpp with
+//    the AVX mappings of simd-mappings.h, and its AVX512-BF16 path for BF16;
+//    ggml-cpu/arch/x86/quants.c, AVX2 paths): each block's 8 lane sums are
+//    FMA'd into 8 float lanes, summed at the end. The 32-element formats,
+//    Q4_K and Q6_K instead scale each block's (or super-block's) exact integer
+//    sum with one FMA, ggml's scalar *_generic order with the blocks dealt to
+//    a few accumulators (see there): one float per dot product per block is
+//    what lets a tile hold 8 rows in the 8 lanes of a register. SIMD and
+//    scalar results differ by float rounding only; the test
 //    (tests/full/test_vec_simd.c) bounds it.
 //
-// 3. Every kernel is written once for 1 to 4 activation columns. A weight
-//    block is loaded and unpacked once, then multiplied with the block of
-//    each column, and every column keeps its own accumulators, updated by the
-//    same float instructions in the same order as with one column. That is why
-//    vec_dot_cols gives, column by column, exactly what vec_dot gives, and a
-//    prompt evaluated as a batch gives the logits of one token at a time.
+// 3. Every kernel is written once for 1 to 4 activation columns, and the
+//    tiles once for 8 weight rows. A weight block is loaded and unpacked once,
+//    then multiplied with the block of each column, and every dot product
+//    keeps its own accumulators, updated by the same float instructions in the
+//    same order as alone. That is why vec_dot_cols and vec_dot_tile give, to
+//    the bit, what vec_dot gives, and a prompt evaluated as a batch gives the
+//    logits of one token at a time.
 //
 // The activation converters (F32 -> F16, BF16, Q8_0, Q8_1, Q8_K) give the
 // same bits as their scalar references for finite input.
@@ -35,12 +36,17 @@
 // as two 256-bit halves): the number of vector instructions per block. So the
 // registers are 256 bits wide (AVX-512 is used for its instructions: 32
 // registers, mask moves, VNNI, BF16 dots), block scales come from a table
-// rather than F16C, and nibbles are unpacked with one shift.
+// rather than F16C, and nibbles are unpacked with one shift. In a tile the
+// per-row work (unpacking, transposing) is shared by the columns and the
+// per-column work (broadcasts, scales) by the 8 rows: Q4_0 8 x 4 tiles run
+// at about 22 multiply-adds a cycle, where one row at a time ran at 8.
 #include "vec.h"
 
 #if defined(MG_SIMD)
 
 #include <immintrin.h>
+#include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #define MAX_COLS MG_VEC_DOT_MAX_COLS
@@ -69,6 +75,13 @@
         case 3: kernel(n, s, x, y, ys, 3); break;                                                         \
         default: kernel(n, s, x, y, ys, 4); break;                                                        \
         }                                                                                                 \
+    }
+
+// The tile entry point of a type without a tile kernel: its vec_dot_cols, row by row.
+#define TILE_BY_ROWS(name)                                                                                  \
+    void mg_vec_dot_tile_##name##_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr, \
+                                       const void * y, size_t ys, int nc) {                                 \
+        mg_vec_dot_tile_by_rows(mg_vec_dot_cols_##name##_simd, n, s, ss, x, xs, nr, y, ys, nc);             \
     }
 
 // 32 bytes from anywhere (no alignment needed).
@@ -156,20 +169,24 @@ KERNEL __m256i spread_bits_32(const uint8_t * qh) {
 #endif
 }
 
-// 8 int32 lanes: lane k = sum over bytes 4k..4k+3 of u * s, with u read as
-// unsigned and s as signed bytes. VNNI does it in one instruction; AVX2 needs
-// maddubs (pairs into int16) and madd (pairs of pairs into int32). maddubs
-// saturates at +-32767, which a pair here never reaches: the largest is
-// 2 * 128 * 127 (a Q8_0 weight of -128 against an activation of +-127;
+// acc plus 8 int32 lanes: lane k = sum over bytes 4k..4k+3 of u * s, with u
+// read as unsigned and s as signed bytes. VNNI does it in one instruction;
+// AVX2 needs maddubs (pairs into int16) and madd (pairs of pairs into int32).
+// maddubs saturates at +-32767, which a pair here never reaches: the largest
+// is 2 * 128 * 127 (a Q8_0 weight of -128 against an activation of +-127;
 // activation codes stay within -127..127).
-KERNEL __m256i dot_u8_s8(__m256i u, __m256i s) {
+KERNEL __m256i dot_u8_s8_acc(__m256i acc, __m256i u, __m256i s) {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+    return _mm256_dpbusd_epi32(acc, u, s);
 #elif defined(__AVXVNNI__)
-    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
 #else
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 #endif
+}
+
+KERNEL __m256i dot_u8_s8(__m256i u, __m256i s) {
+    return dot_u8_s8_acc(_mm256_setzero_si256(), u, s);
 }
 
 // The same for two signed operands, by the sign trick: x * y = |x| * (y with
@@ -417,6 +434,113 @@ KERNEL void dot_f16(int64_t n, float * s, const void * vx, const void * vy, size
 }
 ENTRY_POINTS(f16, dot_f16)
 
+// A tile of float rows. Each dot product keeps vec_dot's 4 accumulators (the
+// 8 elements at 32k + 8j go to accumulator j) and its reduction; with 4 rows
+// and 4 columns that would be 64 accumulators, more than there are registers.
+// So the tile passes over its rows once per accumulator: pass j computes
+// accumulator j of all 16 dot products, 16 registers, each weight load
+// serving 4 columns and each activation load 4 rows. Every accumulator still
+// takes the same FMAs in the same order as in vec_dot. (With 2 columns, 2
+// accumulators of each fit at once: two passes.) One column has no tile: each
+// row's vec_dot keeps up with memory and reads it in order.
+KERNEL __m256 load_8(enum mg_type type, const void * row, int64_t i) {
+    return type == MG_TYPE_F32 ? _mm256_loadu_ps((const float *) row + i) : load_f16_8((const mg_fp16_t *) row + i);
+}
+
+// v, which the compiler must now keep in a register: an empty asm statement
+// that claims to change it. Without it GCC folds a value loaded once into
+// every instruction that uses it, loading it again each time, and a tile is
+// all about loading each row once.
+KERNEL __m256 in_register(__m256 v) {
+#if defined(__AVX512VL__)
+    __asm__("" : "+v"(v));   // any of the 32 registers
+#else
+    __asm__("" : "+x"(v));
+#endif
+    return v;
+}
+
+#define FLOAT_TILE_ROWS 4
+
+KERNEL void tile_float(enum mg_type type, int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                       const void * vy, size_t ys, int nc) {
+    const char * xr[FLOAT_TILE_ROWS];   // rows beyond nr repeat the last one; their results are dropped
+    UNROLLED for (int r = 0; r < FLOAT_TILE_ROWS; r++) xr[r] = (const char *) x + (size_t) (r < nr ? r : nr - 1) * xs;
+    const void * y[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c);
+    const int     per_pass = 16 / (FLOAT_TILE_ROWS * nc) >= 4 ? 4 : 16 / (FLOAT_TILE_ROWS * nc) >= 2 ? 2 : 1;
+    const int64_t np       = n - n % F32_STEP;
+    __m256        part[4][FLOAT_TILE_ROWS][MAX_COLS];   // accumulator j of dot product (r, c)
+    UNROLLED for (int j0 = 0; j0 < 4; j0 += per_pass) {
+        __m256 acc[4][FLOAT_TILE_ROWS][MAX_COLS];
+        UNROLLED for (int jj = 0; jj < per_pass; jj++) {
+            UNROLLED for (int r = 0; r < FLOAT_TILE_ROWS; r++) {
+                UNROLLED for (int c = 0; c < nc; c++) acc[jj][r][c] = _mm256_setzero_ps();
+            }
+        }
+        for (int64_t i = 0; i < np; i += F32_STEP) {
+            UNROLLED for (int jj = 0; jj < per_pass; jj++) {
+                const int64_t k = i + (j0 + jj) * F32_LANES;
+                __m256        xv[FLOAT_TILE_ROWS], yv[MAX_COLS];
+                UNROLLED for (int r = 0; r < FLOAT_TILE_ROWS; r++) xv[r] = in_register(load_8(type, xr[r], k));
+                UNROLLED for (int c = 0; c < nc; c++) yv[c] = in_register(load_8(type, y[c], k));
+                UNROLLED for (int c = 0; c < nc; c++) {
+                    UNROLLED for (int r = 0; r < FLOAT_TILE_ROWS; r++) {
+                        acc[jj][r][c] = _mm256_fmadd_ps(xv[r], yv[c], acc[jj][r][c]);
+                    }
+                }
+            }
+        }
+        UNROLLED for (int jj = 0; jj < per_pass; jj++) {
+            UNROLLED for (int r = 0; r < FLOAT_TILE_ROWS; r++) {
+                UNROLLED for (int c = 0; c < nc; c++) part[j0 + jj][r][c] = acc[jj][r][c];
+            }
+        }
+    }
+    // The ends of dot_f32 and dot_f16, per dot product.
+    for (int r = 0; r < nr; r++) {
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const __m256 acc4[4] = {part[0][r][c], part[1][r][c], part[2][r][c], part[3][r][c]};
+            if (type == MG_TYPE_F32) {
+                const float * xf  = (const float *) xr[r];
+                const float * yf  = y[c];
+                float         sum = reduce_4(acc4);
+                for (int64_t i = np; i < n; i++) sum += xf[i] * yf[i];
+                s[(size_t) c * ss + (size_t) r] = sum;
+            } else {
+                const mg_fp16_t * xh  = (const mg_fp16_t *) xr[r];
+                const mg_fp16_t * yh  = y[c];
+                double            sum = reduce_4(acc4);
+                for (int64_t i = np; i < n; i++) sum += (double) (f16(xh[i]) * f16(yh[i]));
+                s[(size_t) c * ss + (size_t) r] = (float) sum;
+            }
+        }
+    }
+}
+
+// Up to 8 rows as tiles of 4; one column row by row.
+#define TILE_ENTRY_FLOAT(name, type)                                                                        \
+    void mg_vec_dot_tile_##name##_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr, \
+                                       const void * y, size_t ys, int nc) {                                 \
+        MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);                      \
+        if (nc == 1) {                                                                                      \
+            mg_vec_dot_tile_by_rows(mg_vec_dot_cols_##name##_simd, n, s, ss, x, xs, nr, y, ys, nc);         \
+            return;                                                                                         \
+        }                                                                                                   \
+        for (int r0 = 0; r0 < nr; r0 += FLOAT_TILE_ROWS) {                                                  \
+            const int    rows = nr - r0 < FLOAT_TILE_ROWS ? nr - r0 : FLOAT_TILE_ROWS;                      \
+            const char * xr0  = (const char *) x + (size_t) r0 * xs;                                        \
+            switch (nc) {                                                                                   \
+            case 2: tile_float(type, n, s + r0, ss, xr0, xs, rows, y, ys, 2); break;                        \
+            case 3: tile_float(type, n, s + r0, ss, xr0, xs, rows, y, ys, 3); break;                        \
+            default: tile_float(type, n, s + r0, ss, xr0, xs, rows, y, ys, 4); break;                       \
+            }                                                                                               \
+        }                                                                                                   \
+    }
+
+TILE_ENTRY_FLOAT(f32, MG_TYPE_F32)
+TILE_ENTRY_FLOAT(f16, MG_TYPE_F16)
+
 // BF16: a bf16 becomes a float by moving its bits up 16.
 KERNEL float bf16(mg_bf16_t h) {
     return mg_bf16_to_fp32(h);
@@ -493,22 +617,37 @@ KERNEL void dot_bf16(int64_t n, float * s, const void * vx, const void * vy, siz
 }
 #endif
 ENTRY_POINTS(bf16, dot_bf16)
+TILE_BY_ROWS(bf16)
 
 // ---------------------------------------------------------------------------
 // 32-element blocks x Q8_0/Q8_1: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, one
-// kernel for all six. Per block the weight codes are unpacked into one
-// register of 32 bytes in element order (the activation codes already are),
-// a dot product gives 8 lane sums of 4 products each, and
-//     acc = fma(dW * dA, float(lane sums), acc)
-// adds them to 8 float lanes, summed once at the end. The types differ only
-// in how a block unpacks (unpack_codes) and in the min of Q4_1/Q5_1, whose
-// products with Q8_1's s go into a scalar sum (ggml: summs).
+// set of kernels for all six. Each dot product is, block by block,
 //
-// ggml's AVX2 kernels (ggml_vec_dot_q4_0_q8_0 and the others) keep one
-// accumulator, so each block waits for the previous block's FMA (4 cycles);
-// we keep two, even blocks in one and odd blocks in the other, and add them
-// before the lanes are summed, as ggml's IQ4_NL kernel does (ggml adds an odd
-// last block in scalar code; we add it to the even accumulator).
+//     S        = the sum of (weight code - offset) * (activation code), exact in int
+//     acc[b%4] = fma(dW * dA, float(S), acc[b % 4])
+//
+// in four accumulators, so that four blocks are in flight, and at the end
+// s = (acc[0] + acc[2]) + (acc[1] + acc[3]), plus for Q4_1/Q5_1 the sum over
+// the blocks, in order, of mW * sA (their min against Q8_1's s; ggml: summs).
+// That is the scalar order of vec.c (ggml's *_generic) with an FMA per block
+// and the blocks dealt out to four sums; ggml's AVX2 kernels instead keep
+// the float sums of 8 lanes per block.
+//
+// Two kernels compute it, with the same float operations per dot product:
+//
+// - dot_blocks_32, one weight row against up to 4 columns (vec_dot,
+//   vec_dot_cols): a block's 32 products land in 8 int lanes; the lanes of 4
+//   blocks are summed together into their 4 S, and one FMA on 4 lanes
+//   updates the 4 accumulators;
+//
+// - tile_32, 8 weight rows against up to 4 columns (vec_dot_tile), with the
+//   rows in the 8 lanes: the codes of 8 rows are transposed so that lane r
+//   holds codes 4j..4j+3 of row r, and one dot-product instruction with
+//   activation codes 4j..4j+3 broadcast to every lane adds them to row r's S.
+//   8 such instructions make S for 8 rows, with no horizontal sums, and then
+//   one conversion, one multiply and one FMA scale 8 dot products. (ggml gets
+//   rows into lanes by repacking the weights when it loads a model:
+//   ggml_gemv_q4_0_8x8_q8_0 and friends; here the tile pays for a transpose.)
 // ---------------------------------------------------------------------------
 
 // The codes of weight block b as 32 bytes in element order: unsigned for the
@@ -547,6 +686,10 @@ KERNEL bool has_min(enum mg_type type) {
     return type == MG_TYPE_Q4_1 || type == MG_TYPE_Q5_1;
 }
 
+KERNEL bool signed_codes(enum mg_type type) {
+    return type == MG_TYPE_Q8_0 || type == MG_TYPE_IQ4_NL;
+}
+
 KERNEL size_t block_bytes(enum mg_type type) {
     switch (type) {
     case MG_TYPE_Q4_0: return sizeof(struct mg_block_q4_0);
@@ -564,92 +707,419 @@ KERNEL const mg_fp16_t * block_header(enum mg_type type, const void * row, int64
     return (const mg_fp16_t *) ((const char *) row + (size_t) b * block_bytes(type));
 }
 
-// Weight block b against block b of each column, into acc[c]; summs[c] gets m * s.
-//
-// The integer lanes come out the same whichever way they are computed, so each
-// case takes the cheapest: unsigned codes meet the activations directly; an
-// offset comes off as offset * (the sum of each 4 activation codes), which is
-// one more dot product per column, cheaper than the sign trick with one column
-// and dearer with several, where the sign trick shares |x| between them.
-KERNEL void add_block_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc,
-                         __m256 acc[], float summs[]) {
-    const mg_fp16_t * hx           = block_header(type, x, b);
-    const __m256i     codes        = unpack_codes(type, x, b);
-    const int         offset       = code_offset(type);
-    const bool        unsigned_dot = has_min(type) || (offset != 0 && nc == 1);
-    const __m256i     qx           = offset != 0 ? _mm256_sub_epi8(codes, _mm256_set1_epi8((char) offset)) : codes;
-    const __m256i     ax           = _mm256_sign_epi8(qx, qx);   // |x|, for the sign trick
+// Block b of an activation row: Q8_1 (against a min) starts d, s, codes; Q8_0 d, codes.
+KERNEL const mg_fp16_t * act_header(enum mg_type type, const void * row, int64_t b) {
+    return has_min(type) ? &((const struct mg_block_q8_1 *) row)[b].d : &((const struct mg_block_q8_0 *) row)[b].d;
+}
+
+KERNEL const int8_t * act_codes(enum mg_type type, const void * row, int64_t b) {
+    return has_min(type) ? ((const struct mg_block_q8_1 *) row)[b].qs : ((const struct mg_block_q8_0 *) row)[b].qs;
+}
+
+// The int lanes of weight block b against activation block qy: 8 lanes of 4
+// products each, (code - offset) * activation. They come out the same
+// whichever way they are computed, so each case takes the cheapest: unsigned
+// codes meet the activations directly; an offset comes off as offset * (the
+// sum of each 4 activation codes), one more dot product per column, cheaper
+// than the sign trick with one column and dearer with several, where the
+// sign trick shares |x| between them.
+struct block_codes {
+    __m256i codes;   // as unpack_codes gives them
+    __m256i qx;      // codes - offset, signed
+    __m256i ax;      // |qx|, for the sign trick
+};
+
+KERNEL struct block_codes load_block_codes(enum mg_type type, const void * x, int64_t b) {
+    struct block_codes w;
+    const int          offset = code_offset(type);
+    w.codes                   = unpack_codes(type, x, b);
+    w.qx                      = offset != 0 ? _mm256_sub_epi8(w.codes, _mm256_set1_epi8((char) offset)) : w.codes;
+    w.ax                      = _mm256_sign_epi8(w.qx, w.qx);
+    return w;
+}
+
+KERNEL __m256i block_lanes(enum mg_type type, const struct block_codes * w, __m256i qy, int nc) {
+    const int offset = code_offset(type);
+    if (has_min(type) || (offset != 0 && nc == 1)) {
+        const __m256i lanes = dot_u8_s8(w->codes, qy);
+        return offset != 0 ? _mm256_sub_epi32(lanes, dot_u8_s8(_mm256_set1_epi8((char) offset), qy)) : lanes;
+    }
+    return dot_s8_s8(w->ax, w->qx, qy);
+}
+
+// The 4 sums of 4 vectors of 8 int lanes: lane k of the result is the total
+// of v[k] (one transpose-and-add).
+KERNEL __m128i sum_lanes_4(const __m256i v[4]) {
+    const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
+    const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
+    const __m256i t   = _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+}
+
+// The F16 at byte `at` of blocks b .. b+3 of a row of blocks `bytes` long, as 4 floats.
+KERNEL __m128 blocks_f16_x4(const void * row, int64_t b, size_t bytes, size_t at) {
+    const char * p = (const char *) row + (size_t) b * bytes + at;
+    uint16_t     h[4];
+    UNROLLED for (int k = 0; k < 4; k++) memcpy(&h[k], p + (size_t) k * bytes, sizeof(h[k]));
+    return _mm_cvtph_ps(_mm_setr_epi16((short) h[0], (short) h[1], (short) h[2], (short) h[3], 0, 0, 0, 0));
+}
+
+KERNEL size_t act_block_bytes(enum mg_type type) {
+    return has_min(type) ? sizeof(struct mg_block_q8_1) : sizeof(struct mg_block_q8_0);
+}
+
+// One weight row, blocks b .. b+3, against each column: acc[c] (lane k: the
+// accumulator of the blocks k mod 4) and summs[c] take the 4 blocks' steps.
+KERNEL void add_4_blocks_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc,
+                            __m128 acc[], float summs[]) {
+    struct block_codes w[4];
+    UNROLLED for (int k = 0; k < 4; k++) w[k] = load_block_codes(type, x, b + k);
+    const __m128 dx = blocks_f16_x4(x, b, block_bytes(type), 0);
     UNROLLED for (int c = 0; c < nc; c++) {
-        // Q8_1 (with the min) starts d, s, codes; Q8_0 d, codes.
-        const mg_fp16_t * hy = has_min(type) ? &((const struct mg_block_q8_1 *) y[c])[b].d
-                                             : &((const struct mg_block_q8_0 *) y[c])[b].d;
-        const int8_t *    qs = has_min(type) ? ((const struct mg_block_q8_1 *) y[c])[b].qs
-                                             : ((const struct mg_block_q8_0 *) y[c])[b].qs;
-        const __m256i     qy = load_256(qs);
-        __m256i           lanes;
-        if (unsigned_dot) {
-            lanes = dot_u8_s8(codes, qy);
-            if (offset != 0) lanes = _mm256_sub_epi32(lanes, dot_u8_s8(_mm256_set1_epi8((char) offset), qy));
-        } else {
-            lanes = dot_s8_s8(ax, qx, qy);
+        __m256i lanes[4];
+        UNROLLED for (int k = 0; k < 4; k++) {
+            lanes[k] = block_lanes(type, &w[k], load_256(act_codes(type, y[c], b + k)), nc);
         }
-        if (has_min(type)) summs[c] += f16(hx[1]) * f16(hy[1]);
-        acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(f16_x8(hx[0]), f16_x8(hy[0])), _mm256_cvtepi32_ps(lanes), acc[c]);
+        const __m128 dy = blocks_f16_x4(y[c], b, act_block_bytes(type), 0);
+        acc[c]          = _mm_fmadd_ps(_mm_mul_ps(dx, dy), _mm_cvtepi32_ps(sum_lanes_4(lanes)), acc[c]);
+        if (has_min(type)) {
+            UNROLLED for (int k = 0; k < 4; k++) {
+                summs[c] += f16(block_header(type, x, b + k)[1]) * f16(act_header(type, y[c], b + k)[1]);
+            }
+        }
+    }
+}
+
+// The same for one block b, into accumulator b % 4 (the last blocks of a row
+// whose count is not a multiple of 4).
+KERNEL void add_block_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc, __m128 acc[],
+                         float summs[]) {
+    const struct block_codes w  = load_block_codes(type, x, b);
+    const float              dx = f16(block_header(type, x, b)[0]);
+    UNROLLED for (int c = 0; c < nc; c++) {
+        const __m256i lanes = block_lanes(type, &w, load_256(act_codes(type, y[c], b)), nc);
+        float         a[4];
+        _mm_storeu_ps(a, acc[c]);
+        a[b % 4] = fmaf(dx * f16(act_header(type, y[c], b)[0]), (float) hsum_i32_8(lanes), a[b % 4]);
+        acc[c]   = _mm_loadu_ps(a);
+        if (has_min(type)) summs[c] += f16(block_header(type, x, b)[1]) * f16(act_header(type, y[c], b)[1]);
     }
 }
 
 KERNEL void dot_blocks_32(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys, int nc) {
     const void * y[MAX_COLS];
-    __m256       even[MAX_COLS], odd[MAX_COLS];
+    __m128       acc[MAX_COLS];
     float        summs[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c]     = column(vy, ys, c);
-        even[c]  = _mm256_setzero_ps();
-        odd[c]   = _mm256_setzero_ps();
+        acc[c]   = _mm_setzero_ps();
         summs[c] = 0.0f;
     }
     const int64_t nb = n / 32;
     int64_t       b  = 0;
-    for (; b + 1 < nb; b += 2) {
-        add_block_32(type, x, b, y, nc, even, summs);
-        add_block_32(type, x, b + 1, y, nc, odd, summs);
-    }
-    if (b < nb) add_block_32(type, x, b, y, nc, even, summs);
+    for (; b + 4 <= nb; b += 4) add_4_blocks_32(type, x, b, y, nc, acc, summs);
+    for (; b < nb; b++) add_block_32(type, x, b, y, nc, acc, summs);
     UNROLLED for (int c = 0; c < nc; c++) {
-        s[c] = hsum_float_8(_mm256_add_ps(even[c], odd[c]));
+        const __m128 pairs = _mm_add_ps(acc[c], _mm_movehl_ps(acc[c], acc[c]));   // acc0 + acc2, acc1 + acc3
+        s[c]               = _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
         if (has_min(type)) s[c] += summs[c];
     }
 }
 
-KERNEL void dot_q4_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
-    dot_blocks_32(MG_TYPE_Q4_0, n, s, x, y, ys, nc);
+// [low half of a | low half of b] and [high half of a | high half of b].
+KERNEL __m256i low_halves(__m256i a, __m256i b) {
+#if defined(__AVX512VL__)
+    return _mm256_shuffle_i32x4(a, b, 0);   // AVX-512 has it for all 32 registers
+#else
+    return _mm256_permute2x128_si256(a, b, 0x20);
+#endif
 }
-ENTRY_POINTS(q4_0_q8_0, dot_q4_0_q8_0)
 
-KERNEL void dot_q4_1_q8_1(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
-    dot_blocks_32(MG_TYPE_Q4_1, n, s, x, y, ys, nc);
+KERNEL __m256i high_halves(__m256i a, __m256i b) {
+#if defined(__AVX512VL__)
+    return _mm256_shuffle_i32x4(a, b, 3);
+#else
+    return _mm256_permute2x128_si256(a, b, 0x31);
+#endif
 }
-ENTRY_POINTS(q4_1_q8_1, dot_q4_1_q8_1)
 
-KERNEL void dot_q5_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
-    dot_blocks_32(MG_TYPE_Q5_0, n, s, x, y, ys, nc);
+// [high half of a | low half of a].
+KERNEL __m256i swap_halves(__m256i a) {
+#if defined(__AVX512VL__)
+    return _mm256_shuffle_i32x4(a, a, 1);
+#else
+    return _mm256_permute2x128_si256(a, a, 0x01);
+#endif
 }
-ENTRY_POINTS(q5_0_q8_0, dot_q5_0_q8_0)
 
-KERNEL void dot_q5_1_q8_1(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
-    dot_blocks_32(MG_TYPE_Q5_1, n, s, x, y, ys, nc);
+// 4 registers, each [row k | row k + 4] (4 int32 of each row) -> 4 registers,
+// register j holding int32 number j of rows 0..7, row r in lane r: two rounds
+// of shuffles within the 128-bit halves.
+KERNEL void transpose_4x4_halves(const __m256i p[4], __m256i out[4]) {
+    const __m256i t0 = _mm256_unpacklo_epi32(p[0], p[1]);   // rows 0 1 (| 4 5): int32 0 0 1 1
+    const __m256i t1 = _mm256_unpackhi_epi32(p[0], p[1]);   //                   int32 2 2 3 3
+    const __m256i t2 = _mm256_unpacklo_epi32(p[2], p[3]);   // rows 2 3 (| 6 7)
+    const __m256i t3 = _mm256_unpackhi_epi32(p[2], p[3]);
+    out[0]           = _mm256_unpacklo_epi64(t0, t2);
+    out[1]           = _mm256_unpackhi_epi64(t0, t2);
+    out[2]           = _mm256_unpacklo_epi64(t1, t3);
+    out[3]           = _mm256_unpackhi_epi64(t1, t3);
 }
-ENTRY_POINTS(q5_1_q8_1, dot_q5_1_q8_1)
 
-KERNEL void dot_q8_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
-    dot_blocks_32(MG_TYPE_Q8_0, n, s, x, y, ys, nc);
+// 8 rows of 8 int32 -> 8 registers, register j holding int32 number j of
+// every row, row r in lane r: the halves first, then 4 x 4 within them.
+KERNEL void transpose_8x8_i32(__m256i v[8]) {
+    __m256i lo[4], hi[4];
+    UNROLLED for (int k = 0; k < 4; k++) {
+        lo[k] = low_halves(v[k], v[k + 4]);    // int32 0..3 of rows k | k + 4
+        hi[k] = high_halves(v[k], v[k + 4]);   // int32 4..7
+    }
+    transpose_4x4_halves(lo, v);
+    transpose_4x4_halves(hi, v + 4);
 }
-ENTRY_POINTS(q8_0_q8_0, dot_q8_0_q8_0)
 
-KERNEL void dot_iq4_nl_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
-    dot_blocks_32(MG_TYPE_IQ4_NL, n, s, x, y, ys, nc);
+// 16 bytes at p (row k) and at p + 4 * stride (row k + 4): [row k | row k + 4].
+KERNEL __m256i load_rows_k_k4(const char * p, size_t stride) {
+    return _mm256_loadu2_m128i((const __m128i *) (p + 4 * stride), (const __m128i *) p);
 }
-ENTRY_POINTS(iq4_nl_q8_0, dot_iq4_nl_q8_0)
+
+// How tile_32 makes a block's codes meet the activations. With VNNI the
+// signed codes of Q8_0 and IQ4_NL move up by 128 (their top bit flipped) to
+// unsigned bytes, and 128 joins the offsets; AVX2's maddubs would saturate on
+// pairs of such products, so without VNNI they keep their sign and take the
+// sign trick.
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define TILE_SHIFTS_SIGNED 1
+#else
+#define TILE_SHIFTS_SIGNED 0
+#endif
+
+KERNEL int tile_offset(enum mg_type type) {
+    return signed_codes(type) && TILE_SHIFTS_SIGNED ? 128 : code_offset(type);
+}
+
+// The codes of block b of 8 rows (xb: the block of row 0; rows xs bytes
+// apart), transposed: w[j], lane r, holds codes 4j .. 4j+3 of row r.
+KERNEL void tile_codes(enum mg_type type, const char * xb, size_t xs, __m256i w[8]) {
+    switch (type) {
+    case MG_TYPE_Q4_0:
+    case MG_TYPE_Q4_1:
+    case MG_TYPE_IQ4_NL: {
+        // The 16 bytes of nibbles are transposed as they are, then split: the
+        // low nibbles of int32 j are codes 4j..4j+3, the high ones 16 + 4j...
+        const size_t at = type == MG_TYPE_Q4_1 ? offsetof(struct mg_block_q4_1, qs)
+                          : type == MG_TYPE_Q4_0 ? offsetof(struct mg_block_q4_0, qs)
+                                                 : offsetof(struct mg_block_iq4_nl, qs);
+        __m256i p[4], q[4];
+        UNROLLED for (int k = 0; k < 4; k++) p[k] = load_rows_k_k4(xb + (size_t) k * xs + at, xs);
+        transpose_4x4_halves(p, q);
+        const __m256i m4 = _mm256_set1_epi8(0x0f);
+        UNROLLED for (int j = 0; j < 4; j++) {
+            w[j]     = _mm256_and_si256(q[j], m4);
+            w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(q[j], 4), m4);
+        }
+        if (type == MG_TYPE_IQ4_NL) {
+            const __m128i levels = _mm_loadu_si128((const __m128i *) mg_kvalues_iq4nl);
+            UNROLLED for (int j = 0; j < 8; j++) w[j] = _mm256_shuffle_epi8(_mm256_set_m128i(levels, levels), w[j]);
+        }
+        break;
+    }
+    case MG_TYPE_Q8_0: {   // 32 bytes: each 16-byte half of the rows as above
+        const size_t at = offsetof(struct mg_block_q8_0, qs);
+        __m256i      p[4], q[4];
+        UNROLLED for (int k = 0; k < 4; k++) p[k] = load_rows_k_k4(xb + (size_t) k * xs + at, xs);
+        transpose_4x4_halves(p, w);
+        UNROLLED for (int k = 0; k < 4; k++) q[k] = load_rows_k_k4(xb + (size_t) k * xs + at + 16, xs);
+        transpose_4x4_halves(q, w + 4);
+        break;
+    }
+    default: {   // Q5_0, Q5_1: unpacked row by row, then transposed
+        UNROLLED for (int r = 0; r < 8; r++) w[r] = unpack_codes(type, xb + (size_t) r * xs, 0);
+        transpose_8x8_i32(w);
+        break;
+    }
+    }
+    if (signed_codes(type) && TILE_SHIFTS_SIGNED) {
+        UNROLLED for (int j = 0; j < 8; j++) w[j] = _mm256_xor_si256(w[j], _mm256_set1_epi8((char) 0x80));
+    }
+}
+
+// The F16 at byte `at` of 8 rows' blocks, as 8 floats (row r in lane r).
+KERNEL __m256 rows_f16_x8(const char * xb, size_t xs, size_t at) {
+    uint16_t h[8];
+    UNROLLED for (int r = 0; r < 8; r++) memcpy(&h[r], xb + (size_t) r * xs + at, sizeof(h[r]));
+    const __m128i halves = _mm_setr_epi16((short) h[0], (short) h[1], (short) h[2], (short) h[3], (short) h[4],
+                                          (short) h[5], (short) h[6], (short) h[7]);
+    return _mm256_cvtph_ps(halves);   // exact, the same floats as f16()
+}
+
+// -offset * (the sum of the 32 activation codes of block b of each column),
+// what turns a sum of unsigned codes times activations into S: in every lane
+// of out[c]. The 8 lane sums of several columns are added up together, in
+// one transpose-and-add.
+KERNEL void minus_offset_sums(enum mg_type type, const char * y, size_t ys, int64_t b, int nc, int offset,
+                              __m256i out[]) {
+    if (nc == 1) {   // one column: its 8 lanes added up on their own
+        __m256i t = dot_u8_s8(_mm256_set1_epi8((char) offset), load_256(act_codes(type, y, b)));
+        t         = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+        t         = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+        out[0]    = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_add_epi32(t, swap_halves(t)));
+        return;
+    }
+    __m256i t[4];
+    UNROLLED for (int c = 0; c < 4; c++) {   // 8 lanes of offset * 4 codes; missing columns 0
+        t[c] = c < nc ? dot_u8_s8(_mm256_set1_epi8((char) offset), load_256(act_codes(type, y + (size_t) c * ys, b)))
+                      : _mm256_setzero_si256();
+    }
+    const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(t[0], t[1]), _mm256_unpackhi_epi32(t[0], t[1]));
+    const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(t[2], t[3]), _mm256_unpackhi_epi32(t[2], t[3]));
+    __m256i       sum = _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+    sum               = _mm256_add_epi32(sum, swap_halves(sum));   // lane c: the total of column c
+    sum               = _mm256_sub_epi32(_mm256_setzero_si256(), sum);
+    UNROLLED for (int c = 0; c < nc; c++) {
+        switch (c) {   // the shuffle wants a constant
+        case 0: out[c] = _mm256_shuffle_epi32(sum, 0x00); break;
+        case 1: out[c] = _mm256_shuffle_epi32(sum, 0x55); break;
+        case 2: out[c] = _mm256_shuffle_epi32(sum, 0xaa); break;
+        default: out[c] = _mm256_shuffle_epi32(sum, 0xff); break;
+        }
+    }
+}
+
+// Four activation codes (as one int32) in all 8 lanes.
+KERNEL __m256i broadcast_4_codes(const int8_t * qa) {
+    int32_t four;
+    memcpy(&four, qa, sizeof(four));
+    return _mm256_set1_epi32(four);
+}
+
+// Block b of 8 weight rows (x, rows xs bytes apart; row r in lane r) against
+// block b of each column (y, ys bytes apart): acc[c] and summs[c] take the
+// steps of add_block_32 for all 8 rows at once.
+KERNEL void tile_block_32(enum mg_type type, const char * x, size_t xs, const char * y, size_t ys, int nc, int64_t b,
+                          __m256 acc[], __m256 summs[]) {
+    const char * xb = x + (size_t) b * block_bytes(type);
+    __m256i      w[8];
+    tile_codes(type, xb, xs, w);   // w[j], lane r: codes 4j .. 4j+3 of row r
+    const bool sign_trick = signed_codes(type) && !TILE_SHIFTS_SIGNED;
+    __m256i    abs_w[8];
+    if (sign_trick) {
+        UNROLLED for (int j = 0; j < 8; j++) abs_w[j] = _mm256_sign_epi8(w[j], w[j]);
+    }
+    const __m256 dx     = rows_f16_x8(xb, xs, 0);
+    const int    offset = tile_offset(type);
+    __m256i      minus_offset[MAX_COLS];
+    if (offset != 0) minus_offset_sums(type, y, ys, b, nc, offset, minus_offset);
+    UNROLLED for (int c = 0; c < nc; c++) {
+        const char *      yc  = y + (size_t) c * ys;
+        const mg_fp16_t * hy  = act_header(type, yc, b);
+        const int8_t *    qa  = act_codes(type, yc, b);
+        // Four independent chains of dot products, so that they overlap; the
+        // integer sums are exact in any order.
+        __m256i part[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                           _mm256_setzero_si256()};
+        UNROLLED for (int j = 0; j < 8; j++) {
+            const __m256i a = broadcast_4_codes(qa + 4 * j);
+            part[j % 4]     = sign_trick ? _mm256_add_epi32(part[j % 4], dot_s8_s8(abs_w[j], w[j], a))
+                                         : dot_u8_s8_acc(part[j % 4], w[j], a);
+        }
+        __m256i sum = _mm256_add_epi32(_mm256_add_epi32(part[0], part[1]), _mm256_add_epi32(part[2], part[3]));
+        if (offset != 0) sum = _mm256_add_epi32(sum, minus_offset[c]);
+        acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, f16_x8(hy[0])), _mm256_cvtepi32_ps(sum), acc[c]);
+        if (has_min(type)) summs[c] = _mm256_add_ps(summs[c], _mm256_mul_ps(rows_f16_x8(xb, xs, 2), f16_x8(hy[1])));
+    }
+}
+
+// Reads the bytes of 8 rows in memory order, one load per cache line, and
+// throws them away: the rows are then in cache for a tile. A tile reads its
+// rows side by side, 8 short streams, and the hardware prefetchers, made for
+// long sequential streams, then fall behind: on the bench machine a one-token
+// Q4_0 product read its weights from memory at 10 GB/s that way, and at 20
+// GB/s with this walk first. (A layout with the rows of a tile interleaved,
+// which ggml makes when it loads a model, would read in order by itself.)
+KERNEL void read_lines(const char * p, size_t bytes) {
+    for (size_t at = 0; at < bytes; at += 64) (void) *(const volatile char *) (p + at);
+}
+
+KERNEL void read_in_order(const char * x, size_t xs, size_t row_bytes) {
+    if (xs == row_bytes) {   // the 8 rows are one stretch of memory
+        read_lines(x, 8 * row_bytes);
+        return;
+    }
+    UNROLLED for (int r = 0; r < 8; r++) read_lines(x + (size_t) r * xs, row_bytes);
+}
+
+// 8 weight rows against nc columns: acc[k][c], the accumulators of the blocks
+// k mod 4, for all 8 rows.
+KERNEL void tile_32(enum mg_type type, int64_t n, float * s, size_t ss, const void * x, size_t xs, const void * y,
+                    size_t ys, int nc) {
+    if (nc == 1) read_in_order(x, xs, (size_t) (n / 32) * block_bytes(type));   // one token: weights from memory
+    __m256 acc[4][MAX_COLS], summs[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        UNROLLED for (int k = 0; k < 4; k++) acc[k][c] = _mm256_setzero_ps();
+        summs[c] = _mm256_setzero_ps();
+    }
+    const int64_t nb = n / 32;
+    int64_t       b  = 0;
+    for (; b + 4 <= nb; b += 4) {
+        UNROLLED for (int k = 0; k < 4; k++) tile_block_32(type, x, xs, y, ys, nc, b + k, acc[k], summs);
+    }
+    for (; b < nb; b++) {
+        switch (b % 4) {   // a constant index keeps the accumulators in registers
+        case 0: tile_block_32(type, x, xs, y, ys, nc, b, acc[0], summs); break;
+        case 1: tile_block_32(type, x, xs, y, ys, nc, b, acc[1], summs); break;
+        default: tile_block_32(type, x, xs, y, ys, nc, b, acc[2], summs); break;   // b % 4 < 3 here
+        }
+    }
+    UNROLLED for (int c = 0; c < nc; c++) {
+        __m256 r8 = _mm256_add_ps(_mm256_add_ps(acc[0][c], acc[2][c]), _mm256_add_ps(acc[1][c], acc[3][c]));
+        if (has_min(type)) r8 = _mm256_add_ps(r8, summs[c]);
+        _mm256_storeu_ps(s + (size_t) c * ss, r8);
+    }
+}
+
+// One token (one column) takes the tile only where it pays. A tile reads its
+// 8 rows in order first (read_in_order) and then computes, so memory and
+// arithmetic take turns; one row at a time they overlap, and memory streams
+// in order by itself. The tile wins where its arithmetic saving is large and
+// the wait short: rows of 4- and 5-bit codes up to 576 bytes (rows of 768 in
+// MiniMind; measured on the bench machine: Q4_0 20 GB/s against 15). Q8_0
+// rows (a byte a weight) and longer rows stream faster one by one.
+#define TILE_ONE_COLUMN_MAX_ROW_BYTES 576
+
+KERNEL bool one_column_by_rows(enum mg_type type, int64_t n) {
+    return type == MG_TYPE_Q8_0 || (size_t) (n / 32) * block_bytes(type) > TILE_ONE_COLUMN_MAX_ROW_BYTES;
+}
+
+// The entry points of a type: vec_dot and vec_dot_cols from dot_blocks_32,
+// vec_dot_tile from tile_32 (fewer than 8 rows, or one column where the rows
+// are better read one by one: from dot_blocks_32, row by row).
+#define ENTRY_POINTS_32(name, type)                                                                              \
+    KERNEL void dot_##name(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {            \
+        dot_blocks_32(type, n, s, x, y, ys, nc);                                                                 \
+    }                                                                                                            \
+    ENTRY_POINTS(name, dot_##name)                                                                               \
+    void mg_vec_dot_tile_##name##_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,      \
+                                       const void * y, size_t ys, int nc) {                                      \
+        MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);                           \
+        if (nr < 8 || (nc == 1 && one_column_by_rows(type, n))) {                                                \
+            mg_vec_dot_tile_by_rows(mg_vec_dot_cols_##name##_simd, n, s, ss, x, xs, nr, y, ys, nc);            \
+            return;                                                                                              \
+        }                                                                                                        \
+        switch (nc) {                                                                                            \
+        case 1: tile_32(type, n, s, ss, x, xs, y, ys, 1); break;                                                 \
+        case 2: tile_32(type, n, s, ss, x, xs, y, ys, 2); break;                                                 \
+        case 3: tile_32(type, n, s, ss, x, xs, y, ys, 3); break;                                                 \
+        default: tile_32(type, n, s, ss, x, xs, y, ys, 4); break;                                                \
+        }                                                                                                        \
+    }
+
+ENTRY_POINTS_32(q4_0_q8_0, MG_TYPE_Q4_0)
+ENTRY_POINTS_32(q4_1_q8_1, MG_TYPE_Q4_1)
+ENTRY_POINTS_32(q5_0_q8_0, MG_TYPE_Q5_0)
+ENTRY_POINTS_32(q5_1_q8_1, MG_TYPE_Q5_1)
+ENTRY_POINTS_32(q8_0_q8_0, MG_TYPE_Q8_0)
+ENTRY_POINTS_32(iq4_nl_q8_0, MG_TYPE_IQ4_NL)
 
 // ---------------------------------------------------------------------------
 // K-quants x Q8_K (ggml: the AVX2 paths of ggml_vec_dot_q*_K_q8_K). Codes are
@@ -659,7 +1129,10 @@ ENTRY_POINTS(iq4_nl_q8_0, dot_iq4_nl_q8_0)
 // int32 lanes of scaled sums. The lanes of a whole super-block are added as
 // integers, then
 //     acc = fma(dW * dA, float(lanes), acc)
-// once per super-block. Q8_K's bsums pay for the mins of Q2_K/Q4_K/Q5_K.
+// once per super-block (8 float lanes, ggml's order), except in Q4_K and Q6_K,
+// the bench models' K-quants, which have tiles: there the 8 lanes are summed
+// into one exact integer first, so that a tile can hold 8 rows in the lanes.
+// Q8_K's bsums pay for the mins of Q2_K/Q4_K/Q5_K (and Q6_K's -32 in a tile).
 // ---------------------------------------------------------------------------
 
 // Q2_K (scalar: mg_vec_dot_q2_K_q8_K): in each half of 128 elements, 32 bytes
@@ -715,6 +1188,7 @@ KERNEL void dot_q2_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
 }
 ENTRY_POINTS(q2_K_q8_K, dot_q2_K_q8_K)
+TILE_BY_ROWS(q2_K_q8_K)
 
 // The 16 signed scales of a Q3_K block (mg_q3_K_scale, all at once): the low
 // 4 bits of scale j are the low nibble of byte j (j < 8) or the high nibble of
@@ -779,6 +1253,7 @@ KERNEL void dot_q3_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
 }
 ENTRY_POINTS(q3_K_q8_K, dot_q3_K_q8_K)
+TILE_BY_ROWS(q3_K_q8_K)
 
 // The 6-bit scales and mins of a Q4_K/Q5_K block (mg_get_scale_min_k4, all at
 // once): out[0..1] hold sc_0..7 as bytes, out[2..3] m_0..7. Scales and mins
@@ -804,17 +1279,32 @@ KERNEL void k4_scale_pairs(const uint32_t sm[4], int32_t pairs[8]) {
 
 // Q4_K (scalar: mg_vec_dot_q4_K_q8_K): 32 bytes of codes hold 64 elements,
 // the low nibbles the first 32 (sub-block 2j), the high nibbles the next 32
-// (sub-block 2j+1). The mins: bsums pairs added (hadd) meet the 8 mins in one
-// madd, and go into their own 4-lane accumulator (ggml: acc_m).
+// (sub-block 2j+1). Each dot product is, super-block by super-block,
+//
+//     S    = the sum over the 8 sub-blocks j of sc_j * (codes . activations)
+//     M    = the sum over j of m_j * (the sum of sub-block j's activations,
+//            two of Q8_K's bsums), both exact in int
+//     acc  = fma(dW * dA, float(S), acc)
+//     accm = fma(dminW * dA, float(M), accm)
+//
+// and s = acc - accm at the end. (ggml's AVX2 kernel keeps 8 float lanes of
+// S and 4 of M per dot product; two plain sums are what lets a tile put 8
+// rows in the lanes.) In one row, the 8 int lanes of S and the 4 of M are
+// summed per super-block.
+KERNEL int hsum_i32_4(__m128i x) {
+    x = _mm_add_epi32(x, _mm_unpackhi_epi64(x, x));
+    x = _mm_add_epi32(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(x);
+}
+
 KERNEL void dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
     const struct mg_block_q4_K * x = vx;
     const struct mg_block_q8_K * y[MAX_COLS];
-    __m256                       acc[MAX_COLS];
-    __m128                       acc_m[MAX_COLS];
+    float                        acc[MAX_COLS], acc_m[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c]     = column(vy, ys, c);
-        acc[c]   = _mm256_setzero_ps();
-        acc_m[c] = _mm_setzero_ps();
+        acc[c]   = 0.0f;
+        acc_m[c] = 0.0f;
     }
     const __m256i m4 = _mm256_set1_epi8(0xf);
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
@@ -824,20 +1314,12 @@ KERNEL void dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
         const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *) &sm[2]));
         int32_t       scale_pairs[8];
         k4_scale_pairs(sm, scale_pairs);
-        float         d[MAX_COLS];
-        __m256i       sumi[MAX_COLS];
-        UNROLLED for (int c = 0; c < nc; c++) {
-            const __m256i bsums = load_256(y[c][i].bsums);
-            const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-            const float   dmin  = -y[c][i].d * dminx;
-            acc_m[c] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(_mm_madd_epi16(mins, pairs)), acc_m[c]);
-            d[c]     = y[c][i].d * dx;
-            sumi[c]  = _mm256_setzero_si256();
-        }
+        __m256i sumi[MAX_COLS];
+        UNROLLED for (int c = 0; c < nc; c++) sumi[c] = _mm256_setzero_si256();
         UNROLLED for (int j = 0; j < 4; j++) {
-            const __m256i bits    = load_256(x[i].qs + 32 * j);
-            const __m256i q_lo    = _mm256_and_si256(bits, m4);
-            const __m256i q_hi    = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            const __m256i bits     = load_256(x[i].qs + 32 * j);
+            const __m256i q_lo     = _mm256_and_si256(bits, m4);
+            const __m256i q_hi     = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
             const __m256i scale_lo = _mm256_set1_epi32(scale_pairs[2 * j]);
             const __m256i scale_hi = _mm256_set1_epi32(scale_pairs[2 * j + 1]);
             UNROLLED for (int c = 0; c < nc; c++) {
@@ -848,16 +1330,145 @@ KERNEL void dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
             }
         }
         UNROLLED for (int c = 0; c < nc; c++) {
-            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d[c]), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+            const __m256i bsums = load_256(y[c][i].bsums);
+            const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+            const int     m     = hsum_i32_4(_mm_madd_epi16(mins, pairs));
+            acc[c]              = fmaf(dx * y[c][i].d, (float) hsum_i32_8(sumi[c]), acc[c]);
+            acc_m[c]            = fmaf(dminx * y[c][i].d, (float) m, acc_m[c]);
         }
     }
-    UNROLLED for (int c = 0; c < nc; c++) {
-        __m128 m = _mm_add_ps(acc_m[c], _mm_movehl_ps(acc_m[c], acc_m[c]));
-        m        = _mm_add_ss(m, _mm_movehdup_ps(m));
-        s[c]     = hsum_float_8(acc[c]) + _mm_cvtss_f32(m);
-    }
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = acc[c] - acc_m[c];
 }
 ENTRY_POINTS(q4_K_q8_K, dot_q4_K_q8_K)
+
+// acc + the 8 int32 lanes of pairs of int16 products a * b (VNNI: one instruction).
+KERNEL __m256i dot_i16_acc(__m256i acc, __m256i a, __m256i b) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpwssd_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
+// Byte k of every int32 lane, as an int32; bytes k and k+1 as two int16s. The
+// byte shuffle counts within 128-bit halves: int32 lane d starts at byte 4d.
+KERNEL __m256i byte_of_each_i32(__m256i v, int k) {
+    const __m256i lane_start = _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12);
+    return _mm256_shuffle_epi8(v, _mm256_add_epi32(_mm256_set1_epi32((int) (0x80808000u | (uint32_t) k)), lane_start));
+}
+
+KERNEL __m256i byte_pair_of_each_i32(__m256i v, int k) {
+    const __m256i lane_start = _mm256_setr_epi32(0, 0x40004, 0x80008, 0xc000c, 0, 0x40004, 0x80008, 0xc000c);
+    const __m256i pick       = _mm256_set1_epi32((int) (0x80008000u | (uint32_t) (k + 1) << 16 | (uint32_t) k));
+    return _mm256_shuffle_epi8(v, _mm256_add_epi32(pick, lane_start));
+}
+
+// k4_scales_mins for block i of 8 rows at once, row r in lane r: sc[0] holds
+// scales 0..3 (a byte each), sc[1] scales 4..7, mn[0] and mn[1] the mins.
+KERNEL void k4_scales_mins_8(const char * xb, size_t xs, __m256i sc[2], __m256i mn[2]) {
+    const size_t at = offsetof(struct mg_block_q4_K, scales);
+    __m256i      p[4], a[4];   // 16 bytes a row: the 12 bytes of scales and 4 of codes
+    UNROLLED for (int k = 0; k < 4; k++) p[k] = load_rows_k_k4(xb + (size_t) k * xs + at, xs);
+    transpose_4x4_halves(p, a);   // a[t]: bytes 4t .. 4t+3 of the scales of every row
+    const __m256i low6 = _mm256_set1_epi32(0x3f3f3f3f), low4 = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i top2 = _mm256_set1_epi32(0x03030303);
+    sc[0] = _mm256_and_si256(a[0], low6);
+    sc[1] = _mm256_or_si256(_mm256_and_si256(a[2], low4),
+                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a[0], 6), top2), 4));
+    mn[0] = _mm256_and_si256(a[1], low6);
+    mn[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a[2], 4), low4),
+                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a[1], 6), top2), 4));
+}
+
+// Super-block i of 8 Q4_K rows (x, xs bytes apart) against super-block i of
+// each column: acc[c] and acc_m[c] take the steps of dot_q4_K_q8_K for all 8
+// rows. The codes of each 64 elements are transposed as bytes (8 x 8 int32)
+// and then split into nibbles; each sub-block's S, summed by dot products
+// against 4 broadcast activation codes, is multiplied by its 8 rows' scales.
+KERNEL void tile_block_q4_K(const char * x, size_t xs, const char * y, size_t ys, int nc, int64_t i, __m256 acc[],
+                            __m256 acc_m[]) {
+    const char * xb = x + (size_t) i * sizeof(struct mg_block_q4_K);
+    __m256i      sc4[2], mn4[2];
+    k4_scales_mins_8(xb, xs, sc4, mn4);
+    const struct mg_block_q8_K * yb[MAX_COLS];
+    __m256i                      sum[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        yb[c]  = (const struct mg_block_q8_K *) (y + (size_t) c * ys) + i;
+        sum[c] = _mm256_setzero_si256();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0xf);
+    UNROLLED for (int chunk = 0; chunk < 4; chunk++) {   // elements 64 chunk .. 64 chunk + 63
+        __m256i lo[8], hi[8];
+        UNROLLED for (int r = 0; r < 8; r++) {
+            lo[r] = load_256(xb + (size_t) r * xs + offsetof(struct mg_block_q4_K, qs) + 32 * (size_t) chunk);
+        }
+        transpose_8x8_i32(lo);
+        UNROLLED for (int j = 0; j < 8; j++) {   // lane r: codes 4j .. 4j+3 of sub-block 2 chunk (lo), 2 chunk + 1 (hi)
+            hi[j] = _mm256_and_si256(_mm256_srli_epi16(lo[j], 4), m4);
+            lo[j] = _mm256_and_si256(lo[j], m4);
+        }
+        const __m256i sc_lo = byte_of_each_i32(sc4[chunk / 2], 2 * (chunk % 2));
+        const __m256i sc_hi = byte_of_each_i32(sc4[chunk / 2], 2 * (chunk % 2) + 1);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const int8_t * q8 = yb[c]->qs + 64 * chunk;
+            __m256i        t_lo[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            __m256i        t_hi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            UNROLLED for (int j = 0; j < 8; j++) {
+                t_lo[j % 2] = dot_u8_s8_acc(t_lo[j % 2], lo[j], broadcast_4_codes(q8 + 4 * j));
+                t_hi[j % 2] = dot_u8_s8_acc(t_hi[j % 2], hi[j], broadcast_4_codes(q8 + 32 + 4 * j));
+            }
+            const __m256i s_lo = _mm256_mullo_epi32(_mm256_add_epi32(t_lo[0], t_lo[1]), sc_lo);
+            const __m256i s_hi = _mm256_mullo_epi32(_mm256_add_epi32(t_hi[0], t_hi[1]), sc_hi);
+            sum[c]             = _mm256_add_epi32(sum[c], _mm256_add_epi32(s_lo, s_hi));
+        }
+    }
+    const __m256 dx = rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, d));
+    const __m256 dm = rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, dmin));
+    __m256i      mins[4];   // lane r: the mins of sub-blocks 2t and 2t+1 of row r, as int16s
+    UNROLLED for (int t = 0; t < 4; t++) mins[t] = byte_pair_of_each_i32(mn4[t / 2], 2 * (t % 2));
+    UNROLLED for (int c = 0; c < nc; c++) {
+        // The 8 sums of sub-blocks' activations (pairs of bsums), as int16s:
+        // int32 t of `pairs` holds those of sub-blocks 2t, 2t+1 (t = 0, 1 in
+        // the low half, 2, 3 at int32 4, 5 in the high half).
+        const __m256i sums16 = _mm256_madd_epi16(load_256(yb[c]->bsums), _mm256_set1_epi16(1));
+        const __m256i pairs  = _mm256_packs_epi32(sums16, sums16);
+        __m256i       m      = _mm256_setzero_si256();
+        UNROLLED for (int t = 0; t < 4; t++) {
+            const __m256i pair_t = _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(t < 2 ? t : t + 2));
+            m                    = dot_i16_acc(m, mins[t], pair_t);
+        }
+        const __m256 dy = _mm256_set1_ps(yb[c]->d);
+        acc[c]          = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy), _mm256_cvtepi32_ps(sum[c]), acc[c]);
+        acc_m[c]        = _mm256_fmadd_ps(_mm256_mul_ps(dm, dy), _mm256_cvtepi32_ps(m), acc_m[c]);
+    }
+}
+
+KERNEL void tile_q4_K(int64_t n, float * s, size_t ss, const void * x, size_t xs, const void * y, size_t ys, int nc) {
+    if (nc == 1) read_in_order(x, xs, (size_t) (n / MG_QK_K) * sizeof(struct mg_block_q4_K));
+    __m256 acc[MAX_COLS], acc_m[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        acc[c]   = _mm256_setzero_ps();
+        acc_m[c] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / MG_QK_K; i++) tile_block_q4_K(x, xs, y, ys, nc, i, acc, acc_m);
+    UNROLLED for (int c = 0; c < nc; c++) _mm256_storeu_ps(s + (size_t) c * ss, _mm256_sub_ps(acc[c], acc_m[c]));
+}
+
+void mg_vec_dot_tile_q4_K_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc) {
+    MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);
+    const size_t row_bytes = (size_t) (n / MG_QK_K) * sizeof(struct mg_block_q4_K);
+    if (nr < 8 || (nc == 1 && row_bytes > TILE_ONE_COLUMN_MAX_ROW_BYTES)) {
+        mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_K_q8_K_simd, n, s, ss, x, xs, nr, y, ys, nc);
+        return;
+    }
+    switch (nc) {
+    case 1: tile_q4_K(n, s, ss, x, xs, y, ys, 1); break;
+    case 2: tile_q4_K(n, s, ss, x, xs, y, ys, 2); break;
+    case 3: tile_q4_K(n, s, ss, x, xs, y, ys, 3); break;
+    default: tile_q4_K(n, s, ss, x, xs, y, ys, 4); break;
+    }
+}
 
 // 16 in the bytes whose bit `bit` is set in qh, 0 elsewhere (the 5th bit of Q5_K).
 KERNEL __m256i fifth_bit_16(__m256i qh, int bit) {
@@ -921,6 +1532,7 @@ KERNEL void dot_q5_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]) + summs[c];
 }
 ENTRY_POINTS(q5_K_q8_K, dot_q5_K_q8_K)
+TILE_BY_ROWS(q5_K_q8_K)
 
 // 32 six-bit codes of Q6_K: the low nibbles of low4, and bits shift..shift+1 of qh above them.
 KERNEL __m256i six_bit_codes(__m256i low4, __m256i qh, int shift) {
@@ -932,14 +1544,22 @@ KERNEL __m256i six_bit_codes(__m256i low4, __m256i qh, int shift) {
 // bits from ql (64 bytes: two registers, low and high nibbles) and 2 high bits
 // from qh (32 bytes, 4 codes per byte) make 4 registers of 32 codes 0..63.
 // (q - 32) . a = q . a - 32 . a, both maddubs with unsigned left operands;
-// each 16-element sub-block has its own signed 8-bit scale.
+// each 16-element sub-block has its own signed 8-bit scale. Each dot product
+// is, super-block by super-block,
+//
+//     S   = the sum over the 16 sub-blocks j of sc_j * ((codes - 32) . activations), exact
+//     acc = fma(dW * dA, float(S), acc)
+//
+// and s = acc. (ggml's AVX2 kernel keeps 8 float lanes per dot product; one
+// sum lets a tile put 8 rows in the lanes.) In one row, the 8 int lanes of
+// S are summed per super-block.
 KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
     const struct mg_block_q6_K * x = vx;
     const struct mg_block_q8_K * y[MAX_COLS];
-    __m256                       acc[MAX_COLS];
+    float                        acc[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c]   = column(vy, ys, c);
-        acc[c] = _mm256_setzero_ps();
+        acc[c] = 0.0f;
     }
     const __m256i m32 = _mm256_set1_epi8(32);
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
@@ -975,12 +1595,106 @@ KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p[2], p[3]));
             }
         }
-        UNROLLED for (int c = 0; c < nc; c++) {
-            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * dx), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
-        }
+        UNROLLED for (int c = 0; c < nc; c++) acc[c] = fmaf(dx * y[c][i].d, (float) hsum_i32_8(sumi[c]), acc[c]);
     }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = acc[c];
 }
 ENTRY_POINTS(q6_K_q8_K, dot_q6_K_q8_K)
+
+// Signed byte k of every int32 lane, as an int32 (the byte moved to the top,
+// then an arithmetic shift down); signed bytes k and k+1 as two int16s.
+KERNEL __m256i signed_byte_of_each_i32(__m256i v, int k) {
+    const __m256i lane_start = _mm256_setr_epi32(0, 4 << 24, 8 << 24, 12 << 24, 0, 4 << 24, 8 << 24, 12 << 24);
+    const __m256i pick       = _mm256_add_epi32(_mm256_set1_epi32((int) ((uint32_t) k << 24 | 0x808080u)), lane_start);
+    return _mm256_srai_epi32(_mm256_shuffle_epi8(v, pick), 24);
+}
+
+KERNEL __m256i signed_byte_pair_of_each_i32(__m256i v, int k) {
+    const __m256i lane_start = _mm256_setr_epi32(0, 0x4000400, 0x8000800, 0xc000c00, 0, 0x4000400, 0x8000800,
+                                                 0xc000c00);
+    const __m256i pick = _mm256_set1_epi32((int) ((uint32_t) (k + 1) << 24 | 0x800000u | (uint32_t) k << 8 | 0x80u));
+    return _mm256_srai_epi16(_mm256_shuffle_epi8(v, _mm256_add_epi32(pick, lane_start)), 8);
+}
+
+// Super-block i of 8 Q6_K rows (x, xs bytes apart) against super-block i of
+// each column: acc[c] takes the step of dot_q6_K_q8_K for all 8 rows. Each
+// 32 elements are unpacked to six-bit codes row by row, as in one row, and
+// then transposed; each sub-block of 16 gets its 8 rows' scales, and the
+// -32 comes off at the end as 32 * (the scales . the activation sums of the
+// sub-blocks, Q8_K's bsums).
+KERNEL void tile_block_q6_K(const char * x, size_t xs, const char * y, size_t ys, int nc, int64_t i, __m256 acc[]) {
+    const struct mg_block_q6_K * xb = (const struct mg_block_q6_K *) (x + (size_t) i * sizeof(struct mg_block_q6_K));
+    const char *                 xc = (const char *) xb;
+    __m256i                      sc4[4], p[4];   // sc4[t], lane r: scales 4t .. 4t+3 of row r
+    const size_t                 at = offsetof(struct mg_block_q6_K, scales);
+    UNROLLED for (int k = 0; k < 4; k++) p[k] = load_rows_k_k4(xc + (size_t) k * xs + at, xs);
+    transpose_4x4_halves(p, sc4);
+    const struct mg_block_q8_K * yb[MAX_COLS];
+    __m256i                      sum[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        yb[c]  = (const struct mg_block_q8_K *) (y + (size_t) c * ys) + i;
+        sum[c] = _mm256_setzero_si256();
+    }
+    UNROLLED for (int quarter = 0; quarter < 8; quarter++) {   // elements 32 quarter .. 32 quarter + 31
+        const int h = quarter / 4, k = quarter % 4;
+        __m256i   q[8];
+        UNROLLED for (int r = 0; r < 8; r++) {
+            const struct mg_block_q6_K * row = (const struct mg_block_q6_K *) (xc + (size_t) r * xs);
+            const __m256i ql = load_256(row->ql + 64 * h + 32 * (k % 2));
+            q[r] = six_bit_codes(k < 2 ? ql : _mm256_srli_epi16(ql, 4), load_256(row->qh + 32 * h), 2 * k);
+        }
+        transpose_8x8_i32(q);   // q[j], lane r: codes 4j .. 4j+3 of these 32 of row r
+        const __m256i sc_a = signed_byte_of_each_i32(sc4[quarter / 2], 2 * (quarter % 2));       // sub-block 2 quarter
+        const __m256i sc_b = signed_byte_of_each_i32(sc4[quarter / 2], 2 * (quarter % 2) + 1);   // and the next
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const int8_t * q8 = yb[c]->qs + 32 * quarter;
+            __m256i        t_a[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            __m256i        t_b[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            UNROLLED for (int j = 0; j < 4; j++) {
+                t_a[j % 2] = dot_u8_s8_acc(t_a[j % 2], q[j], broadcast_4_codes(q8 + 4 * j));
+                t_b[j % 2] = dot_u8_s8_acc(t_b[j % 2], q[j + 4], broadcast_4_codes(q8 + 16 + 4 * j));
+            }
+            const __m256i s_a = _mm256_mullo_epi32(_mm256_add_epi32(t_a[0], t_a[1]), sc_a);
+            const __m256i s_b = _mm256_mullo_epi32(_mm256_add_epi32(t_b[0], t_b[1]), sc_b);
+            sum[c]            = _mm256_add_epi32(sum[c], _mm256_add_epi32(s_a, s_b));
+        }
+    }
+    __m256i sc_pairs[8];   // lane r: the scales of sub-blocks 2t and 2t+1 of row r, as int16s
+    UNROLLED for (int t = 0; t < 8; t++) sc_pairs[t] = signed_byte_pair_of_each_i32(sc4[t / 2], 2 * (t % 2));
+    const __m256 dx = rows_f16_x8(xc, xs, offsetof(struct mg_block_q6_K, d));
+    UNROLLED for (int c = 0; c < nc; c++) {
+        const __m256i bsums = load_256(yb[c]->bsums);   // int32 t: the bsums of sub-blocks 2t, 2t+1
+        __m256i       o     = _mm256_setzero_si256();
+        UNROLLED for (int t = 0; t < 8; t++) {
+            o = dot_i16_acc(o, sc_pairs[t], _mm256_permutevar8x32_epi32(bsums, _mm256_set1_epi32(t)));
+        }
+        const __m256i s_c = _mm256_sub_epi32(sum[c], _mm256_slli_epi32(o, 5));   // - 32 * o
+        acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(yb[c]->d)), _mm256_cvtepi32_ps(s_c), acc[c]);
+    }
+}
+
+KERNEL void tile_q6_K(int64_t n, float * s, size_t ss, const void * x, size_t xs, const void * y, size_t ys, int nc) {
+    if (nc == 1) read_in_order(x, xs, (size_t) (n / MG_QK_K) * sizeof(struct mg_block_q6_K));
+    __m256 acc[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / MG_QK_K; i++) tile_block_q6_K(x, xs, y, ys, nc, i, acc);
+    UNROLLED for (int c = 0; c < nc; c++) _mm256_storeu_ps(s + (size_t) c * ss, acc[c]);
+}
+
+void mg_vec_dot_tile_q6_K_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc) {
+    MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);
+    const size_t row_bytes = (size_t) (n / MG_QK_K) * sizeof(struct mg_block_q6_K);
+    if (nr < 8 || (nc == 1 && row_bytes > TILE_ONE_COLUMN_MAX_ROW_BYTES)) {
+        mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q6_K_q8_K_simd, n, s, ss, x, xs, nr, y, ys, nc);
+        return;
+    }
+    switch (nc) {
+    case 1: tile_q6_K(n, s, ss, x, xs, y, ys, 1); break;
+    case 2: tile_q6_K(n, s, ss, x, xs, y, ys, 2); break;
+    case 3: tile_q6_K(n, s, ss, x, xs, y, ys, 3); break;
+    default: tile_q6_K(n, s, ss, x, xs, y, ys, 4); break;
+    }
+}
 
 #endif // MG_SIMD

@@ -12,6 +12,9 @@
 //     mg_vec_dot_cols_q4_0_q8_0_simd
 //                                 up to 4 activation columns per weight row, each
 //                                 column bit-identical to mg_vec_dot_q4_0_q8_0_simd
+//     mg_vec_dot_tile_q4_0_q8_0_simd
+//                                 up to 8 weight rows x 4 columns, each result
+//                                 bit-identical to mg_vec_dot_q4_0_q8_0_simd
 //
 // The activation converters are bit-identical to their scalar references
 // (mg_quantize_row_q8_0 and friends) for finite input.
@@ -61,4 +64,34 @@ void mg_vec_dot_cols_q3_K_q8_K_simd  (int64_t n, float * s, const void * x, cons
 void mg_vec_dot_cols_q4_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
 void mg_vec_dot_cols_q5_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
 void mg_vec_dot_cols_q6_K_q8_K_simd  (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+
+// Up to 8 weight rows . up to 4 activation rows (mg_vec_dot_tile_fn).
+void mg_vec_dot_tile_f32_simd        (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_f16_simd        (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_bf16_simd       (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q4_0_q8_0_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q4_1_q8_1_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q5_0_q8_0_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q5_1_q8_1_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q8_0_q8_0_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_iq4_nl_q8_0_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q2_K_q8_K_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q3_K_q8_K_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q4_K_q8_K_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q5_K_q8_K_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q6_K_q8_K_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
 #endif

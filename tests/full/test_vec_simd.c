@@ -7,6 +7,9 @@
 //     lengths of 1, 2, 3, 7, 8 and 33 blocks. The integer block sums are
 //     exact in both, so they differ by float rounding only, bounded below;
 //   - vec_dot_cols against vec_dot, column by column, to the bit;
+//   - vec_dot_tile against vec_dot, element by element, to the bit, for every
+//     count of rows (1..8) and columns (1..4), with weight rows packed or
+//     apart, activation rows apart and result columns apart;
 //   - the activation converters against their scalar references, to the bit,
 //     on random rows, ties, zero blocks and edge values.
 //
@@ -410,6 +413,94 @@ START_TEST(test_cols_bit_identical) {
 END_TEST
 
 // ---------------------------------------------------------------------------
+// vec_dot_tile against vec_dot, to the bit
+// ---------------------------------------------------------------------------
+
+// MG_VEC_DOT_MAX_ROWS weight rows, x_stride bytes apart (packed: one after
+// another; otherwise with a gap), and MG_VEC_DOT_MAX_COLS activation rows.
+struct tile_rows {
+    int64_t n;
+    size_t  x_stride, y_stride;
+    char *  x;   // exactly the bytes of the rows and the gaps between them (ASan sees overreads)
+    char *  y;
+};
+
+static void make_tile_rows(const struct ref * ref, int64_t n, enum mode mode, uint64_t seed, bool packed,
+                           struct tile_rows * t) {
+    const size_t x_size = mg_row_size(ref->type, n);
+    t->n                = n;
+    t->y                = NULL;
+    t->x_stride         = x_size + (packed ? 0 : 48);
+    t->x                = malloc(t->x_stride * (MG_VEC_DOT_MAX_ROWS - 1) + x_size);
+    ck_assert_ptr_nonnull(t->x);
+    memset(t->x, 0x5a, t->x_stride * (MG_VEC_DOT_MAX_ROWS - 1) + x_size);
+    for (int r = 0; r < MG_VEC_DOT_MAX_ROWS; r++) {   // each weight row from its own seed
+        struct rows rows;
+        make_rows(ref, n, MG_VEC_DOT_MAX_COLS, mode, seed + 97 * (uint64_t) r, &rows);
+        memcpy(t->x + (size_t) r * t->x_stride, rows.x, x_size);
+        if (r == 0) {   // the activations of the first
+            const size_t y_bytes = rows.y_stride * (MG_VEC_DOT_MAX_COLS - 1) + rows.y_size;
+            t->y_stride          = rows.y_stride;
+            t->y                 = malloc(y_bytes);
+            ck_assert_ptr_nonnull(t->y);
+            memcpy(t->y, rows.y, y_bytes);
+        }
+        free_rows(&rows);
+    }
+}
+
+// Every tile shape against vec_dot of each row and column: the results to the
+// bit, and nothing written outside them (s_stride leaves a gap after each column).
+static void check_tile(const struct ref * ref, enum mode mode, uint64_t seed, bool packed) {
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(ref->type);
+    ck_assert_ptr_nonnull(cpu->vec_dot_tile);
+    enum { ROWS = MG_VEC_DOT_MAX_ROWS, COLS = MG_VEC_DOT_MAX_COLS, S_STRIDE = ROWS + 3 };
+    size_t count;
+    test_length(ref->type, 0, &count);
+    for (size_t k = 0; k < count; k++) {
+        const int64_t    n = test_length(ref->type, k, &count);
+        struct tile_rows t;
+        make_tile_rows(ref, n, mode, seed + 1000 * k, packed, &t);
+        float one[COLS][ROWS];
+        for (int c = 0; c < COLS; c++) {
+            for (int r = 0; r < ROWS; r++) {
+                cpu->vec_dot(n, &one[c][r], t.x + (size_t) r * t.x_stride, t.y + (size_t) c * t.y_stride);
+            }
+        }
+        for (int nr = 1; nr <= ROWS; nr++) {
+            for (int nc = 1; nc <= COLS; nc++) {
+                float s[COLS * S_STRIDE];
+                for (int i = 0; i < COLS * S_STRIDE; i++) s[i] = -1.0f;   // sentinels
+                cpu->vec_dot_tile(n, s, S_STRIDE, t.x, t.x_stride, nr, t.y, t.y_stride, nc);
+                for (int c = 0; c < COLS; c++) {
+                    for (int r = 0; r < S_STRIDE; r++) {
+                        const float got = s[c * S_STRIDE + r];
+                        if (c < nc && r < nr) {
+                            ck_assert_msg(float_bits(got) == float_bits(one[c][r]),
+                                          "%s mode %d n %lld, %d x %d tile%s: row %d column %d is %.9g, vec_dot %.9g",
+                                          mg_type_name(ref->type), (int) mode, (long long) n, nr, nc,
+                                          packed ? " (packed rows)" : "", r, c, got, one[c][r]);
+                        } else {
+                            ck_assert_msg(got == -1.0f, "%s: a %d x %d tile wrote s[%d]", mg_type_name(ref->type), nr,
+                                          nc, c * S_STRIDE + r);
+                        }
+                    }
+                }
+            }
+        }
+        free(t.x), free(t.y);
+    }
+}
+
+START_TEST(test_tile_bit_identical) {
+    check_tile(&REFS[_i], GAUSS, 11000 + 100 * (uint64_t) _i, false);
+    check_tile(&REFS[_i], EDGE, 12000 + 100 * (uint64_t) _i, true);
+    check_tile(&REFS[_i], RAW, 13000 + 100 * (uint64_t) _i, false);
+    check_tile(&REFS[_i], RAW, 14000 + 100 * (uint64_t) _i, true);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // The table
 // ---------------------------------------------------------------------------
 
@@ -420,6 +511,7 @@ START_TEST(test_table_wiring) {
         const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(REFS[i].type);
         ck_assert_ptr_nonnull(cpu);
         ck_assert_ptr_nonnull(cpu->vec_dot_cols);
+        ck_assert_ptr_nonnull(cpu->vec_dot_tile);
 #if defined(MG_SIMD)
         ck_assert_msg(cpu->vec_dot != REFS[i].vec_dot, "%s: scalar vec_dot in a SIMD build",
                       mg_type_name(REFS[i].type));
@@ -603,6 +695,11 @@ Suite * mg_test_suite(void) {
     tc = tcase_create("vec_dot_cols");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_cols_bit_identical, 0, (int) N_REFS);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("vec_dot_tile");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_tile_bit_identical, 0, (int) N_REFS);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("converters");
