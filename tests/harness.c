@@ -83,6 +83,38 @@ void mg_test_fill_uniform(float * x, size_t n, uint64_t * state, float lo, float
     for (size_t i = 0; i < n; i++) x[i] = mg_test_rand_uniform(state, lo, hi);
 }
 
+// Enough JSON for the golden files, whose values are plain numbers and
+// arrays of them: skip to the key, then walk brackets and numbers.
+int mg_test_json_numbers(const char * json, const char * key, double * out, int max) {
+    char quoted[128];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", key);
+    const char * p = strstr(json, quoted);
+    if (p == NULL) return -1;
+    p += strlen(quoted);
+    while (*p == ' ' || *p == ':') p++;
+    int n = 0, depth = 0;
+    do {
+        if (*p == '[') {
+            depth++;
+            p++;
+        } else if (*p == ']') {
+            depth--;
+            p++;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            char *       end;
+            const double v = strtod(p, &end);
+            if (n < max) out[n] = v;
+            n++;
+            p = end;
+        } else if (*p == '\0') {
+            return -1;   // an unterminated array: a broken golden file
+        } else {
+            p++;
+        }
+    } while (depth > 0);
+    return n;
+}
+
 int main(void) {
     SRunner * sr = srunner_create(mg_test_suite());
     srunner_run_all(sr, CK_NORMAL);   // prints "100%: Checks: N, Failures: 0, Errors: 0"

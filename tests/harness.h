@@ -28,3 +28,9 @@ uint64_t mg_test_rand_u64(uint64_t * state);
 float    mg_test_rand_uniform(uint64_t * state, float lo, float hi);
 float    mg_test_rand_normal(uint64_t * state);
 void     mg_test_fill_uniform(float * x, size_t n, uint64_t * state, float lo, float hi);
+
+// The numbers of the JSON value after "key" in json (the fixtures' goldens): a
+// number or (nested) arrays of numbers, flattened in reading order. Returns
+// how many there are (at most max are stored in out), or -1 if the key is
+// missing or its array is not closed.
+int mg_test_json_numbers(const char * json, const char * key, double * out, int max);

@@ -67,7 +67,7 @@ $(BUILD)/harness.o: $(ROOT)/tests/harness.c $(ROOT)/tests/harness.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DMG_TEST_ROOT='"$(ROOT)"' -c $< -o $@
 
 define TEST_RULE
-$(BUILD)/tests/$(notdir $(patsubst %/,%,$(dir $(1))))_$(basename $(notdir $(1))): $(1) $(LIB) $(BUILD)/harness.o $(wildcard *.h)
+$(BUILD)/tests/$(notdir $(patsubst %/,%,$(dir $(1))))_$(basename $(notdir $(1))): $(1) $(LIB) $(BUILD)/harness.o $(wildcard *.h) $(wildcard $(ROOT)/tests/*.h)
 	$$(CC) $$(ALL_CFLAGS) $$(CHECK_CFLAGS) -DMG_TEST_ROOT='"$(ROOT)"' -I. -I$(ROOT)/tests $(1) \
 		$(BUILD)/harness.o $(LIB) $$(CHECK_LIBS) $$(LDLIBS) -o $$@
 endef

@@ -51,40 +51,6 @@ enum { N_PROMPTS = sizeof(prompts) / sizeof(prompts[0]) };
 // Reading the goldens
 // ---------------------------------------------------------------------------
 
-// The numbers of the JSON value that follows "key": a number or (nested)
-// arrays of numbers, flattened in reading order. Returns how many were found
-// (at most max are stored), or -1 if the key is not there. Enough for the
-// golden files, whose values are plain numbers and arrays of them.
-static int json_numbers(const char * json, const char * key, double * out, int max) {
-    char quoted[128];
-    snprintf(quoted, sizeof(quoted), "\"%s\"", key);
-    const char * p = strstr(json, quoted);
-    if (p == NULL) return -1;
-    p += strlen(quoted);
-    while (*p == ' ' || *p == ':') p++;
-    int n = 0, depth = 0;
-    do {
-        if (*p == '[') {
-            depth++;
-            p++;
-        } else if (*p == ']') {
-            depth--;
-            p++;
-        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
-            char * end;
-            const double v = strtod(p, &end);
-            if (n < max) out[n] = v;
-            n++;
-            p = end;
-        } else if (*p == '\0') {
-            return -1;   // an unterminated array: a broken golden file
-        } else {
-            p++;
-        }
-    } while (depth > 0);
-    return n;
-}
-
 struct golden {
     int32_t prompt_tokens[MAX_PROMPT];
     int     n_prompt;
@@ -111,23 +77,23 @@ static struct golden * load_golden(const char * model, const char * prompt, bool
     char * json = read_fixture(rel, NULL);
 
     double v[2 * N_GREEDY * N_STEP_TOP];
-    g->n_prompt = json_numbers(json, "prompt_tokens", v, MAX_PROMPT);
+    g->n_prompt = mg_test_json_numbers(json, "prompt_tokens", v, MAX_PROMPT);
     ck_assert_msg(g->n_prompt > 0 && g->n_prompt <= MAX_PROMPT, "%s: prompt_tokens", rel);
     for (int i = 0; i < g->n_prompt; i++) g->prompt_tokens[i] = (int32_t) v[i];
 
-    ck_assert_int_eq(json_numbers(json, "n_vocab", v, 1), 1);
+    ck_assert_int_eq(mg_test_json_numbers(json, "n_vocab", v, 1), 1);
     ck_assert_int_eq((int) v[0], N_VOCAB);
 
-    ck_assert_int_eq(json_numbers(json, "top10", v, 2 * N_TOP), 2 * N_TOP);
+    ck_assert_int_eq(mg_test_json_numbers(json, "top10", v, 2 * N_TOP), 2 * N_TOP);
     for (int i = 0; i < N_TOP; i++) {
         g->top_id[i]    = (int32_t) v[2 * i];
         g->top_logit[i] = (float) v[2 * i + 1];
     }
-    ck_assert_int_eq(json_numbers(json, "greedy", v, N_GREEDY), N_GREEDY);
+    ck_assert_int_eq(mg_test_json_numbers(json, "greedy", v, N_GREEDY), N_GREEDY);
     for (int i = 0; i < N_GREEDY; i++) g->greedy[i] = (int32_t) v[i];
 
     const int n_steps = 2 * N_GREEDY * N_STEP_TOP;
-    ck_assert_int_eq(json_numbers(json, "greedy_steps_top5", v, n_steps), n_steps);
+    ck_assert_int_eq(mg_test_json_numbers(json, "greedy_steps_top5", v, n_steps), n_steps);
     for (int s = 0; s < N_GREEDY; s++) {
         for (int k = 0; k < N_STEP_TOP; k++) {
             g->step_id[s][k]    = (int32_t) v[2 * (s * N_STEP_TOP + k)];

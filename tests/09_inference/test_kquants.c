@@ -5,6 +5,7 @@
 // formulas of docs/FACTS.md 2.4, independently of full/quants_k.c; the
 // quantizers against the fixture models, which llama-quantize made from
 // tiny-f32.gguf: quantizing tiny-f32's tensors here must give the same bytes.
+#include "dot_rows.h"
 #include "harness.h"
 #include "gguf.h"
 #include "vec.h"
@@ -432,16 +433,8 @@ END_TEST
 // Dot products
 // ---------------------------------------------------------------------------
 
-#define DOT_N 4096
-static float   dot_w[DOT_N], dot_a[DOT_N], dot_wf[DOT_N], dot_af[DOT_N];
-static uint8_t dot_wq[DOT_N * 2], dot_aq[DOT_N * 2];
+static struct dot_rows dot;   // dot_rows.h
 
-// Weights of type `type` and activations converted as mul_mat does; returns
-// the library's vec_dot and the exact dot of the decoded rows (*mag = sum |terms|).
-//
-// With aligned, the two rows share a random sign per element and have
-// magnitudes near their maximum, so the integer block sums grow to 13 and more
-// significant bits, where the order of the float multiplies starts to matter.
 // In full/'s SIMD build (vec_simd.h) the table holds the SIMD twins of the
 // kernels named here; TABLE_KERNEL names the one the table should hold.
 #if defined(MG_SIMD)
@@ -462,33 +455,10 @@ static mg_vec_dot_fn scalar_vec_dot(enum mg_type type) {
     }
 }
 
+// Weights of type `type` and activations as mul_mat converts them: the
+// scalar kernel's result, and the exact dot of the decoded rows.
 static float prepare_dot(enum mg_type type, int64_t n, uint64_t seed, bool aligned, double * exact, double * mag) {
-    uint64_t rng = seed;
-    for (int64_t i = 0; i < n; i++) {
-        if (aligned) {
-            const float sign = (mg_test_rand_u64(&rng) & 1) ? 1.0f : -1.0f;
-            dot_w[i] = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f);
-            dot_a[i] = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f) * 2.0f;
-        } else {
-            dot_w[i] = mg_test_rand_normal(&rng);
-            dot_a[i] = mg_test_rand_normal(&rng) * 2.0f;
-        }
-    }
-    const struct mg_type_traits *     tw = mg_get_type_traits(type);
-    const struct mg_type_traits_cpu * tc = mg_get_type_traits_cpu(type);
-    ck_assert_ptr_nonnull(tc);
-    tw->from_float(dot_w, dot_wq, n);
-    tw->to_float(dot_wq, dot_wf, n);
-    tc->from_float(dot_a, dot_aq, n);
-    mg_get_type_traits(tc->vec_dot_type)->to_float(dot_aq, dot_af, n);
-    *exact = 0, *mag = 0;
-    for (int64_t i = 0; i < n; i++) {
-        *exact += (double) dot_wf[i] * dot_af[i];
-        *mag += fabs((double) dot_wf[i] * dot_af[i]);
-    }
-    float s = NAN;
-    scalar_vec_dot(type)(n, &s, dot_wq, dot_aq);
-    return s;
+    return dot_rows_prepare(&dot, type, n, seed, aligned, scalar_vec_dot(type), exact, mag);
 }
 
 START_TEST(test_cpu_traits_09) {
@@ -546,8 +516,8 @@ START_TEST(test_vec_dot_q4_K_order) {
         double       exact, mag;
         const int    n   = k % 4 == 0 ? DOT_N : 256;
         const float  got = prepare_dot(MG_TYPE_Q4_K, n, 60 + (uint64_t) k, k % 4 != 0, &exact, &mag);
-        const struct mg_block_q4_K * w = (const void *) dot_wq;
-        const struct mg_block_q8_K * a = (const void *) dot_aq;
+        const struct mg_block_q4_K * w = (const void *) dot.wq;
+        const struct mg_block_q8_K * a = (const void *) dot.aq;
         float lanes[8] = {0}, acc = 0;
         for (int i = 0; i < n / 256; i++) {
             int isum[8] = {0}, summ = 0;
@@ -571,8 +541,8 @@ START_TEST(test_vec_dot_q6_K_order) {
         double       exact, mag;
         const int    n   = k % 4 == 0 ? DOT_N : 256;
         const float  got = prepare_dot(MG_TYPE_Q6_K, n, 170 + (uint64_t) k, k % 4 != 0, &exact, &mag);
-        const struct mg_block_q6_K * w = (const void *) dot_wq;
-        const struct mg_block_q8_K * a = (const void *) dot_aq;
+        const struct mg_block_q6_K * w = (const void *) dot.wq;
+        const struct mg_block_q8_K * a = (const void *) dot.aq;
         float lanes[8] = {0}, acc = 0;
         for (int i = 0; i < n / 256; i++) {
             int isum[8] = {0};
@@ -589,7 +559,7 @@ START_TEST(test_vec_dot_bf16_order) {
     double      exact, mag;
     const float got = prepare_dot(MG_TYPE_BF16, 1000, 80, false, &exact, &mag);
     double      acc = 0;
-    for (int i = 0; i < 1000; i++) acc += (double) (dot_wf[i] * dot_af[i]);
+    for (int i = 0; i < 1000; i++) acc += (double) (dot.wf[i] * dot.af[i]);
     ck_assert_float_eq(got, (float) acc);
 }
 END_TEST

@@ -169,37 +169,6 @@ static uint64_t file_u64(const char * path, long off) {
     return v;
 }
 
-// The numbers after "key": in a golden JSON, flattened (as in test_fixtures.c).
-static int json_numbers(const char * json, const char * key, double * out, int max) {
-    char quoted[128];
-    snprintf(quoted, sizeof(quoted), "\"%s\"", key);
-    const char * p = strstr(json, quoted);
-    if (p == NULL) return -1;
-    p += strlen(quoted);
-    while (*p == ' ' || *p == ':') p++;
-    int n = 0, depth = 0;
-    do {
-        if (*p == '[') {
-            depth++;
-            p++;
-        } else if (*p == ']') {
-            depth--;
-            p++;
-        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
-            char * end;
-            const double v = strtod(p, &end);
-            if (n < max) out[n] = v;
-            n++;
-            p = end;
-        } else if (*p == '\0') {
-            return -1;
-        } else {
-            p++;
-        }
-    } while (depth > 0);
-    return n;
-}
-
 static float * read_floats(const char * path, size_t n) {
     size_t size = 0;
     float * x = mg_test_read_file(path, &size);
@@ -461,8 +430,8 @@ START_TEST(test_run_greedy_matches_golden) {
     char * json = mg_test_read_file(fixture(rel), NULL);
     ck_assert_ptr_nonnull(json);
     double greedy[N_GREEDY], top5[N_GREEDY * 10];
-    ck_assert_int_eq(json_numbers(json, "greedy", greedy, N_GREEDY), N_GREEDY);
-    ck_assert_int_eq(json_numbers(json, "greedy_steps_top5", top5, N_GREEDY * 10), N_GREEDY * 10);
+    ck_assert_int_eq(mg_test_json_numbers(json, "greedy", greedy, N_GREEDY), N_GREEDY);
+    ck_assert_int_eq(mg_test_json_numbers(json, "greedy_steps_top5", top5, N_GREEDY * 10), N_GREEDY * 10);
     free(json);
     int n_sure = 0;   // steps before the first golden margin under twice the tolerance
     while (n_sure < N_GREEDY && top5[n_sure * 10 + 1] - top5[n_sure * 10 + 3] >= 2.0 * tol_f32kv[_i]) n_sure++;

@@ -16,6 +16,7 @@
 // error range / (2^b sqrt 12), about 1.2 * 2^-b. The other bpw - b bits per
 // weight pay for scales and mins; they make the error no smaller, and a good
 // format should not be more than 25% worse than the ideal quantizer.
+#include "dot_rows.h"
 #include "harness.h"
 #include "vec.h"
 
@@ -684,16 +685,8 @@ END_TEST
 // Dot products
 // ---------------------------------------------------------------------------
 
-#define DOT_N 4096
-static float   dot_w[DOT_N], dot_a[DOT_N], dot_wf[DOT_N], dot_af[DOT_N];
-static uint8_t dot_wq[DOT_N * 2], dot_aq[DOT_N * 2];
+static struct dot_rows dot;   // dot_rows.h
 
-// Weights of type `type` and activations converted as mul_mat does; returns
-// the library's vec_dot and the exact dot of the decoded rows (*mag = sum |terms|).
-//
-// With aligned, the two rows share a random sign per element and have
-// magnitudes near their maximum, so the integer block sums grow to 13 and more
-// significant bits, where the order of the float multiplies starts to matter.
 // In full/'s SIMD build (vec_simd.h) the table holds the SIMD twins of the
 // kernels named here; TABLE_KERNEL names the one the table should hold.
 #if defined(MG_SIMD)
@@ -718,33 +711,10 @@ static mg_vec_dot_fn scalar_vec_dot(enum mg_type type) {
     }
 }
 
+// Weights of type `type` and activations as mul_mat converts them: the
+// scalar kernel's result, and the exact dot of the decoded rows.
 static float prepare_dot(enum mg_type type, int64_t n, uint64_t seed, bool aligned, double * exact, double * mag) {
-    uint64_t rng = seed;
-    for (int64_t i = 0; i < n; i++) {
-        if (aligned) {
-            const float sign = (mg_test_rand_u64(&rng) & 1) ? 1.0f : -1.0f;
-            dot_w[i] = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f);
-            dot_a[i] = sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f) * 2.0f;
-        } else {
-            dot_w[i] = mg_test_rand_normal(&rng);
-            dot_a[i] = mg_test_rand_normal(&rng) * 2.0f;
-        }
-    }
-    const struct mg_type_traits *     tw = mg_get_type_traits(type);
-    const struct mg_type_traits_cpu * tc = mg_get_type_traits_cpu(type);
-    ck_assert_ptr_nonnull(tc);
-    tw->from_float(dot_w, dot_wq, n);
-    tw->to_float(dot_wq, dot_wf, n);
-    tc->from_float(dot_a, dot_aq, n);
-    mg_get_type_traits(tc->vec_dot_type)->to_float(dot_aq, dot_af, n);
-    *exact = 0, *mag = 0;
-    for (int64_t i = 0; i < n; i++) {
-        *exact += (double) dot_wf[i] * dot_af[i];
-        *mag += fabs((double) dot_wf[i] * dot_af[i]);
-    }
-    float s = NAN;
-    scalar_vec_dot(type)(n, &s, dot_wq, dot_aq);
-    return s;
+    return dot_rows_prepare(&dot, type, n, seed, aligned, scalar_vec_dot(type), exact, mag);
 }
 
 START_TEST(test_cpu_traits) {
@@ -780,9 +750,9 @@ static double q8_1_s_allowance(enum mg_type type, int64_t n) {
     if (type != MG_TYPE_Q4_1 && type != MG_TYPE_Q5_1) return 0;
     double allowance = 0;
     for (int64_t b = 0; b < n / 32; b++) {
-        const float m = type == MG_TYPE_Q4_1 ? mg_fp16_to_fp32(((const struct mg_block_q4_1 *) dot_wq)[b].m)
-                                             : mg_fp16_to_fp32(((const struct mg_block_q5_1 *) dot_wq)[b].m);
-        allowance += fabs((double) m * mg_fp16_to_fp32(((const struct mg_block_q8_1 *) dot_aq)[b].s)) * 0x1p-11;
+        const float m = type == MG_TYPE_Q4_1 ? mg_fp16_to_fp32(((const struct mg_block_q4_1 *) dot.wq)[b].m)
+                                             : mg_fp16_to_fp32(((const struct mg_block_q5_1 *) dot.wq)[b].m);
+        allowance += fabs((double) m * mg_fp16_to_fp32(((const struct mg_block_q8_1 *) dot.aq)[b].s)) * 0x1p-11;
     }
     return allowance;
 }
@@ -821,10 +791,10 @@ START_TEST(test_vec_dot_order_32_blocks) {
         float got = prepare_dot(MG_TYPE_Q4_1, n, 500 + (uint64_t) rep, aligned, &exact, &mag);
         float acc = 0;
         for (int b = 0; b < n / 32; b++) {
-            const struct mg_block_q4_1 * w = (const struct mg_block_q4_1 *) dot_wq + b;
-            const struct mg_block_q8_1 * a = (const struct mg_block_q8_1 *) dot_aq + b;
+            const struct mg_block_q4_1 * w = (const struct mg_block_q4_1 *) dot.wq + b;
+            const struct mg_block_q8_1 * a = (const struct mg_block_q8_1 *) dot.aq + b;
             int                          S = 0;
-            for (int j = 0; j < 32; j++) S += q4_1_elem(dot_wq, 32 * b + j).q * a->qs[j];
+            for (int j = 0; j < 32; j++) S += q4_1_elem(dot.wq, 32 * b + j).q * a->qs[j];
             acc += (mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d)) * (float) S +
                    mg_fp16_to_fp32(w->m) * mg_fp16_to_fp32(a->s);
         }
@@ -834,10 +804,10 @@ START_TEST(test_vec_dot_order_32_blocks) {
         got = prepare_dot(MG_TYPE_Q5_1, n, 510 + (uint64_t) rep, aligned, &exact, &mag);
         acc = 0;
         for (int b = 0; b < n / 32; b++) {
-            const struct mg_block_q5_1 * w = (const struct mg_block_q5_1 *) dot_wq + b;
-            const struct mg_block_q8_1 * a = (const struct mg_block_q8_1 *) dot_aq + b;
+            const struct mg_block_q5_1 * w = (const struct mg_block_q5_1 *) dot.wq + b;
+            const struct mg_block_q8_1 * a = (const struct mg_block_q8_1 *) dot.aq + b;
             int                          S = 0;
-            for (int j = 0; j < 32; j++) S += q5_1_elem(dot_wq, 32 * b + j).q * a->qs[j];
+            for (int j = 0; j < 32; j++) S += q5_1_elem(dot.wq, 32 * b + j).q * a->qs[j];
             acc += (mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d)) * (float) S +
                    mg_fp16_to_fp32(w->m) * mg_fp16_to_fp32(a->s);
         }
@@ -847,10 +817,10 @@ START_TEST(test_vec_dot_order_32_blocks) {
         got = prepare_dot(MG_TYPE_Q5_0, n, 520 + (uint64_t) rep, aligned, &exact, &mag);
         acc = 0;
         for (int b = 0; b < n / 32; b++) {
-            const struct mg_block_q5_0 * w = (const struct mg_block_q5_0 *) dot_wq + b;
-            const struct mg_block_q8_0 * a = (const struct mg_block_q8_0 *) dot_aq + b;
+            const struct mg_block_q5_0 * w = (const struct mg_block_q5_0 *) dot.wq + b;
+            const struct mg_block_q8_0 * a = (const struct mg_block_q8_0 *) dot.aq + b;
             int                          S = 0;
-            for (int j = 0; j < 32; j++) S += q5_0_elem(dot_wq, 32 * b + j).q * a->qs[j];
+            for (int j = 0; j < 32; j++) S += q5_0_elem(dot.wq, 32 * b + j).q * a->qs[j];
             acc += (mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d)) * (float) S;
         }
         ck_assert_float_eq(got, acc);
@@ -859,10 +829,10 @@ START_TEST(test_vec_dot_order_32_blocks) {
         got = prepare_dot(MG_TYPE_IQ4_NL, n, 530 + (uint64_t) rep, aligned, &exact, &mag);
         acc = 0;
         for (int b = 0; b < n / 32; b++) {
-            const struct mg_block_iq4_nl * w = (const struct mg_block_iq4_nl *) dot_wq + b;
-            const struct mg_block_q8_0 *   a = (const struct mg_block_q8_0 *) dot_aq + b;
+            const struct mg_block_iq4_nl * w = (const struct mg_block_iq4_nl *) dot.wq + b;
+            const struct mg_block_q8_0 *   a = (const struct mg_block_q8_0 *) dot.aq + b;
             int                            S = 0;
-            for (int j = 0; j < 32; j++) S += iq4_nl_elem(dot_wq, 32 * b + j).q * a->qs[j];
+            for (int j = 0; j < 32; j++) S += iq4_nl_elem(dot.wq, 32 * b + j).q * a->qs[j];
             acc += (mg_fp16_to_fp32(a->d) * mg_fp16_to_fp32(w->d)) * (float) S;
         }
         ck_assert_float_eq(got, acc);
@@ -880,8 +850,8 @@ START_TEST(test_vec_dot_order_k_quants) {
         float got = prepare_dot(MG_TYPE_Q2_K, n, 600 + (uint64_t) rep, aligned, &exact, &mag);
         float acc = 0;
         for (int i = 0; i < n / 256; i++) {
-            const struct mg_block_q2_K * w = (const struct mg_block_q2_K *) dot_wq + i;
-            const struct mg_block_q8_K * a = (const struct mg_block_q8_K *) dot_aq + i;
+            const struct mg_block_q2_K * w = (const struct mg_block_q2_K *) dot.wq + i;
+            const struct mg_block_q8_K * a = (const struct mg_block_q8_K *) dot.aq + i;
             int                          S = 0, summ = 0;
             for (int e = 0; e < 256; e++) {
                 S += (w->scales[e / 16] & 15) * two_bits(w->qs, e) * a->qs[e];
@@ -895,11 +865,11 @@ START_TEST(test_vec_dot_order_k_quants) {
         got = prepare_dot(MG_TYPE_Q3_K, n, 610 + (uint64_t) rep, aligned, &exact, &mag);
         float lanes[8] = {0};
         for (int i = 0; i < n / 256; i++) {
-            const struct mg_block_q3_K * w       = (const struct mg_block_q3_K *) dot_wq + i;
-            const struct mg_block_q8_K * a       = (const struct mg_block_q8_K *) dot_aq + i;
+            const struct mg_block_q3_K * w       = (const struct mg_block_q3_K *) dot.wq + i;
+            const struct mg_block_q8_K * a       = (const struct mg_block_q8_K *) dot.aq + i;
             int                          isum[8] = {0};
             for (int e = 0; e < 256; e++) {
-                isum[e % 8] += q3_K_scale_of(w->scales, e / 16) * q3_K_elem(dot_wq, 256 * i + e).q * a->qs[e];
+                isum[e % 8] += q3_K_scale_of(w->scales, e / 16) * q3_K_elem(dot.wq, 256 * i + e).q * a->qs[e];
             }
             for (int l = 0; l < 8; l++) lanes[l] += (mg_fp16_to_fp32(w->d) * a->d) * (float) isum[l];
         }
@@ -912,13 +882,13 @@ START_TEST(test_vec_dot_order_k_quants) {
         memset(lanes, 0, sizeof(lanes));
         acc = 0;
         for (int i = 0; i < n / 256; i++) {
-            const struct mg_block_q5_K * w       = (const struct mg_block_q5_K *) dot_wq + i;
-            const struct mg_block_q8_K * a       = (const struct mg_block_q8_K *) dot_aq + i;
+            const struct mg_block_q5_K * w       = (const struct mg_block_q5_K *) dot.wq + i;
+            const struct mg_block_q8_K * a       = (const struct mg_block_q8_K *) dot.aq + i;
             int                          isum[8] = {0}, summ = 0;
             for (int e = 0; e < 256; e++) {
                 int sc, m;
                 k4_scale_min(w->scales, e / 32, &sc, &m);
-                isum[e % 8] += sc * q5_K_elem(dot_wq, 256 * i + e).q * a->qs[e];
+                isum[e % 8] += sc * q5_K_elem(dot.wq, 256 * i + e).q * a->qs[e];
                 summ += m * a->qs[e];
             }
             for (int l = 0; l < 8; l++) lanes[l] += (mg_fp16_to_fp32(w->d) * a->d) * (float) isum[l];
