@@ -647,7 +647,8 @@ TILE_BY_ROWS(bf16)
 //   8 such instructions make S for 8 rows, with no horizontal sums, and then
 //   one conversion, one multiply and one FMA scale 8 dot products. (ggml gets
 //   rows into lanes by repacking the weights when it loads a model:
-//   ggml_gemv_q4_0_8x8_q8_0 and friends; here the tile pays for a transpose.)
+//   ggml_gemv_q4_0_8x8_q8_0 and friends; here the tile pays for a transpose,
+//   except for Q4_0 weights repacked by the loader, repack.c: tile_codes_x8.)
 // ---------------------------------------------------------------------------
 
 // The codes of weight block b as 32 bytes in element order: unsigned for the
@@ -1055,7 +1056,8 @@ KERNEL void tile_block_32(enum mg_type type, bool x8, const char * x, size_t xs,
 // long sequential streams, then fall behind: on the bench machine a one-token
 // Q4_0 product read its weights from memory at 10 GB/s that way, and at 20
 // GB/s with this walk first. (A layout with the rows of a tile interleaved,
-// which ggml makes when it loads a model, would read in order by itself.)
+// which ggml makes when it loads a model, reads in order by itself: the
+// loader makes one for Q4_0, repack.c, and those tiles skip this walk.)
 KERNEL void read_lines(const char * p, size_t bytes) {
     for (size_t at = 0; at < bytes; at += 64) (void) *(const volatile char *) (p + at);
 }
