@@ -13,6 +13,9 @@
 //@+ full ops-simd
 #include "ops_simd.h"
 //@- full ops-simd
+//@+ full repack
+#include "repack.h"
+//@- full repack
 #if 0 //@old 03..04 naive-data
 #include "arena.h"
 #endif //@old naive-data
@@ -373,6 +376,15 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                     float *      s      = (float *) row_ptr(dst, j, i12, i13);
                     for (int64_t i01 = ib; i01 < ie; i01 += MUL_MAT_TILE_ROWS) {
                         const int n_rows = (int) min_i64(ie - i01, MUL_MAT_TILE_ROWS);
+                        //@+ full repack
+                        if (a->repacked != NULL) {   // Q4_0 in groups of 8 rows (repack.c): tiles are whole
+                            MG_ASSERT(n_rows == MUL_MAT_TILE_ROWS);
+                            const size_t at = (size_t) i01 * a->nb[1];   // the group starts where row i01 did
+                            mg_repack_tile_q4_0(a->ne[0], s + i01, s_stride, (const char *) a->repacked + at, y,
+                                                y_stride, n_cols);
+                            continue;
+                        }
+                        //@- full repack
                         cpu->vec_dot_tile(a->ne[0], s + i01, s_stride, row_ptr(a, i01, i12 / r2, i13 / r3), a->nb[1],
                                           n_rows, y, y_stride, n_cols);
                     }

@@ -5,6 +5,9 @@
 #include "arena.h"
 #include "gguf.h"
 #include "ops.h"
+//@+ full repack
+#include "repack.h"
+//@- full repack
 #include "vec.h"
 #include "vocab.h"
 
@@ -202,6 +205,48 @@ static bool load_tensors(struct mg_model * m) {
     return true;
 }
 
+//@+ full repack
+// full/: the Q4_0 matrices that mul_mat reads get a copy in the tile's layout
+// (repack.c), all in one buffer, like llama.cpp's CPU_REPACK buffer. The
+// mapped originals stay for everything else (get_rows of a tied embedding).
+static int matmul_weights(struct mg_model * m, struct mg_tensor ** out) {
+    int n = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        struct mg_layer * l = &m->layers[il];
+        struct mg_tensor * w[] = {l->wq, l->wk, l->wv, l->wo, l->ffn_gate, l->ffn_up, l->ffn_down};
+        for (size_t k = 0; k < sizeof(w) / sizeof(w[0]); k++) out[n++] = w[k];
+    }
+    out[n++] = m->output;
+    return n;
+}
+
+static size_t align_64(size_t bytes) {
+    return (bytes + 63) / 64 * 64;
+}
+
+static void repack_weights(struct mg_model * m) {
+    if (!mg_repack_enabled()) return;
+    struct mg_tensor ** w = malloc((7 * (size_t) m->hp.n_layer + 1) * sizeof(*w));
+    MG_ASSERT(w != NULL);
+    const int n     = matmul_weights(m, w);
+    size_t    total = 0;
+    for (int i = 0; i < n; i++) total += mg_repack_q4_0_fits(w[i]) ? align_64(mg_nbytes(w[i])) : 0;
+    if (total > 0) {
+        m->repack_buf = aligned_alloc(64, total);
+        MG_ASSERT(m->repack_buf != NULL);
+        for (int i = 0; i < n; i++) {
+            if (!mg_repack_q4_0_fits(w[i])) continue;
+            char * dst = (char *) m->repack_buf + m->n_repacked_bytes;
+            mg_repack_q4_0(dst, w[i]->data, w[i]->ne[0], w[i]->ne[1]);
+            w[i]->repacked = dst;
+            m->n_repacked_bytes += align_64(mg_nbytes(w[i]));
+            m->n_repacked++;
+        }
+    }
+    free(w);
+}
+//@- full repack
+
 struct mg_model * mg_model_load(const char * path) {
     struct mg_model * m = calloc(1, sizeof(*m));
     MG_ASSERT(m != NULL);
@@ -221,6 +266,9 @@ struct mg_model * mg_model_load(const char * path) {
     const size_t n_tensors = 3 + 11 * (size_t) m->hp.n_layer;
     m->ctx = mg_init((struct mg_init_params) {.mem_size = n_tensors * mg_tensor_overhead(), .no_alloc = true});
     if (m->ctx == NULL || !load_tensors(m)) goto fail;
+    //@+ full repack
+    repack_weights(m);
+    //@- full repack
     return m;
 
 fail:
@@ -233,6 +281,9 @@ void mg_model_free(struct mg_model * m) {
     mg_vocab_free(m->vocab);
     mg_free(m->ctx);
     mg_gguf_close(m->gguf);
+    //@+ full repack
+    free(m->repack_buf);
+    //@- full repack
     free(m->layers);
     free(m);
 }

@@ -203,6 +203,9 @@ struct mg_tensor {
     size_t             view_offs;  // ... starting this many bytes in
 
     void * data;                   // the first byte of element (0,0,0,0), or NULL if not placed yet
+    //@+ full repack
+    const void * repacked;         // a weight's copy in the tile's layout, read by mul_mat only (repack.h), or NULL
+    //@- full repack
 
     char name[MG_MAX_NAME];
 };

@@ -647,7 +647,8 @@ TILE_BY_ROWS(bf16)
 //   8 such instructions make S for 8 rows, with no horizontal sums, and then
 //   one conversion, one multiply and one FMA scale 8 dot products. (ggml gets
 //   rows into lanes by repacking the weights when it loads a model:
-//   ggml_gemv_q4_0_8x8_q8_0 and friends; here the tile pays for a transpose.)
+//   ggml_gemv_q4_0_8x8_q8_0 and friends; here the tile pays for a transpose,
+//   except for Q4_0 weights repacked by the loader, repack.c: tile_codes_x8.)
 // ---------------------------------------------------------------------------
 
 // The codes of weight block b as 32 bytes in element order: unsigned for the
@@ -944,6 +945,18 @@ KERNEL void tile_codes(enum mg_type type, const char * xb, size_t xs, __m256i w[
     }
 }
 
+// The same from a repacked Q4_0 group (repack.c): the 4 x 32 bytes after
+// the 8 scales already hold, in int32 lane r, bytes 4j..4j+3 of row r's
+// codes, which the transpose above makes; only the nibble split is left.
+KERNEL void tile_codes_x8(const char * group, __m256i w[8]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    UNROLLED for (int j = 0; j < 4; j++) {
+        const __m256i q = load_256(group + 16 + 32 * j);
+        w[j]            = _mm256_and_si256(q, m4);
+        w[j + 4]        = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+    }
+}
+
 // The F16 at byte `at` of 8 rows' blocks, as 8 floats (row r in lane r).
 KERNEL __m256 rows_f16_x8(const char * xb, size_t xs, size_t at) {
     uint16_t h[8];
@@ -996,17 +1009,24 @@ KERNEL __m256i broadcast_4_codes(const int8_t * qa) {
 // Block b of 8 weight rows (x, rows xs bytes apart; row r in lane r) against
 // block b of each column (y, ys bytes apart): acc[c] and summs[c] take the
 // steps of add_block_32 for all 8 rows at once.
-KERNEL void tile_block_32(enum mg_type type, const char * x, size_t xs, const char * y, size_t ys, int nc, int64_t b,
-                          __m256 acc[], __m256 summs[]) {
-    const char * xb = x + (size_t) b * block_bytes(type);
+//
+// x8: the rows are repacked (repack.c): x is their first 144-byte group, and
+// group b holds block b of all 8 rows, laid out as w and dx want them.
+KERNEL void tile_block_32(enum mg_type type, bool x8, const char * x, size_t xs, const char * y, size_t ys, int nc,
+                          int64_t b, __m256 acc[], __m256 summs[]) {
+    const char * xb = x + (size_t) b * block_bytes(type) * (x8 ? 8 : 1);
     __m256i      w[8];
-    tile_codes(type, xb, xs, w);   // w[j], lane r: codes 4j .. 4j+3 of row r
+    if (x8) {
+        tile_codes_x8(xb, w);
+    } else {
+        tile_codes(type, xb, xs, w);   // w[j], lane r: codes 4j .. 4j+3 of row r
+    }
     const bool sign_trick = signed_codes(type) && !TILE_SHIFTS_SIGNED;
     __m256i    abs_w[8];
     if (sign_trick) {
         UNROLLED for (int j = 0; j < 8; j++) abs_w[j] = _mm256_sign_epi8(w[j], w[j]);
     }
-    const __m256 dx     = rows_f16_x8(xb, xs, 0);
+    const __m256 dx     = x8 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) xb)) : rows_f16_x8(xb, xs, 0);
     const int    offset = tile_offset(type);
     __m256i      minus_offset[MAX_COLS];
     if (offset != 0) minus_offset_sums(type, y, ys, b, nc, offset, minus_offset);
@@ -1036,7 +1056,8 @@ KERNEL void tile_block_32(enum mg_type type, const char * x, size_t xs, const ch
 // long sequential streams, then fall behind: on the bench machine a one-token
 // Q4_0 product read its weights from memory at 10 GB/s that way, and at 20
 // GB/s with this walk first. (A layout with the rows of a tile interleaved,
-// which ggml makes when it loads a model, would read in order by itself.)
+// which ggml makes when it loads a model, reads in order by itself: the
+// loader makes one for Q4_0, repack.c, and those tiles skip this walk.)
 KERNEL void read_lines(const char * p, size_t bytes) {
     for (size_t at = 0; at < bytes; at += 64) (void) *(const volatile char *) (p + at);
 }
@@ -1051,9 +1072,9 @@ KERNEL void read_in_order(const char * x, size_t xs, size_t row_bytes) {
 
 // 8 weight rows against nc columns: acc[k][c], the accumulators of the blocks
 // k mod 4, for all 8 rows.
-KERNEL void tile_32(enum mg_type type, int64_t n, float * s, size_t ss, const void * x, size_t xs, const void * y,
-                    size_t ys, int nc) {
-    if (nc == 1) read_in_order(x, xs, (size_t) (n / 32) * block_bytes(type));   // one token: weights from memory
+KERNEL void tile_32(enum mg_type type, bool x8, int64_t n, float * s, size_t ss, const void * x, size_t xs,
+                    const void * y, size_t ys, int nc) {
+    if (nc == 1 && !x8) read_in_order(x, xs, (size_t) (n / 32) * block_bytes(type));   // one token: weights from memory
     __m256 acc[4][MAX_COLS], summs[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
         UNROLLED for (int k = 0; k < 4; k++) acc[k][c] = _mm256_setzero_ps();
@@ -1062,13 +1083,13 @@ KERNEL void tile_32(enum mg_type type, int64_t n, float * s, size_t ss, const vo
     const int64_t nb = n / 32;
     int64_t       b  = 0;
     for (; b + 4 <= nb; b += 4) {
-        UNROLLED for (int k = 0; k < 4; k++) tile_block_32(type, x, xs, y, ys, nc, b + k, acc[k], summs);
+        UNROLLED for (int k = 0; k < 4; k++) tile_block_32(type, x8, x, xs, y, ys, nc, b + k, acc[k], summs);
     }
     for (; b < nb; b++) {
         switch (b % 4) {   // a constant index keeps the accumulators in registers
-        case 0: tile_block_32(type, x, xs, y, ys, nc, b, acc[0], summs); break;
-        case 1: tile_block_32(type, x, xs, y, ys, nc, b, acc[1], summs); break;
-        default: tile_block_32(type, x, xs, y, ys, nc, b, acc[2], summs); break;   // b % 4 < 3 here
+        case 0: tile_block_32(type, x8, x, xs, y, ys, nc, b, acc[0], summs); break;
+        case 1: tile_block_32(type, x8, x, xs, y, ys, nc, b, acc[1], summs); break;
+        default: tile_block_32(type, x8, x, xs, y, ys, nc, b, acc[2], summs); break;   // b % 4 < 3 here
         }
     }
     UNROLLED for (int c = 0; c < nc; c++) {
@@ -1107,10 +1128,10 @@ KERNEL bool one_column_by_rows(enum mg_type type, int64_t n) {
             return;                                                                                              \
         }                                                                                                        \
         switch (nc) {                                                                                            \
-        case 1: tile_32(type, n, s, ss, x, xs, y, ys, 1); break;                                                 \
-        case 2: tile_32(type, n, s, ss, x, xs, y, ys, 2); break;                                                 \
-        case 3: tile_32(type, n, s, ss, x, xs, y, ys, 3); break;                                                 \
-        default: tile_32(type, n, s, ss, x, xs, y, ys, 4); break;                                                \
+        case 1: tile_32(type, false, n, s, ss, x, xs, y, ys, 1); break;                                          \
+        case 2: tile_32(type, false, n, s, ss, x, xs, y, ys, 2); break;                                          \
+        case 3: tile_32(type, false, n, s, ss, x, xs, y, ys, 3); break;                                          \
+        default: tile_32(type, false, n, s, ss, x, xs, y, ys, 4); break;                                         \
         }                                                                                                        \
     }
 
@@ -1120,6 +1141,19 @@ ENTRY_POINTS_32(q5_0_q8_0, MG_TYPE_Q5_0)
 ENTRY_POINTS_32(q5_1_q8_1, MG_TYPE_Q5_1)
 ENTRY_POINTS_32(q8_0_q8_0, MG_TYPE_Q8_0)
 ENTRY_POINTS_32(iq4_nl_q8_0, MG_TYPE_IQ4_NL)
+
+// The tile of a repacked Q4_0 matrix (repack.c): always 8 rows, and one
+// column too takes the tile, since the group reads in memory order.
+void mg_vec_dot_tile_q4_0x8_q8_0_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
+                                      int nc) {
+    MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
+    switch (nc) {
+    case 1: tile_32(MG_TYPE_Q4_0, true, n, s, ss, x, 0, y, ys, 1); break;
+    case 2: tile_32(MG_TYPE_Q4_0, true, n, s, ss, x, 0, y, ys, 2); break;
+    case 3: tile_32(MG_TYPE_Q4_0, true, n, s, ss, x, 0, y, ys, 3); break;
+    default: tile_32(MG_TYPE_Q4_0, true, n, s, ss, x, 0, y, ys, 4); break;
+    }
+}
 
 // ---------------------------------------------------------------------------
 // K-quants x Q8_K (ggml: the AVX2 paths of ggml_vec_dot_q*_K_q8_K). Codes are

@@ -94,4 +94,7 @@ void mg_vec_dot_tile_q5_K_q8_K_simd  (int64_t n, float * s, size_t ss, const voi
                                       const void * y, size_t ys, int nc);
 void mg_vec_dot_tile_q6_K_q8_K_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
                                       const void * y, size_t ys, int nc);
+// 8 rows of a repacked Q4_0 matrix (repack.c; x: their first group) . up to 4 activation rows.
+void mg_vec_dot_tile_q4_0x8_q8_0_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
+                                      int nc);
 #endif

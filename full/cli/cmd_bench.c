@@ -1,6 +1,7 @@
 //@file full
 // cmd_bench.c - mg bench: tokens per second, measured the way llama-bench
 // measures them, so the two can be put side by side.
+#define _POSIX_C_SOURCE 200809L   // setenv
 #include "cli.h"
 #include "gguf.h"
 
@@ -148,6 +149,7 @@ int cmd_bench(int argc, char ** argv) {
     int          n_models = 0;
     const char * model = NULL, * threads_text = "1,2", * kv_text = "f16", * baseline_path = NULL;
     int n_prompt = 64, n_gen = 64, reps = 5;
+    bool no_repack = false;
     // -m may repeat: collect every one before handing the rest to the parser.
     char ** rest = malloc((size_t) argc * sizeof(char *));
     int     n_rest = 0;
@@ -166,6 +168,7 @@ int cmd_bench(int argc, char ** argv) {
         {"-r", "--repetitions", CLI_INT, &reps, "timed runs per test (default 5)"},
         {NULL, "--kv-type", CLI_STRING, &kv_text, "KV cache type: f16 (default) or f32"},
         {NULL, "--baseline", CLI_STRING, &baseline_path, "another engine's figures (model test threads t/s)"},
+        {NULL, "--no-repack", CLI_FLAG, &no_repack, "keep Q4_0 weights as in the file (no 8-row repacking)"},
     };
     const char * positional[1];
     int n_positional;
@@ -181,6 +184,7 @@ int cmd_bench(int argc, char ** argv) {
         return 1;
     }
     const enum mg_type kv_type = strcmp(kv_text, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
+    if (no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
     if (baseline_path != NULL && !load_baselines(baseline_path)) {
         fprintf(stderr, "mg %s: cannot read the baseline %s\n", cmd, baseline_path);
         return 1;
@@ -193,6 +197,10 @@ int cmd_bench(int argc, char ** argv) {
     for (int i = 0; i < n_models; i++) {
         struct mg_model * m = cli_load_model(cmd, models[i], NULL);
         if (m == NULL) return 1;
+        if (m->n_repacked > 0) {   // on stderr: the table stays llama-bench's
+            fprintf(stderr, "mg %s: %s: %d Q4_0 matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
+                    cmd, models[i], m->n_repacked, (double) m->n_repacked_bytes / (1024.0 * 1024.0));
+        }
         for (int t = 0; t < n_threads; t++) {
             if (!bench_one(m, models[i], threads[t], n_prompt, n_gen, reps, kv_type)) {
                 fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());

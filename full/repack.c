@@ -1,0 +1,125 @@
+//@file full
+// repack.c - Q4_0 weight matrices in a row-interleaved layout, made once when
+// a model loads (ggml: the CPU_REPACK extra buffer type, ggml-cpu/repack.cpp,
+// block_q4_0x8 and ggml_gemv_q4_0_8x8_q8_0 / ggml_gemm_q4_0_8x8_q8_0).
+//
+// Why. The tile kernel (vec_simd.c, tile_32) computes 8 weight rows at once,
+// row r in SIMD lane r. In GGUF's layout the 8 rows lie one after another, so
+// a tile reads 8 short streams side by side, and for every block it first has
+// to transpose the codes of 8 rows into lanes. With one token (decode) the
+// weights come from memory, and 8 interleaved streams defeat the hardware
+// prefetchers: the tile reads the rows in order first (read_in_order), and
+// then computes, so memory and arithmetic take turns. Store the 8 rows the way
+// the tile wants them and both costs go: no transpose, one stream.
+//
+// The layout. A matrix of Q4_0 rows (n / 32 blocks each, rows % 8 == 0) is cut
+// into groups of 8 rows; in each, block b of the 8 rows becomes one 144-byte
+// group (8 rows x 18 bytes, the same bytes, reordered):
+//
+//   offset  0        16       48       80       112      144
+//           +--------+--------+--------+--------+--------+
+//           | d x 8  | qs 0-3 | qs 4-7 | qs 8-11| qs12-15|
+//           +--------+--------+--------+--------+--------+
+//   d x 8:    the F16 scales of rows 0..7 (row r at bytes 2r, 2r+1)
+//   qs 4j..4j+3: bytes 4j..4j+3 of the codes of rows 0..7 (row r at 4r),
+//                that is codes 4j..4j+3 (low nibbles) and 16+4j..16+4j+3
+//                (high nibbles) of each row: one 32-byte load, row r in
+//                int32 lane r, which is what tile_32 built by transposing.
+//
+// and the groups follow in order: blocks 0, 1, ... of rows 0-7, then of rows
+// 8-15, and so on. Rows 8t..8t+7 start at byte 8t * row_size, as in the
+// original, so a mul_mat finds a tile at the offset it already computes.
+// (ggml's block_q4_0x8 interleaves 8 bytes of each row at a time, and flips
+// the codes to signed, for its gemv; 4 bytes here keep this engine's tile
+// arithmetic, and so its results, exactly as they were.)
+//
+// The cost: a second copy of every repacked weight in RAM, for as long as the
+// model is loaded (the mapped original stays for get_rows, `mg info`, ...):
+// 31.64 MiB for MiniMind in Q4_0 (56 matrices), as llama.cpp's 31.6 MiB CPU_REPACK buffer
+// for the same model. Loading takes a pass over those weights.
+#include "repack.h"
+
+#include "quants.h"
+#include "vec.h"
+
+#include <stdlib.h>
+
+enum { TILE_ROWS = 8, GROUP_BYTES = TILE_ROWS * sizeof(struct mg_block_q4_0) };
+static_assert(GROUP_BYTES == 144, "8 Q4_0 blocks are 144 bytes");
+
+bool mg_repack_q4_0_fits(const struct mg_tensor * t) {
+    return t->type == MG_TYPE_Q4_0 && t->ne[0] % MG_QK4_0 == 0 && t->ne[1] % TILE_ROWS == 0 && t->ne[2] == 1 &&
+           t->ne[3] == 1 && t->nb[1] == mg_row_size(t->type, t->ne[0]) && t->data != NULL;
+}
+
+bool mg_repack_enabled(void) {
+#if defined(MG_SIMD)
+    const char * off = getenv("MG_NO_REPACK");
+    return off == NULL || off[0] == '\0' || off[0] == '0';
+#else
+    return false;   // the scalar build keeps the original layout (the reference below still works)
+#endif
+}
+
+// Block b of rows r0..r0+7 (original) <-> its 144-byte group (repacked).
+static void pack_group(uint8_t * g, const struct mg_block_q4_0 * rows[TILE_ROWS], int64_t b) {
+    for (int r = 0; r < TILE_ROWS; r++) {
+        memcpy(g + 2 * r, &rows[r][b].d, 2);
+        for (int j = 0; j < 4; j++) memcpy(g + 16 + 32 * j + 4 * r, rows[r][b].qs + 4 * j, 4);
+    }
+}
+
+static void unpack_group(struct mg_block_q4_0 * rows[TILE_ROWS], const uint8_t * g, int64_t b) {
+    for (int r = 0; r < TILE_ROWS; r++) {
+        memcpy(&rows[r][b].d, g + 2 * r, 2);
+        for (int j = 0; j < 4; j++) memcpy(rows[r][b].qs + 4 * j, g + 16 + 32 * j + 4 * r, 4);
+    }
+}
+
+void mg_repack_q4_0(void * dst, const void * src, int64_t n, int64_t rows) {
+    MG_ASSERT(n % MG_QK4_0 == 0 && rows % TILE_ROWS == 0);
+    const int64_t nb       = n / MG_QK4_0;
+    const size_t  row_size = (size_t) nb * sizeof(struct mg_block_q4_0);
+    uint8_t *     g        = dst;
+    for (int64_t t = 0; t < rows; t += TILE_ROWS) {
+        const struct mg_block_q4_0 * x[TILE_ROWS];
+        for (int r = 0; r < TILE_ROWS; r++) x[r] = (const void *) ((const char *) src + (size_t) (t + r) * row_size);
+        for (int64_t b = 0; b < nb; b++, g += GROUP_BYTES) pack_group(g, x, b);
+    }
+}
+
+void mg_unpack_q4_0(void * dst, const void * src, int64_t n, int64_t rows) {
+    MG_ASSERT(n % MG_QK4_0 == 0 && rows % TILE_ROWS == 0);
+    const int64_t   nb       = n / MG_QK4_0;
+    const size_t    row_size = (size_t) nb * sizeof(struct mg_block_q4_0);
+    const uint8_t * g        = src;
+    for (int64_t t = 0; t < rows; t += TILE_ROWS) {
+        struct mg_block_q4_0 * x[TILE_ROWS];
+        for (int r = 0; r < TILE_ROWS; r++) x[r] = (void *) ((char *) dst + (size_t) (t + r) * row_size);
+        for (int64_t b = 0; b < nb; b++, g += GROUP_BYTES) unpack_group(x, g, b);
+    }
+}
+
+void mg_repack_tile_q4_0_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                             size_t y_stride, int n_cols) {
+    const size_t row_size = mg_row_size(MG_TYPE_Q4_0, n);
+    char *       rows     = malloc(TILE_ROWS * row_size);
+    MG_ASSERT(rows != NULL);
+    mg_unpack_q4_0(rows, x, n, TILE_ROWS);
+    const mg_vec_dot_fn vec_dot = mg_get_type_traits_cpu(MG_TYPE_Q4_0)->vec_dot;
+    for (int c = 0; c < n_cols; c++) {
+        for (int r = 0; r < TILE_ROWS; r++) {
+            vec_dot(n, &s[(size_t) c * s_stride + r], rows + (size_t) r * row_size, (const char *) y + c * y_stride);
+        }
+    }
+    free(rows);
+}
+
+void mg_repack_tile_q4_0(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
+                         int n_cols) {
+#if defined(MG_SIMD)
+    mg_vec_dot_tile_q4_0x8_q8_0_simd(n, s, s_stride, x, y, y_stride, n_cols);
+#else
+    mg_repack_tile_q4_0_ref(n, s, s_stride, x, y, y_stride, n_cols);
+#endif
+}
