@@ -370,12 +370,28 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
         for (int64_t i12 = 0; i12 < b->ne[2]; i12++) {
             for (int64_t ib = r0; ib < r1; ib += block) {
                 const int64_t ie = min_i64(ib + block, r1);
+                // With several groups of columns, each tile call also asks for
+                // a slice of the next row block, so that block is in cache when
+                // its turn comes instead of arriving from memory during its
+                // first group (on the bench machine, F16 and F32 rows of 768,
+                // weights larger than L3: ~10% faster). Not for one column,
+                // which only streams the rows once.
+                const bool    ahead   = b->ne[1] > MUL_MAT_TILE_COLS && ie < r1 && a->repacked == NULL;
+                const char *  next    = ahead ? row_ptr(a, ie, i12 / r2, i13 / r3) : NULL;
+                const size_t  n_next  = ahead ? (size_t) (min_i64(ie + block, r1) - ie) * a->nb[1] : 0;
+                const int64_t n_tiles = (ie - ib + MUL_MAT_TILE_ROWS - 1) / MUL_MAT_TILE_ROWS;
+                const int64_t calls   = n_tiles * ((b->ne[1] + MUL_MAT_TILE_COLS - 1) / MUL_MAT_TILE_COLS);
+                const size_t  slice   = (n_next / (size_t) calls + 63) & ~(size_t) 63;   // whole cache lines
+                size_t        fetched = 0;
                 for (int64_t j = 0; j < b->ne[1]; j += MUL_MAT_TILE_COLS) {
                     const int    n_cols = (int) min_i64(b->ne[1] - j, MUL_MAT_TILE_COLS);
                     const char * y      = mul_mat_b_row(p, b, cpu->vec_dot_type, j, i12, i13);
                     float *      s      = (float *) row_ptr(dst, j, i12, i13);
                     for (int64_t i01 = ib; i01 < ie; i01 += MUL_MAT_TILE_ROWS) {
                         const int n_rows = (int) min_i64(ie - i01, MUL_MAT_TILE_ROWS);
+                        for (size_t end = fetched + slice; fetched < end && fetched < n_next; fetched += 64) {
+                            __builtin_prefetch(next + fetched);
+                        }
                         //@+ full repack
                         if (a->repacked != NULL) {   // Q4_0 in groups of 8 rows (repack.c): tiles are whole
                             MG_ASSERT(n_rows == MUL_MAT_TILE_ROWS);
