@@ -514,21 +514,37 @@ KERNEL void tile_float(enum mg_type type, int64_t n, float * s, size_t ss, const
             __asm__("" : : : "memory");
         }
     }
-    // The ends of dot_f32 and dot_f16, per dot product.
+    // The ends of dot_f32 and dot_f16, per dot product. reduce_4's last two
+    // horizontal adds are shared by the 4 columns: hadd(hadd(a, b), hadd(c, d))
+    // adds the same pairs in the same order as reduce_8 does for each alone.
     for (int r = 0; r < nr; r++) {
+        float red[MAX_COLS];   // reduce_4 of each column's accumulators
+        __m128 h4[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) {
-            __m256 acc4[4];   // (a row shorter than F32_STEP had no chunk: it is all leftovers)
-            UNROLLED for (int j = 0; j < 4; j++) acc4[j] = np > 0 ? _mm256_load_ps(part[j][r][c]) : _mm256_setzero_ps();
+            __m256 a[4];   // (a row shorter than F32_STEP had no chunk: it is all leftovers)
+            UNROLLED for (int j = 0; j < 4; j++) a[j] = np > 0 ? _mm256_load_ps(part[j][r][c]) : _mm256_setzero_ps();
+            const __m256 v = _mm256_add_ps(_mm256_add_ps(a[0], a[2]), _mm256_add_ps(a[1], a[3]));
+            h4[c]          = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        }
+        if (nc == 4) {
+            _mm_storeu_ps(red, _mm_hadd_ps(_mm_hadd_ps(h4[0], h4[1]), _mm_hadd_ps(h4[2], h4[3])));
+        } else {
+            UNROLLED for (int c = 0; c < nc; c++) {
+                const __m128 h2 = _mm_hadd_ps(h4[c], h4[c]);
+                red[c]          = _mm_cvtss_f32(_mm_hadd_ps(h2, h2));
+            }
+        }
+        UNROLLED for (int c = 0; c < nc; c++) {
             if (type == MG_TYPE_F32) {
                 const float * xf  = (const float *) xr[r];
                 const float * yf  = y[c];
-                float         sum = reduce_4(acc4);
+                float         sum = red[c];
                 for (int64_t i = np; i < n; i++) sum += xf[i] * yf[i];
                 s[(size_t) c * ss + (size_t) r] = sum;
             } else {
                 const mg_fp16_t * xh  = (const mg_fp16_t *) xr[r];
                 const mg_fp16_t * yh  = y[c];
-                double            sum = reduce_4(acc4);
+                double            sum = red[c];
                 for (int64_t i = np; i < n; i++) sum += (double) (f16(xh[i]) * f16(yh[i]));
                 s[(size_t) c * ss + (size_t) r] = (float) sum;
             }
