@@ -393,11 +393,11 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                             __builtin_prefetch(next + fetched);
                         }
                         //@+ full repack
-                        if (a->repacked != NULL) {   // Q4_0 in groups of 8 rows (repack.c): tiles are whole
+                        if (a->repacked != NULL) {   // Q4_0/Q4_K in groups of 8 rows (repack.c): tiles are whole
                             MG_ASSERT(n_rows == MUL_MAT_TILE_ROWS);
                             const size_t at = (size_t) i01 * a->nb[1];   // the group starts where row i01 did
-                            mg_repack_tile_q4_0(a->ne[0], s + i01, s_stride, (const char *) a->repacked + at, y,
-                                                y_stride, n_cols);
+                            mg_repack_tile(a->type, a->ne[0], s + i01, s_stride, (const char *) a->repacked + at, y,
+                                           y_stride, n_cols);
                             continue;
                         }
                         //@- full repack

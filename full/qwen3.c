@@ -206,7 +206,7 @@ static bool load_tensors(struct mg_model * m) {
 }
 
 //@+ full repack
-// full/: the Q4_0 matrices that mul_mat reads get a copy in the tile's layout
+// full/: the Q4_0 and Q4_K matrices that mul_mat reads get a copy in the tile's layout
 // (repack.c), all in one buffer, like llama.cpp's CPU_REPACK buffer. The
 // mapped originals stay for everything else (get_rows of a tied embedding).
 static int matmul_weights(struct mg_model * m, struct mg_tensor ** out) {
@@ -230,14 +230,14 @@ static void repack_weights(struct mg_model * m) {
     MG_ASSERT(w != NULL);
     const int n     = matmul_weights(m, w);
     size_t    total = 0;
-    for (int i = 0; i < n; i++) total += mg_repack_q4_0_fits(w[i]) ? align_64(mg_nbytes(w[i])) : 0;
+    for (int i = 0; i < n; i++) total += mg_repack_fits(w[i]) ? align_64(mg_nbytes(w[i])) : 0;
     if (total > 0) {
         m->repack_buf = aligned_alloc(64, total);
         MG_ASSERT(m->repack_buf != NULL);
         for (int i = 0; i < n; i++) {
-            if (!mg_repack_q4_0_fits(w[i])) continue;
+            if (!mg_repack_fits(w[i])) continue;
             char * dst = (char *) m->repack_buf + m->n_repacked_bytes;
-            mg_repack_q4_0(dst, w[i]->data, w[i]->ne[0], w[i]->ne[1]);
+            mg_repack(dst, w[i]);
             w[i]->repacked = dst;
             m->n_repacked_bytes += align_64(mg_nbytes(w[i]));
             m->n_repacked++;

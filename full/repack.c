@@ -1,7 +1,7 @@
 //@file full
-// repack.c - Q4_0 weight matrices in a row-interleaved layout, made once when
-// a model loads (ggml: the CPU_REPACK extra buffer type, ggml-cpu/repack.cpp,
-// block_q4_0x8 and ggml_gemv_q4_0_8x8_q8_0 / ggml_gemm_q4_0_8x8_q8_0).
+// repack.c - Q4_0 and Q4_K weight matrices in a row-interleaved layout, made
+// once when a model loads (ggml: the CPU_REPACK extra buffer type,
+// ggml-cpu/repack.cpp, block_q4_0x8 / block_q4_Kx8 and their gemv and gemm).
 //
 // Why. The tile kernel (vec_simd.c, tile_32) computes 8 weight rows at once,
 // row r in SIMD lane r. In GGUF's layout the 8 rows lie one after another, so
@@ -33,16 +33,41 @@
 // the codes to signed, for its gemv; 4 bytes here keep this engine's tile
 // arithmetic, and so its results, exactly as they were.)
 //
+// Q4_K (the 4-bit weights of the Q4_K_M files most hubs carry) takes the
+// same idea one super-block (256 elements, 144 bytes a row) at a time. Its
+// tile (vec_simd.c, tile_q4_K) wants, for 8 rows in the 8 int32 lanes: the
+// 8 scales d and the 8 dmin, the 12 packed bytes of 6-bit scales and mins 4
+// at a time, and the 128 code bytes 4 at a time. Super-block i of 8 rows
+// becomes one 1152-byte group (8 x 144, the same bytes, reordered):
+//
+//   offset 0        16       32       64       96       128              1152
+//          +--------+--------+--------+--------+--------+-----//-----------+
+//          | d x 8  |dmin x 8| sc 0-3 | sc 4-7 | sc 8-11| qs 0-3 ... 124-127|
+//          +--------+--------+--------+--------+--------+-----//-----------+
+//   d x 8, dmin x 8: the F16s of rows 0..7 (row r at 2r)
+//   sc 4t..4t+3:     bytes 4t..4t+3 of the 12 bytes of packed scales and
+//                    mins of rows 0..7 (row r at 4r): what the tile built by
+//                    transposing, each one 32-byte load
+//   qs 4j..4j+3:     bytes 4j..4j+3 of the 128 code bytes of rows 0..7 (row
+//                    r at 4r), at 128 + 32j: 32 parts, 8 for each 64
+//                    elements (low nibbles: codes 64k + 4j' .., high: +32)
+//
+// The groups follow in the same order as Q4_0's: super-blocks 0, 1, ... of
+// rows 0-7, then of rows 8-15, ... (ggml's block_q4_Kx8 also decodes the
+// 6-bit scales into bytes and interleaves 8 code bytes at a time, for its own
+// arithmetic; 4 bytes and the packed scales keep this engine's, bit for bit.)
+//
 // The cost: a second copy of every repacked weight in RAM, for as long as the
 // model is loaded (the mapped original stays for get_rows, `mg info`, ...):
 // 31.64 MiB for MiniMind in Q4_0 (56 matrices), as llama.cpp's 31.6 MiB CPU_REPACK buffer
-// for the same model. Loading takes a pass over those weights.
+// for the same model; in Q4_K_M, its 40 Q4_K matrices. Loading takes a pass over those weights.
 #include "repack.h"
 
 #include "quants.h"
 #include "vec.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 enum { TILE_ROWS = 8, GROUP_BYTES = TILE_ROWS * sizeof(struct mg_block_q4_0) };
 static_assert(GROUP_BYTES == 144, "8 Q4_0 blocks are 144 bytes");
@@ -122,4 +147,98 @@ void mg_repack_tile_q4_0(int64_t n, float * s, size_t s_stride, const void * x, 
 #else
     mg_repack_tile_q4_0_ref(n, s, s_stride, x, y, y_stride, n_cols);
 #endif
+}
+
+// ---------------------------------------------------------------------------
+// Q4_K
+
+enum { K_GROUP_BYTES = TILE_ROWS * sizeof(struct mg_block_q4_K) };
+static_assert(K_GROUP_BYTES == 1152, "8 Q4_K super-blocks are 1152 bytes");
+static_assert(sizeof(((struct mg_block_q4_K *) 0)->scales) == 12 && sizeof(((struct mg_block_q4_K *) 0)->qs) == 128,
+              "the Q4_K drawing above");
+
+bool mg_repack_q4_K_fits(const struct mg_tensor * t) {
+    return t->type == MG_TYPE_Q4_K && t->ne[0] % MG_QK_K == 0 && t->ne[1] % TILE_ROWS == 0 && t->ne[2] == 1 &&
+           t->ne[3] == 1 && t->nb[1] == mg_row_size(t->type, t->ne[0]) && t->data != NULL;
+}
+
+// n bytes between a group and a row's block, either way.
+static void move_bytes(bool to_group, uint8_t * group_at, uint8_t * row_at, size_t n) {
+    if (to_group) memcpy(group_at, row_at, n);
+    else memcpy(row_at, group_at, n);
+}
+
+// Super-block b of rows[0..7] <-> its 1152-byte group g, by the drawing above
+// (one function for both ways, so that they cannot disagree).
+static void move_group_q4_K(bool to_group, uint8_t * g, struct mg_block_q4_K * rows[TILE_ROWS], int64_t b) {
+    for (int r = 0; r < TILE_ROWS; r++) {
+        struct mg_block_q4_K * x = &rows[r][b];
+        move_bytes(to_group, g + 2 * r, (uint8_t *) &x->d, 2);
+        move_bytes(to_group, g + 16 + 2 * r, (uint8_t *) &x->dmin, 2);
+        for (int t = 0; t < 3; t++) move_bytes(to_group, g + 32 + 32 * t + 4 * r, x->scales + 4 * t, 4);
+        for (int j = 0; j < 32; j++) move_bytes(to_group, g + 128 + 32 * j + 4 * r, x->qs + 4 * j, 4);
+    }
+}
+
+// All the groups of a matrix, in order (to_group: rows -> groups).
+static void move_matrix_q4_K(bool to_group, uint8_t * groups, char * rows_at, int64_t n, int64_t rows) {
+    MG_ASSERT(n % MG_QK_K == 0 && rows % TILE_ROWS == 0);
+    const int64_t nb       = n / MG_QK_K;
+    const size_t  row_size = (size_t) nb * sizeof(struct mg_block_q4_K);
+    for (int64_t t = 0; t < rows; t += TILE_ROWS) {
+        struct mg_block_q4_K * x[TILE_ROWS];
+        for (int r = 0; r < TILE_ROWS; r++) x[r] = (void *) (rows_at + (size_t) (t + r) * row_size);
+        for (int64_t b = 0; b < nb; b++, groups += K_GROUP_BYTES) move_group_q4_K(to_group, groups, x, b);
+    }
+}
+
+void mg_repack_q4_K(void * dst, const void * src, int64_t n, int64_t rows) {
+    move_matrix_q4_K(true, dst, (char *) src, n, rows);   // src is only read (to_group)
+}
+
+void mg_unpack_q4_K(void * dst, const void * src, int64_t n, int64_t rows) {
+    move_matrix_q4_K(false, (uint8_t *) src, dst, n, rows);   // src is only read (!to_group)
+}
+
+void mg_repack_tile_q4_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                             size_t y_stride, int n_cols) {
+    const size_t row_size = mg_row_size(MG_TYPE_Q4_K, n);
+    char *       rows     = malloc(TILE_ROWS * row_size);
+    MG_ASSERT(rows != NULL);
+    mg_unpack_q4_K(rows, x, n, TILE_ROWS);
+    const mg_vec_dot_fn vec_dot = mg_get_type_traits_cpu(MG_TYPE_Q4_K)->vec_dot;
+    for (int c = 0; c < n_cols; c++) {
+        for (int r = 0; r < TILE_ROWS; r++) {
+            vec_dot(n, &s[(size_t) c * s_stride + r], rows + (size_t) r * row_size, (const char *) y + c * y_stride);
+        }
+    }
+    free(rows);
+}
+
+void mg_repack_tile_q4_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
+                         int n_cols) {
+#if defined(MG_SIMD)
+    mg_vec_dot_tile_q4_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
+#else
+    mg_repack_tile_q4_K_ref(n, s, s_stride, x, y, y_stride, n_cols);
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// Either type
+
+bool mg_repack_fits(const struct mg_tensor * t) {
+    return mg_repack_q4_0_fits(t) || mg_repack_q4_K_fits(t);
+}
+
+void mg_repack(void * dst, const struct mg_tensor * t) {
+    MG_ASSERT(mg_repack_fits(t));
+    if (t->type == MG_TYPE_Q4_K) mg_repack_q4_K(dst, t->data, t->ne[0], t->ne[1]);
+    else mg_repack_q4_0(dst, t->data, t->ne[0], t->ne[1]);
+}
+
+void mg_repack_tile(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                    size_t y_stride, int n_cols) {
+    if (type == MG_TYPE_Q4_K) mg_repack_tile_q4_K(n, s, s_stride, x, y, y_stride, n_cols);
+    else mg_repack_tile_q4_0(n, s, s_stride, x, y, y_stride, n_cols);
 }

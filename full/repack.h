@@ -1,11 +1,12 @@
 //@file full
-// repack.h - Q4_0 weights copied, at load time, into a layout that the tile
-// kernel reads in memory order (ggml's CPU "extra buffer type", CPU_REPACK:
-// ggml-cpu/repack.cpp, block_q4_0x8). repack.c explains the layout and the cost.
+// repack.h - Q4_0 and Q4_K weights copied, at load time, into a layout that
+// the tile kernel reads in memory order (ggml's CPU "extra buffer type",
+// CPU_REPACK: ggml-cpu/repack.cpp, block_q4_0x8 and block_q4_Kx8). repack.c
+// explains the layouts and the cost.
 //
-//     if (mg_repack_q4_0_fits(w)) {                      // Q4_0, rows % 8 == 0, ...
+//     if (mg_repack_fits(w)) {                           // Q4_0 or Q4_K, rows % 8 == 0, ...
 //         void * copy = aligned_alloc(64, mg_nbytes(w));   // the same size as the original
-//         mg_repack_q4_0(copy, w->data, w->ne[0], w->ne[1]);
+//         mg_repack(copy, w);
 //         w->repacked = copy;                             // mul_mat now reads the copy
 //     }
 //
@@ -40,3 +41,22 @@ void mg_repack_tile_q4_0(int64_t n, float * s, size_t s_stride, const void * x, 
 // The plain reference: unpack the 8 rows, then one vec_dot per row and column.
 void mg_repack_tile_q4_0_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
                              size_t y_stride, int n_cols);
+
+// Q4_K the same way: rows x (n / 256 super-blocks) at src <-> the interleaved
+// layout (repack.c, second drawing). rows % 8 == 0, n % 256 == 0.
+bool mg_repack_q4_K_fits(const struct mg_tensor * t);
+void mg_repack_q4_K(void * dst, const void * src, int64_t n, int64_t rows);
+void mg_unpack_q4_K(void * dst, const void * src, int64_t n, int64_t rows);
+
+// The tile of a repacked Q4_K matrix against Q8_K columns, as for Q4_0.
+void mg_repack_tile_q4_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
+                         int n_cols);
+void mg_repack_tile_q4_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                             size_t y_stride, int n_cols);
+
+// Any type above, for the loader and mul_mat: does t qualify, repack it into
+// dst (mg_nbytes(t) bytes), and the tile of its type.
+bool mg_repack_fits(const struct mg_tensor * t);
+void mg_repack(void * dst, const struct mg_tensor * t);
+void mg_repack_tile(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                    size_t y_stride, int n_cols);

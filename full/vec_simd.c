@@ -1431,13 +1431,10 @@ KERNEL __m256i byte_pair_of_each_i32(__m256i v, int k) {
     return _mm256_shuffle_epi8(v, _mm256_add_epi32(pick, lane_start));
 }
 
-// k4_scales_mins for block i of 8 rows at once, row r in lane r: sc[0] holds
-// scales 0..3 (a byte each), sc[1] scales 4..7, mn[0] and mn[1] the mins.
-KERNEL void k4_scales_mins_8(const char * xb, size_t xs, __m256i sc[2], __m256i mn[2]) {
-    const size_t at = offsetof(struct mg_block_q4_K, scales);
-    __m256i      p[4], a[4];   // 16 bytes a row: the 12 bytes of scales and 4 of codes
-    UNROLLED for (int k = 0; k < 4; k++) p[k] = load_rows_k_k4(xb + (size_t) k * xs + at, xs);
-    transpose_4x4_halves(p, a);   // a[t]: bytes 4t .. 4t+3 of the scales of every row
+// k4_scales_mins for 8 rows at once, row r in lane r, from a[t] (lane r:
+// bytes 4t .. 4t+3 of row r's 12 bytes of packed scales and mins): sc[0]
+// holds scales 0..3 (a byte each), sc[1] scales 4..7, mn[0] and mn[1] the mins.
+KERNEL void k4_scales_mins_lanes(const __m256i a[3], __m256i sc[2], __m256i mn[2]) {
     const __m256i low6 = _mm256_set1_epi32(0x3f3f3f3f), low4 = _mm256_set1_epi32(0x0f0f0f0f);
     const __m256i top2 = _mm256_set1_epi32(0x03030303);
     sc[0] = _mm256_and_si256(a[0], low6);
@@ -1448,16 +1445,47 @@ KERNEL void k4_scales_mins_8(const char * xb, size_t xs, __m256i sc[2], __m256i 
                             _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a[1], 6), top2), 4));
 }
 
-// Super-block i of 8 Q4_K rows (x, xs bytes apart) against super-block i of
-// each column: acc[c] and acc_m[c] take the steps of dot_q4_K_q8_K for all 8
-// rows. The codes of each 64 elements are transposed as bytes (8 x 8 int32)
-// and then split into nibbles; each sub-block's S, summed by dot products
-// against 4 broadcast activation codes, is multiplied by its 8 rows' scales.
-KERNEL void tile_block_q4_K(const char * x, size_t xs, const char * y, size_t ys, int nc, int64_t i, __m256 acc[],
-                            __m256 acc_m[]) {
-    const char * xb = x + (size_t) i * sizeof(struct mg_block_q4_K);
+// Where tile_block_q4_K finds super-block i of its 8 rows. In the file's
+// layout: x + i * 144, rows xs bytes apart, so every piece is transposed into
+// lanes first. Repacked (x8, repack.c): group i, x + i * 1152, where each
+// piece is one 32-byte load in lane order already.
+KERNEL void k4_scales_mins_8(bool x8, const char * xb, size_t xs, __m256i sc[2], __m256i mn[2]) {
+    __m256i a[4];   // a[t]: bytes 4t .. 4t+3 of the scales of every row
+    if (x8) {
+        UNROLLED for (int t = 0; t < 3; t++) a[t] = load_256(xb + 32 + 32 * t);
+    } else {
+        const size_t at = offsetof(struct mg_block_q4_K, scales);
+        __m256i      p[4];   // 16 bytes a row: the 12 bytes of scales and 4 of codes
+        UNROLLED for (int k = 0; k < 4; k++) p[k] = load_rows_k_k4(xb + (size_t) k * xs + at, xs);
+        transpose_4x4_halves(p, a);
+    }
+    k4_scales_mins_lanes(a, sc, mn);
+}
+
+// The code bytes of elements 64 chunk .. 64 chunk + 63: w[j], lane r, holds
+// bytes 4j .. 4j+3 of them in row r.
+KERNEL void k4_code_bytes_8(bool x8, const char * xb, size_t xs, int chunk, __m256i w[8]) {
+    if (x8) {
+        UNROLLED for (int j = 0; j < 8; j++) w[j] = load_256(xb + 128 + 256 * chunk + 32 * j);
+        return;
+    }
+    UNROLLED for (int r = 0; r < 8; r++) {
+        w[r] = load_256(xb + (size_t) r * xs + offsetof(struct mg_block_q4_K, qs) + 32 * (size_t) chunk);
+    }
+    transpose_8x8_i32(w);
+}
+
+// Super-block i of 8 Q4_K rows (x, xs bytes apart, or repacked: x8) against
+// super-block i of each column: acc[c] and acc_m[c] take the steps of
+// dot_q4_K_q8_K for all 8 rows. The code bytes of each 64 elements, 8 rows in
+// the lanes, are split into nibbles; each sub-block's S, summed by dot
+// products against 4 broadcast activation codes, is multiplied by its 8
+// rows' scales.
+KERNEL void tile_block_q4_K(bool x8, const char * x, size_t xs, const char * y, size_t ys, int nc, int64_t i,
+                            __m256 acc[], __m256 acc_m[]) {
+    const char * xb = x + (size_t) i * sizeof(struct mg_block_q4_K) * (x8 ? 8 : 1);
     __m256i      sc4[2], mn4[2];
-    k4_scales_mins_8(xb, xs, sc4, mn4);
+    k4_scales_mins_8(x8, xb, xs, sc4, mn4);
     const struct mg_block_q8_K * yb[MAX_COLS];
     __m256i                      sum[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
@@ -1467,10 +1495,7 @@ KERNEL void tile_block_q4_K(const char * x, size_t xs, const char * y, size_t ys
     const __m256i m4 = _mm256_set1_epi8(0xf);
     UNROLLED for (int chunk = 0; chunk < 4; chunk++) {   // elements 64 chunk .. 64 chunk + 63
         __m256i lo[8], hi[8];
-        UNROLLED for (int r = 0; r < 8; r++) {
-            lo[r] = load_256(xb + (size_t) r * xs + offsetof(struct mg_block_q4_K, qs) + 32 * (size_t) chunk);
-        }
-        transpose_8x8_i32(lo);
+        k4_code_bytes_8(x8, xb, xs, chunk, lo);
         UNROLLED for (int j = 0; j < 8; j++) {   // lane r: codes 4j .. 4j+3 of sub-block 2 chunk (lo), 2 chunk + 1 (hi)
             hi[j] = _mm256_and_si256(_mm256_srli_epi16(lo[j], 4), m4);
             lo[j] = _mm256_and_si256(lo[j], m4);
@@ -1490,8 +1515,11 @@ KERNEL void tile_block_q4_K(const char * x, size_t xs, const char * y, size_t ys
             sum[c]             = _mm256_add_epi32(sum[c], _mm256_add_epi32(s_lo, s_hi));
         }
     }
-    const __m256 dx = rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, d));
-    const __m256 dm = rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, dmin));
+    // The same floats either way: F16 -> F32 is exact.
+    const __m256 dx = x8 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) xb))
+                         : rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, d));
+    const __m256 dm = x8 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (xb + 16)))
+                         : rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, dmin));
     __m256i      mins[4];   // lane r: the mins of sub-blocks 2t and 2t+1 of row r, as int16s
     UNROLLED for (int t = 0; t < 4; t++) mins[t] = byte_pair_of_each_i32(mn4[t / 2], 2 * (t % 2));
     UNROLLED for (int c = 0; c < nc; c++) {
@@ -1511,14 +1539,17 @@ KERNEL void tile_block_q4_K(const char * x, size_t xs, const char * y, size_t ys
     }
 }
 
-KERNEL void tile_q4_K(int64_t n, float * s, size_t ss, const void * x, size_t xs, const void * y, size_t ys, int nc) {
-    if (nc == 1) read_in_order(x, xs, (size_t) (n / MG_QK_K) * sizeof(struct mg_block_q4_K));
+// One column reads the file's 8 rows in order first (read_in_order); the
+// repacked groups are in order already.
+KERNEL void tile_q4_K(bool x8, int64_t n, float * s, size_t ss, const void * x, size_t xs, const void * y, size_t ys,
+                      int nc) {
+    if (nc == 1 && !x8) read_in_order(x, xs, (size_t) (n / MG_QK_K) * sizeof(struct mg_block_q4_K));
     __m256 acc[MAX_COLS], acc_m[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
         acc[c]   = _mm256_setzero_ps();
         acc_m[c] = _mm256_setzero_ps();
     }
-    for (int64_t i = 0; i < n / MG_QK_K; i++) tile_block_q4_K(x, xs, y, ys, nc, i, acc, acc_m);
+    for (int64_t i = 0; i < n / MG_QK_K; i++) tile_block_q4_K(x8, x, xs, y, ys, nc, i, acc, acc_m);
     UNROLLED for (int c = 0; c < nc; c++) _mm256_storeu_ps(s + (size_t) c * ss, _mm256_sub_ps(acc[c], acc_m[c]));
 }
 
@@ -1531,10 +1562,24 @@ void mg_vec_dot_tile_q4_K_q8_K_simd(int64_t n, float * s, size_t ss, const void 
         return;
     }
     switch (nc) {
-    case 1: tile_q4_K(n, s, ss, x, xs, y, ys, 1); break;
-    case 2: tile_q4_K(n, s, ss, x, xs, y, ys, 2); break;
-    case 3: tile_q4_K(n, s, ss, x, xs, y, ys, 3); break;
-    default: tile_q4_K(n, s, ss, x, xs, y, ys, 4); break;
+    case 1: tile_q4_K(false, n, s, ss, x, xs, y, ys, 1); break;
+    case 2: tile_q4_K(false, n, s, ss, x, xs, y, ys, 2); break;
+    case 3: tile_q4_K(false, n, s, ss, x, xs, y, ys, 3); break;
+    default: tile_q4_K(false, n, s, ss, x, xs, y, ys, 4); break;
+    }
+}
+
+// The tile of a repacked Q4_K matrix (repack.c): always 8 rows, and one
+// column too takes the tile, whatever the row length, since the groups read
+// in memory order.
+void mg_vec_dot_tile_q4_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
+                                      int nc) {
+    MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
+    switch (nc) {
+    case 1: tile_q4_K(true, n, s, ss, x, 0, y, ys, 1); break;
+    case 2: tile_q4_K(true, n, s, ss, x, 0, y, ys, 2); break;
+    case 3: tile_q4_K(true, n, s, ss, x, 0, y, ys, 3); break;
+    default: tile_q4_K(true, n, s, ss, x, 0, y, ys, 4); break;
     }
 }
 

@@ -60,7 +60,7 @@ struct cli_engine_opts {
     const char * trace;      // MG_TRACE categories
     const char * dot;        // directory for graph drawings
     bool         flash_attn;
-    bool         no_repack;  // keep Q4_0 weights in the file's layout (MG_NO_REPACK=1)
+    bool         no_repack;  // keep Q4_0/Q4_K weights in the file's layout (MG_NO_REPACK=1)
 };
 
 struct cli_engine_opts cli_engine_defaults(void);

@@ -168,7 +168,7 @@ int cmd_bench(int argc, char ** argv) {
         {"-r", "--repetitions", CLI_INT, &reps, "timed runs per test (default 5)"},
         {NULL, "--kv-type", CLI_STRING, &kv_text, "KV cache type: f16 (default) or f32"},
         {NULL, "--baseline", CLI_STRING, &baseline_path, "another engine's figures (model test threads t/s)"},
-        {NULL, "--no-repack", CLI_FLAG, &no_repack, "keep Q4_0 weights as in the file (no 8-row repacking)"},
+        {NULL, "--no-repack", CLI_FLAG, &no_repack, "keep Q4_0/Q4_K weights as in the file (no 8-row repacking)"},
     };
     const char * positional[1];
     int n_positional;
@@ -198,7 +198,7 @@ int cmd_bench(int argc, char ** argv) {
         struct mg_model * m = cli_load_model(cmd, models[i], NULL);
         if (m == NULL) return 1;
         if (m->n_repacked > 0) {   // on stderr: the table stays llama-bench's
-            fprintf(stderr, "mg %s: %s: %d Q4_0 matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
+            fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
                     cmd, models[i], m->n_repacked, (double) m->n_repacked_bytes / (1024.0 * 1024.0));
         }
         for (int t = 0; t < n_threads; t++) {

@@ -1,15 +1,15 @@
-// test_repack.c - Q4_0 weights repacked into groups of 8 interleaved rows
-// (full/repack.c) change where the bytes are, never a result.
+// test_repack.c - Q4_0 and Q4_K weights repacked into groups of 8
+// interleaved rows (full/repack.c) change where the bytes are, never a result.
 //
 // - the layout: repacking and unpacking give back the original blocks, and a
 //   group holds the bytes where repack.c's drawing puts them;
-// - which tensors qualify (rows % 8 == 0, Q4_0, 2-D), and which do not;
+// - which tensors qualify (rows % 8 == 0, Q4_0 or Q4_K, 2-D), and which do not;
 // - the repacked tile (SIMD, or the reference in the scalar build) against
 //   the reference: unpack, then one vec_dot per row and column;
 // - mul_mat with the weight's repacked copy against mul_mat without it, to
 //   the bit, for 1..70 columns and 1..4 threads, on several shapes;
-// - a model: the loader repacks its Q4_0 matrices (unless MG_NO_REPACK=1 or
-//   the scalar build) and the logits stay bit-identical.
+// - a model, in Q4_0 and in Q4_K: the loader repacks its matrices (unless
+//   MG_NO_REPACK=1 or the scalar build) and the logits stay bit-identical.
 #define _POSIX_C_SOURCE 200809L   // setenv, mkdtemp
 #include "harness.h"
 #include "mg.h"
@@ -20,42 +20,56 @@
 #include <string.h>
 #include <unistd.h>
 
-// A Q4_0 matrix of random N(0,1) weights, rows x n.
-static struct mg_tensor * random_q4_0(struct mg_context * ctx, int64_t n, int64_t rows, uint64_t * rng) {
-    struct mg_tensor * w  = mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, n, rows);
+// A matrix of random N(0,1) weights in `type`, rows x n.
+static struct mg_tensor * random_matrix(struct mg_context * ctx, enum mg_type type, int64_t n, int64_t rows,
+                                        uint64_t * rng) {
+    struct mg_tensor * w  = mg_new_tensor_2d(ctx, type, n, rows);
     float *            wf = malloc(sizeof(float) * (size_t) (n * rows));
     ck_assert_ptr_nonnull(wf);
     for (int64_t i = 0; i < n * rows; i++) wf[i] = mg_test_rand_normal(rng);
-    mg_get_type_traits(MG_TYPE_Q4_0)->from_float(wf, w->data, n * rows);
+    mg_get_type_traits(type)->from_float(wf, w->data, n * rows);
     free(wf);
     return w;
 }
 
+static struct mg_tensor * random_q4_0(struct mg_context * ctx, int64_t n, int64_t rows, uint64_t * rng) {
+    return random_matrix(ctx, MG_TYPE_Q4_0, n, rows, rng);
+}
+
 // The copy mul_mat reads, made the way the loader makes it.
 static void * repacked_copy(const struct mg_tensor * w) {
-    ck_assert(mg_repack_q4_0_fits(w));
+    ck_assert(mg_repack_fits(w));
     void * copy = malloc(mg_nbytes(w));
     ck_assert_ptr_nonnull(copy);
-    mg_repack_q4_0(copy, w->data, w->ne[0], w->ne[1]);
+    mg_repack(copy, w);
     return copy;
+}
+
+static void check_round_trip(enum mg_type type, int64_t n, int64_t rows, uint64_t * rng) {
+    struct mg_context * ctx  = mg_init((struct mg_init_params) {.mem_size = 4u << 20});
+    struct mg_tensor *  w    = random_matrix(ctx, type, n, rows, rng);
+    void *              copy = repacked_copy(w);
+    void *              back = malloc(mg_nbytes(w));
+    ck_assert_ptr_nonnull(back);
+    if (rows > 8) ck_assert(memcmp(copy, w->data, mg_nbytes(w)) != 0);   // it did move something
+    if (type == MG_TYPE_Q4_K) mg_unpack_q4_K(back, copy, n, rows);
+    else mg_unpack_q4_0(back, copy, n, rows);
+    ck_assert_msg(memcmp(back, w->data, mg_nbytes(w)) == 0, "round trip of %s {%lld, %lld}", mg_type_name(type),
+                  (long long) n, (long long) rows);
+    free(back);
+    free(copy);
+    mg_free(ctx);
 }
 
 START_TEST(test_round_trip) {
     const int64_t shapes[][2] = {{32, 8}, {64, 16}, {256, 48}, {768, 2432}, {2432, 768}};
     uint64_t      rng         = 11;
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-        struct mg_context * ctx  = mg_init((struct mg_init_params) {.mem_size = 4u << 20});
-        struct mg_tensor *  w    = random_q4_0(ctx, shapes[i][0], shapes[i][1], &rng);
-        void *              copy = repacked_copy(w);
-        void *              back = malloc(mg_nbytes(w));
-        ck_assert_ptr_nonnull(back);
-        if (shapes[i][1] > 8) ck_assert(memcmp(copy, w->data, mg_nbytes(w)) != 0);   // it did move something
-        mg_unpack_q4_0(back, copy, w->ne[0], w->ne[1]);
-        ck_assert_msg(memcmp(back, w->data, mg_nbytes(w)) == 0, "round trip of {%lld, %lld}",
-                      (long long) shapes[i][0], (long long) shapes[i][1]);
-        free(back);
-        free(copy);
-        mg_free(ctx);
+        check_round_trip(MG_TYPE_Q4_0, shapes[i][0], shapes[i][1], &rng);
+    }
+    const int64_t k_shapes[][2] = {{256, 8}, {512, 16}, {768, 2048}, {2048, 768}};
+    for (size_t i = 0; i < sizeof(k_shapes) / sizeof(k_shapes[0]); i++) {
+        check_round_trip(MG_TYPE_Q4_K, k_shapes[i][0], k_shapes[i][1], &rng);
     }
 }
 END_TEST
@@ -80,6 +94,28 @@ START_TEST(test_layout) {
 }
 END_TEST
 
+// Rows 8..15, super-block 1 of a {512, 16} Q4_K matrix: the second group of
+// the second tile, at byte (2 + 1) * 1152. Row r's d at 2r, dmin at 16 + 2r,
+// scale bytes 4t..4t+3 at 32 + 32t + 4r, code bytes 4j..4j+3 at 128 + 32j + 4r.
+START_TEST(test_layout_q4_K) {
+    struct mg_context *          ctx  = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
+    uint64_t                     rng  = 14;
+    struct mg_tensor *           w    = random_matrix(ctx, MG_TYPE_Q4_K, 512, 16, &rng);
+    uint8_t *                    copy = repacked_copy(w);
+    const struct mg_block_q4_K * x    = w->data;
+    const uint8_t *              g    = copy + 3 * 1152;
+    for (int r = 0; r < 8; r++) {
+        const struct mg_block_q4_K * blk = &x[(8 + r) * 2 + 1];
+        ck_assert(memcmp(g + 2 * r, &blk->d, 2) == 0);
+        ck_assert(memcmp(g + 16 + 2 * r, &blk->dmin, 2) == 0);
+        for (int t = 0; t < 3; t++) ck_assert(memcmp(g + 32 + 32 * t + 4 * r, blk->scales + 4 * t, 4) == 0);
+        for (int j = 0; j < 32; j++) ck_assert(memcmp(g + 128 + 32 * j + 4 * r, blk->qs + 4 * j, 4) == 0);
+    }
+    free(copy);
+    mg_free(ctx);
+}
+END_TEST
+
 START_TEST(test_fits) {
     struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
     ck_assert(mg_repack_q4_0_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 64, 16)));
@@ -89,37 +125,47 @@ START_TEST(test_fits) {
     ck_assert(!mg_repack_q4_0_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_0, 64, 16, 2)));   // not 2-D
     struct mg_tensor * wide = mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 128, 16);
     ck_assert(!mg_repack_q4_0_fits(mg_view_2d(ctx, wide, 64, 16, wide->nb[1], 0)));   // rows with gaps
+    ck_assert(mg_repack_q4_K_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 768, 16)));
+    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 256, 8)));
+    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 64, 16)));
+    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 256, 12)));       // rows not a multiple of 8
+    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q6_K, 256, 16)));       // not Q4_K
+    ck_assert(!mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_K, 256, 16, 2)));   // not 2-D
+    ck_assert(!mg_repack_q4_K_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 256, 16)));
+    struct mg_tensor * wide_k = mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 512, 16);
+    ck_assert(!mg_repack_fits(mg_view_2d(ctx, wide_k, 256, 16, wide_k->nb[1], 0)));   // rows with gaps
     mg_free(ctx);
 }
 END_TEST
 
 // The tile on its own: every column count, the SIMD kernel (or, in the
 // scalar build, the reference itself) against the reference, to the bit.
-START_TEST(test_tile_vs_reference) {
-    const int64_t n     = 768;
-    uint64_t      rng   = 13;
-    const size_t  ys    = mg_row_size(MG_TYPE_Q8_0, n);
-    struct mg_context * ctx  = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
-    struct mg_tensor *  w    = random_q4_0(ctx, n, 8, &rng);
-    void *              copy = repacked_copy(w);
-    char *              y    = malloc(4 * ys);
-    float *             xf   = malloc(sizeof(float) * (size_t) n);
+static void check_tile(enum mg_type type, int64_t n, uint64_t seed) {
+    uint64_t            rng   = seed;
+    const enum mg_type  ytype = mg_get_type_traits_cpu(type)->vec_dot_type;
+    const size_t        ys    = mg_row_size(ytype, n);
+    struct mg_context * ctx   = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
+    struct mg_tensor *  w     = random_matrix(ctx, type, n, 8, &rng);
+    void *              copy  = repacked_copy(w);
+    char *              y     = malloc(4 * ys);
+    float *             xf    = malloc(sizeof(float) * (size_t) n);
     ck_assert(y && xf);
     for (int c = 0; c < 4; c++) {
         for (int64_t i = 0; i < n; i++) xf[i] = 3.0f * mg_test_rand_normal(&rng);
-        mg_get_type_traits_cpu(MG_TYPE_Q4_0)->from_float(xf, y + c * ys, n);
+        mg_get_type_traits_cpu(type)->from_float(xf, y + c * ys, n);   // to its vec_dot_type
     }
     for (int nc = 1; nc <= 4; nc++) {
         float got[4 * 9], want[4 * 9];
         memset(got, 0xff, sizeof(got));
         memset(want, 0xff, sizeof(want));
-        mg_repack_tile_q4_0(n, got, 9, copy, y, ys, nc);
-        mg_repack_tile_q4_0_ref(n, want, 9, copy, y, ys, nc);
+        mg_repack_tile(type, n, got, 9, copy, y, ys, nc);
+        if (type == MG_TYPE_Q4_K) mg_repack_tile_q4_K_ref(n, want, 9, copy, y, ys, nc);
+        else mg_repack_tile_q4_0_ref(n, want, 9, copy, y, ys, nc);
         for (int c = 0; c < nc; c++) {
             for (int r = 0; r < 8; r++) {
                 ck_assert_msg(memcmp(&got[c * 9 + r], &want[c * 9 + r], sizeof(float)) == 0,
-                              "%d columns: row %d column %d is %.9g, the reference %.9g", nc, r, c, got[c * 9 + r],
-                              want[c * 9 + r]);
+                              "%s n %lld, %d columns: row %d column %d is %.9g, the reference %.9g",
+                              mg_type_name(type), (long long) n, nc, r, c, got[c * 9 + r], want[c * 9 + r]);
             }
         }
     }
@@ -128,16 +174,30 @@ START_TEST(test_tile_vs_reference) {
     free(copy);
     mg_free(ctx);
 }
+
+START_TEST(test_tile_vs_reference) {
+    check_tile(MG_TYPE_Q4_0, 768, 13);
+}
+END_TEST
+
+// Q4_K: one super-block, MiniMind's rows (3), and long rows (8: one column
+// of the file's layout goes row by row there, the repacked one tiles).
+START_TEST(test_tile_vs_reference_q4_K) {
+    check_tile(MG_TYPE_Q4_K, 256, 31);
+    check_tile(MG_TYPE_Q4_K, 768, 32);
+    check_tile(MG_TYPE_Q4_K, 2048, 33);
+}
 END_TEST
 
 // mul_mat of W {n, rows} with x {n, cols}: the same graph computed with and
 // without W->repacked, every element to the bit.
-static void check_mul_mat(int64_t n, int64_t rows, const int64_t * cols, int n_cols, uint64_t seed) {
+static void check_mul_mat(enum mg_type type, int64_t n, int64_t rows, const int64_t * cols, int n_cols,
+                          uint64_t seed) {
     uint64_t            rng = seed;
     struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = 32u << 20});
     ck_assert_ptr_nonnull(ctx);
-    struct mg_tensor * w    = random_q4_0(ctx, n, rows, &rng);
-    void *             copy = mg_repack_q4_0_fits(w) ? repacked_copy(w) : NULL;
+    struct mg_tensor * w    = random_matrix(ctx, type, n, rows, &rng);
+    void *             copy = mg_repack_fits(w) ? repacked_copy(w) : NULL;
     for (int k = 0; k < n_cols; k++) {
         struct mg_tensor * x = mg_new_tensor_2d(ctx, MG_TYPE_F32, n, cols[k]);
         for (int64_t i = 0; i < n * cols[k]; i++) ((float *) x->data)[i] = 3.0f * mg_test_rand_normal(&rng);
@@ -155,8 +215,8 @@ static void check_mul_mat(int64_t n, int64_t rows, const int64_t * cols, int n_c
             mg_graph_compute_with_ctx(ctx, g, t);
             for (int64_t i = 0; i < rows * cols[k]; i++) {
                 ck_assert_msg(memcmp(&((float *) y->data)[i], &want[i], sizeof(float)) == 0,
-                              "W {%lld, %lld} x %lld columns, %d threads: element %lld is %.9g, unrepacked %.9g",
-                              (long long) n, (long long) rows, (long long) cols[k], t, (long long) i,
+                              "%s W {%lld, %lld} x %lld columns, %d threads: element %lld is %.9g, unrepacked %.9g",
+                              mg_type_name(type), (long long) n, (long long) rows, (long long) cols[k], t, (long long) i,
                               ((float *) y->data)[i], want[i]);
             }
         }
@@ -170,7 +230,9 @@ static void check_mul_mat(int64_t n, int64_t rows, const int64_t * cols, int n_c
 START_TEST(test_mul_mat_all_columns) {
     int64_t cols[70];
     for (int k = 0; k < 70; k++) cols[k] = k + 1;
-    check_mul_mat(256, 48, cols, 70, 21);
+    check_mul_mat(MG_TYPE_Q4_0, 256, 48, cols, 70, 21);
+    check_mul_mat(MG_TYPE_Q4_K, 256, 48, cols, 70, 41);
+    check_mul_mat(MG_TYPE_Q4_K, 768, 16, cols, 70, 42);
 }
 END_TEST
 
@@ -179,11 +241,24 @@ END_TEST
 START_TEST(test_mul_mat_shapes) {
     const int64_t cols[] = {1, 2, 3, 4, 5, 9, 64, 70};
     const int     nc     = (int) (sizeof(cols) / sizeof(cols[0]));
-    check_mul_mat(768, 2432, cols, nc, 22);
-    check_mul_mat(2432, 768, cols, nc, 23);
-    check_mul_mat(32, 8, cols, nc, 24);
-    check_mul_mat(96, 24, cols, nc, 25);
-    check_mul_mat(256, 45, cols, nc, 26);
+    check_mul_mat(MG_TYPE_Q4_0, 768, 2432, cols, nc, 22);
+    check_mul_mat(MG_TYPE_Q4_0, 2432, 768, cols, nc, 23);
+    check_mul_mat(MG_TYPE_Q4_0, 32, 8, cols, nc, 24);
+    check_mul_mat(MG_TYPE_Q4_0, 96, 24, cols, nc, 25);
+    check_mul_mat(MG_TYPE_Q4_0, 256, 45, cols, nc, 26);
+}
+END_TEST
+
+// Q4_K: MiniMind's attention and gate/up shapes, a Q4_K_S-like ffn_down
+// (rows of 2048), one row group, and 45 rows (not repacked).
+START_TEST(test_mul_mat_shapes_q4_K) {
+    const int64_t cols[] = {1, 2, 3, 4, 5, 9, 64, 70};
+    const int     nc     = (int) (sizeof(cols) / sizeof(cols[0]));
+    check_mul_mat(MG_TYPE_Q4_K, 768, 768, cols, nc, 43);
+    check_mul_mat(MG_TYPE_Q4_K, 768, 2048, cols, nc, 44);
+    check_mul_mat(MG_TYPE_Q4_K, 2048, 768, cols, nc, 45);
+    check_mul_mat(MG_TYPE_Q4_K, 256, 8, cols, nc, 46);
+    check_mul_mat(MG_TYPE_Q4_K, 512, 45, cols, nc, 47);
 }
 END_TEST
 
@@ -218,36 +293,57 @@ static float * model_logits(const char * path, bool repack, int * n_repacked, in
     return out;
 }
 
-START_TEST(test_model) {
+// The tiny fixture quantized by mg quantize to `type` (extra options first),
+// its logits with and without repacking, and how many matrices were repacked.
+static void check_model(const char * options, const char * type, int min_repacked) {
     char dir[] = "/tmp/mg_test_repack_XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char path[256], cmd[2048];
-    snprintf(path, sizeof(path), "%s/tiny-q4_0.gguf", dir);
+    snprintf(path, sizeof(path), "%s/tiny-%s.gguf", dir, type);
     const char * bin = getenv("MG_BIN");
-    snprintf(cmd, sizeof(cmd), "'%s' quantize '%s' '%s' q4_0 > /dev/null 2>&1",
-             bin && *bin ? bin : mg_test_root("full/build/mg"), mg_test_fixture("models/tiny-f32.gguf"), path);
+    snprintf(cmd, sizeof(cmd), "'%s' quantize %s '%s' '%s' %s > /dev/null 2>&1",
+             bin && *bin ? bin : mg_test_root("full/build/mg"), options, mg_test_fixture("models/tiny-f32.gguf"),
+             path, type);
     ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
     int     on_repacked, off_repacked, n_on, n_off;
     float * on  = model_logits(path, true, &on_repacked, &n_on);
     float * off = model_logits(path, false, &off_repacked, &n_off);
     ck_assert_int_eq(off_repacked, 0);
 #if defined(MG_SIMD)
-    ck_assert_int_ge(on_repacked, 14);   // 7 matrices in each of 2 layers
+    ck_assert_int_ge(on_repacked, min_repacked);
 #else
+    (void) min_repacked;
     ck_assert_int_eq(on_repacked, 0);    // the scalar build keeps the original layout
 #endif
     ck_assert_int_eq(n_on, n_off);
-    ck_assert(memcmp(on, off, sizeof(float) * (size_t) n_on) == 0);
+    ck_assert_msg(memcmp(on, off, sizeof(float) * (size_t) n_on) == 0, "%s: logits differ", type);
     free(on);
     free(off);
     unlink(path);
     rmdir(dir);
 }
+
+START_TEST(test_model) {
+    check_model("", "q4_0", 14);   // 7 matrices in each of 2 layers
+}
+END_TEST
+
+// --pure: every matrix Q4_K, the tied token_embd/output too (mul_mat reads
+// its repacked copy, get_rows the original): 7 x 2 + 1.
+START_TEST(test_model_q4_K) {
+    check_model("--pure", "q4_k_m", 15);
+}
+END_TEST
+
+// The real Q4_K_M mix: Q4_K beside Q6_K matrices, which stay as they are.
+START_TEST(test_model_q4_K_M) {
+    check_model("", "q4_k_m", 12);
+}
 END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s  = suite_create("repack");
-    TCase * tc = tcase_create("q4_0x8");
+    TCase * tc = tcase_create("q4_0x8, q4_Kx8");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_round_trip);
     tcase_add_test(tc, test_layout);
@@ -256,6 +352,11 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_mul_mat_all_columns);
     tcase_add_test(tc, test_mul_mat_shapes);
     tcase_add_test(tc, test_model);
+    tcase_add_test(tc, test_layout_q4_K);
+    tcase_add_test(tc, test_tile_vs_reference_q4_K);
+    tcase_add_test(tc, test_mul_mat_shapes_q4_K);
+    tcase_add_test(tc, test_model_q4_K);
+    tcase_add_test(tc, test_model_q4_K_M);
     suite_add_tcase(s, tc);
     return s;
 }
