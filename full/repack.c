@@ -125,19 +125,28 @@ void mg_unpack_q4_0(void * dst, const void * src, int64_t n, int64_t rows) {
     }
 }
 
-void mg_repack_tile_q4_0_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
-                             size_t y_stride, int n_cols) {
-    const size_t row_size = mg_row_size(MG_TYPE_Q4_0, n);
+// The reference tile of either type: the 8 rows unpacked to the file's
+// layout, then one vec_dot per row and column (for tests: it mallocs).
+typedef void (*unpack_fn)(void * dst, const void * src, int64_t n, int64_t rows);
+
+static void tile_ref(enum mg_type type, unpack_fn unpack, int64_t n, float * s, size_t s_stride, const void * x,
+                     const void * y, size_t y_stride, int n_cols) {
+    const size_t row_size = mg_row_size(type, n);
     char *       rows     = malloc(TILE_ROWS * row_size);
     MG_ASSERT(rows != NULL);
-    mg_unpack_q4_0(rows, x, n, TILE_ROWS);
-    const mg_vec_dot_fn vec_dot = mg_get_type_traits_cpu(MG_TYPE_Q4_0)->vec_dot;
+    unpack(rows, x, n, TILE_ROWS);
+    const mg_vec_dot_fn vec_dot = mg_get_type_traits_cpu(type)->vec_dot;
     for (int c = 0; c < n_cols; c++) {
         for (int r = 0; r < TILE_ROWS; r++) {
             vec_dot(n, &s[(size_t) c * s_stride + r], rows + (size_t) r * row_size, (const char *) y + c * y_stride);
         }
     }
     free(rows);
+}
+
+void mg_repack_tile_q4_0_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                             size_t y_stride, int n_cols) {
+    tile_ref(MG_TYPE_Q4_0, mg_unpack_q4_0, n, s, s_stride, x, y, y_stride, n_cols);
 }
 
 void mg_repack_tile_q4_0(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
@@ -202,17 +211,7 @@ void mg_unpack_q4_K(void * dst, const void * src, int64_t n, int64_t rows) {
 
 void mg_repack_tile_q4_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
                              size_t y_stride, int n_cols) {
-    const size_t row_size = mg_row_size(MG_TYPE_Q4_K, n);
-    char *       rows     = malloc(TILE_ROWS * row_size);
-    MG_ASSERT(rows != NULL);
-    mg_unpack_q4_K(rows, x, n, TILE_ROWS);
-    const mg_vec_dot_fn vec_dot = mg_get_type_traits_cpu(MG_TYPE_Q4_K)->vec_dot;
-    for (int c = 0; c < n_cols; c++) {
-        for (int r = 0; r < TILE_ROWS; r++) {
-            vec_dot(n, &s[(size_t) c * s_stride + r], rows + (size_t) r * row_size, (const char *) y + c * y_stride);
-        }
-    }
-    free(rows);
+    tile_ref(MG_TYPE_Q4_K, mg_unpack_q4_K, n, s, s_stride, x, y, y_stride, n_cols);
 }
 
 void mg_repack_tile_q4_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
