@@ -382,11 +382,32 @@ KERNEL float reduce_4(const __m256 acc[4]) {
     return reduce_8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
 }
 
-// F32: the leftovers are added in float.
-KERNEL void dot_f32(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
-    const float * x = vx;
-    const float * y[MAX_COLS];
-    __m256        acc[MAX_COLS][4];
+KERNEL __m256 load_8(enum mg_type type, const void * row, int64_t i) {
+    return type == MG_TYPE_F32 ? _mm256_loadu_ps((const float *) row + i) : load_f16_8((const mg_fp16_t *) row + i);
+}
+
+// The end of a float dot product: the reduced sum plus the products of the
+// elements from np on, one by one; in float for F32, in double for F16
+// (ggml's ggml_vec_dot_f32 and ggml_vec_dot_f16 differ just there).
+KERNEL float add_leftovers(enum mg_type type, float reduced, const void * x, const void * y, int64_t np, int64_t n) {
+    if (type == MG_TYPE_F32) {
+        const float * xf  = x;
+        const float * yf  = y;
+        float         sum = reduced;
+        for (int64_t i = np; i < n; i++) sum += xf[i] * yf[i];
+        return sum;
+    }
+    const mg_fp16_t * xh  = x;
+    const mg_fp16_t * yh  = y;
+    double            sum = reduced;
+    for (int64_t i = np; i < n; i++) sum += (double) (f16(xh[i]) * f16(yh[i]));
+    return (float) sum;
+}
+
+// One F32 or F16 row (F16 widened by F16C) against up to 4 columns.
+KERNEL void dot_float(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys, int nc) {
+    const void * y[MAX_COLS];
+    __m256       acc[MAX_COLS][4];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c] = column(vy, ys, c);
         UNROLLED for (int j = 0; j < 4; j++) acc[c][j] = _mm256_setzero_ps();
@@ -394,43 +415,22 @@ KERNEL void dot_f32(int64_t n, float * s, const void * vx, const void * vy, size
     const int64_t np = n - n % F32_STEP;
     for (int64_t i = 0; i < np; i += F32_STEP) {
         UNROLLED for (int j = 0; j < 4; j++) {
-            const __m256 xv = _mm256_loadu_ps(x + i + j * F32_LANES);
+            const __m256 xv = load_8(type, x, i + j * F32_LANES);
             UNROLLED for (int c = 0; c < nc; c++) {
-                acc[c][j] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(y[c] + i + j * F32_LANES), acc[c][j]);
+                acc[c][j] = _mm256_fmadd_ps(xv, load_8(type, y[c], i + j * F32_LANES), acc[c][j]);
             }
         }
     }
-    UNROLLED for (int c = 0; c < nc; c++) {
-        float sum = reduce_4(acc[c]);
-        for (int64_t i = np; i < n; i++) sum += x[i] * y[c][i];
-        s[c] = sum;
-    }
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = add_leftovers(type, reduce_4(acc[c]), x, y[c], np, n);
+}
+
+KERNEL void dot_f32(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_float(MG_TYPE_F32, n, s, x, y, ys, nc);
 }
 ENTRY_POINTS(f32, dot_f32)
 
-// F16: rows widened by F16C; the reduced sum and the leftovers in double.
-KERNEL void dot_f16(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
-    const mg_fp16_t * x = vx;
-    const mg_fp16_t * y[MAX_COLS];
-    __m256            acc[MAX_COLS][4];
-    UNROLLED for (int c = 0; c < nc; c++) {
-        y[c] = column(vy, ys, c);
-        UNROLLED for (int j = 0; j < 4; j++) acc[c][j] = _mm256_setzero_ps();
-    }
-    const int64_t np = n - n % F32_STEP;
-    for (int64_t i = 0; i < np; i += F32_STEP) {
-        UNROLLED for (int j = 0; j < 4; j++) {
-            const __m256 xv = load_f16_8(x + i + j * F32_LANES);
-            UNROLLED for (int c = 0; c < nc; c++) {
-                acc[c][j] = _mm256_fmadd_ps(xv, load_f16_8(y[c] + i + j * F32_LANES), acc[c][j]);
-            }
-        }
-    }
-    UNROLLED for (int c = 0; c < nc; c++) {
-        double sum = reduce_4(acc[c]);
-        for (int64_t i = np; i < n; i++) sum += (double) (f16(x[i]) * f16(y[c][i]));
-        s[c] = (float) sum;
-    }
+KERNEL void dot_f16(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
+    dot_float(MG_TYPE_F16, n, s, x, y, ys, nc);
 }
 ENTRY_POINTS(f16, dot_f16)
 
@@ -450,10 +450,6 @@ ENTRY_POINTS(f16, dot_f16)
 // ffn_down's (2432 elements) make 39 KB in F16, 78 KB in F32, which the
 // passes read from L2 four times over (on the bench machine such a product
 // ran at 55-60 GFLOP/s, against ~90 for rows of 768; in chunks of 512, ~93).
-KERNEL __m256 load_8(enum mg_type type, const void * row, int64_t i) {
-    return type == MG_TYPE_F32 ? _mm256_loadu_ps((const float *) row + i) : load_f16_8((const mg_fp16_t *) row + i);
-}
-
 // v, which the compiler must now keep in a register: an empty asm statement
 // that claims to change it. Without it GCC folds a value loaded once into
 // every instruction that uses it, loading it again each time, and a tile is
@@ -514,7 +510,7 @@ KERNEL void tile_float(enum mg_type type, int64_t n, float * s, size_t ss, const
             __asm__("" : : : "memory");
         }
     }
-    // The ends of dot_f32 and dot_f16, per dot product. reduce_4's last two
+    // The end of dot_float, per dot product. reduce_4's last two
     // horizontal adds are shared by the 4 columns: hadd(hadd(a, b), hadd(c, d))
     // adds the same pairs in the same order as reduce_8 does for each alone.
     for (int r = 0; r < nr; r++) {
@@ -535,19 +531,7 @@ KERNEL void tile_float(enum mg_type type, int64_t n, float * s, size_t ss, const
             }
         }
         UNROLLED for (int c = 0; c < nc; c++) {
-            if (type == MG_TYPE_F32) {
-                const float * xf  = (const float *) xr[r];
-                const float * yf  = y[c];
-                float         sum = red[c];
-                for (int64_t i = np; i < n; i++) sum += xf[i] * yf[i];
-                s[(size_t) c * ss + (size_t) r] = sum;
-            } else {
-                const mg_fp16_t * xh  = (const mg_fp16_t *) xr[r];
-                const mg_fp16_t * yh  = y[c];
-                double            sum = red[c];
-                for (int64_t i = np; i < n; i++) sum += (double) (f16(xh[i]) * f16(yh[i]));
-                s[(size_t) c * ss + (size_t) r] = (float) sum;
-            }
+            s[(size_t) c * ss + (size_t) r] = add_leftovers(type, red[c], xr[r], y[c], np, n);
         }
     }
 }
