@@ -6,25 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #ifndef MG_TEST_ROOT
 #error "MG_TEST_ROOT must name the project root (set by tools/engine.mk)"
 #endif
 #ifndef MG_TEST_FIXTURES
-#define MG_TEST_FIXTURES MG_TEST_ROOT "/../shared/fixtures"
+#define MG_TEST_FIXTURES MG_TEST_ROOT "/tests/fixtures"
 #endif
 
-// The fixtures live beside the project (../shared/fixtures); $MG_FIXTURES
-// overrides that, and a clone made elsewhere falls back to /work/shared.
+// The fixtures are vendored in the repository (tests/fixtures, see its
+// README); $MG_FIXTURES points the tests at another copy.
 static const char * fixtures_dir(void) {
     const char * dir = getenv("MG_FIXTURES");
-    if (dir != NULL && *dir) return dir;
-    const char * candidates[] = {MG_TEST_FIXTURES, "/work/shared/fixtures"};
-    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-        if (access(candidates[i], R_OK) == 0) return candidates[i];
-    }
-    return MG_TEST_FIXTURES;   // missing: the tests that need it fail and print this path
+    return dir != NULL && *dir ? dir : MG_TEST_FIXTURES;
 }
 
 const char * mg_test_fixture(const char * rel) {

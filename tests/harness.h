@@ -13,7 +13,7 @@
 
 Suite * mg_test_suite(void);
 
-// A path inside ../shared/fixtures ($MG_FIXTURES overrides the directory).
+// A path inside tests/fixtures ($MG_FIXTURES overrides the directory).
 // The returned string is static: copy it before calling again.
 const char * mg_test_fixture(const char * rel);
 

@@ -1,5 +1,5 @@
 // test_fixtures.c - the whole engine against llama.cpp: the three tiny Qwen3
-// models of ../shared/fixtures, two prompts, compared with the reference's
+// models of tests/fixtures, two prompts, compared with the reference's
 // tokens, logits, top 10 and greedy continuation under the tolerances of
 // fixtures/README.md ("How close an engine must be").
 //
