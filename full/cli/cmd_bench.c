@@ -1,7 +1,13 @@
 //@file full
 // cmd_bench.c - mg bench: tokens per second, measured the way llama-bench
-// measures them, so the two can be put side by side.
-#define _POSIX_C_SOURCE 200809L   // setenv
+// measures them (tools/llama-bench/llama-bench.cpp), so the two can be put
+// side by side; with --llama-bench, raced against it in the same run.
+//
+// One "test" is llama-bench's: ppN evaluates an N-token prompt as one batch,
+// tgN generates N tokens one at a time, both after the cache was filled to a
+// depth d (the "@ dD" tests; the fill is not timed). Every test runs once to
+// warm up, then -r times; the table shows mean +- standard deviation.
+#define _POSIX_C_SOURCE 200809L   // setenv, popen
 #include "cli.h"
 #include "gguf.h"
 
@@ -11,35 +17,302 @@
 #include <string.h>
 
 static const char * usage =
-    "usage: mg bench -m MODEL.gguf [-m MODEL2.gguf ...] [-p 64] [-n 64] [-t 1,2] [-r 5] [--kv-type f16]\n"
+    "usage: mg bench -m MODEL.gguf [-m MODEL2.gguf ...] [-p 64] [-n 64] [-d 0] [-t 1,2] [-fa 0] [-r 5]\n"
+    "                [--kv-type f16] [--bandwidth FILE] [--llama-bench PATH --rounds 3] [--baseline FILE]\n"
     "\n"
-    "For every model and thread count: ppN evaluates an N-token prompt as one batch into an empty\n"
-    "cache, tgN generates N tokens one at a time; each is run once to warm up, then -r times.\n"
-    "Prints a markdown table of mean +- standard deviation in tokens per second, and for generation\n"
-    "the weight bandwidth it implies (weight bytes read per token x tokens per second), to hold\n"
-    "against the machine's memory bandwidth.";
+    "-p, -n, -d, -t and -fa take comma lists, as llama-bench's do; every combination is a test.\n"
+    "ppN evaluates an N-token prompt as one batch (in graphs of at most 512 tokens), tgN generates\n"
+    "N tokens one at a time; with -d D both start from a cache already filled to D positions (not\n"
+    "timed). Each test is run once to warm up, then -r times: mean +- standard deviation in tokens/s.\n"
+    "For generation the table also gives the weight bandwidth it implies (weight bytes x tokens/s);\n"
+    "--bandwidth FILE (lines \"threads GB/s\", as tools/bandwidth prints) adds it as % of that bound.\n"
+    "\n"
+    "--llama-bench PATH races llama.cpp's llama-bench on the same files in the same run: --rounds\n"
+    "times, ours then theirs for each model, with the same tests and repetitions; the table gives\n"
+    "both, the ratio of the means and its min-max over the rounds.\n"
+    "--baseline FILE prints figures taken at another time (\"model test threads t/s\") beside ours,\n"
+    "as a reference only: this machine's speed varies 2x from day to day, so no ratio is made.";
 
-#define MAX_MODELS    16
-#define MAX_THREADS   16
-#define MAX_BASELINES 256
+enum {
+    MAX_MODELS = 16,
+    MAX_LIST   = 16,
+    MAX_TESTS  = 512,
+    MAX_ROUNDS = 20,
+    MAX_TOKENS = 65536,
+};
 
-// Another engine's figures to compare with: "model test threads tokens/s" per line.
+// ---------------------------------------------------------------------------
+// Lists and the tests they make
+// ---------------------------------------------------------------------------
+
+// "1,2,4" -> {1, 2, 4}; -1 on anything else (a value outside lo..hi too).
+static int parse_list(const char * text, int * out, int max, long lo, long hi) {
+    int n = 0;
+    for (const char * p = text; *p;) {
+        char * end;
+        const long v = strtol(p, &end, 10);
+        if (end == p || v < lo || v > hi || (*end != ',' && *end != '\0') || n == max) return -1;
+        out[n++] = (int) v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+struct bench_test {
+    int  n_prompt, n_gen, n_depth;   // one of n_prompt / n_gen is 0, as in llama-bench
+    int  n_threads;
+    bool flash_attn;
+};
+
+static void test_name(const struct bench_test * t, char * out, size_t size) {
+    const int n = snprintf(out, size, "%s%d", t->n_prompt > 0 ? "pp" : "tg", t->n_prompt > 0 ? t->n_prompt : t->n_gen);
+    if (t->n_depth > 0) snprintf(out + n, size - (size_t) n, " @ d%d", t->n_depth);
+}
+
+struct bench_lists {
+    int prompt[MAX_LIST], gen[MAX_LIST], depth[MAX_LIST], threads[MAX_LIST], fa[MAX_LIST];
+    int n_prompt, n_gen, n_depth, n_threads, n_fa;
+};
+
+// llama-bench's order: for each thread count, flash-attn setting and depth,
+// the prompt tests, then the generation tests. A size of 0 is no test.
+static int make_tests(const struct bench_lists * l, struct bench_test * out) {
+    int n = 0;
+    for (int ti = 0; ti < l->n_threads; ti++)
+        for (int fi = 0; fi < l->n_fa; fi++)
+            for (int di = 0; di < l->n_depth; di++) {
+                const struct bench_test base = {0, 0, l->depth[di], l->threads[ti], l->fa[fi] != 0};
+                for (int i = 0; i < l->n_prompt && n < MAX_TESTS; i++) {
+                    if (l->prompt[i] == 0) continue;
+                    out[n] = base;
+                    out[n++].n_prompt = l->prompt[i];
+                }
+                for (int i = 0; i < l->n_gen && n < MAX_TESTS; i++) {
+                    if (l->gen[i] == 0) continue;
+                    out[n] = base;
+                    out[n++].n_gen = l->gen[i];
+                }
+            }
+    return n;
+}
+
+// ---------------------------------------------------------------------------
+// Our side: a session per thread count and flash-attn setting
+// ---------------------------------------------------------------------------
+
+struct measurement {
+    double mean, stddev;
+};
+
+static struct measurement summarize(const double * v, int n) {
+    double sum = 0.0, sq = 0.0;
+    for (int i = 0; i < n; i++) sum += v[i];
+    const double mean = sum / n;
+    for (int i = 0; i < n; i++) sq += (v[i] - mean) * (v[i] - mean);
+    return (struct measurement) {mean, n > 1 ? sqrt(sq / (n - 1)) : 0.0};
+}
+
+// Any tokens will do: speed depends on the shapes, not on the ids.
+static int32_t bench_token(int i, int n_vocab) {
+    return (int32_t) (((long long) i * 7919 + 11) % n_vocab);
+}
+
+// Fill the cache to `depth` positions, untimed (llama-bench's depth run).
+// The positions before depth are kept by every rewind that follows.
+static bool fill_depth(struct mg_session * s, int depth, int n_vocab) {
+    mg_session_rewind(s, 0);
+    int32_t chunk[512];
+    for (int done = 0; done < depth;) {
+        const int n = depth - done < 512 ? depth - done : 512;
+        for (int i = 0; i < n; i++) chunk[i] = bench_token(done + i, n_vocab);
+        if (!mg_decode(s, chunk, n, false)) return false;
+        done += n;
+    }
+    return true;
+}
+
+// One timed run of a test from the cache at its depth. Tokens/s, or -1.
+static double run_once(struct mg_session * s, const struct bench_test * t, const int32_t * tokens) {
+    mg_session_rewind(s, t->n_depth);
+    const double t0 = cli_now_ms();
+    if (t->n_prompt > 0) {
+        if (!mg_decode(s, tokens, t->n_prompt, false)) return -1.0;   // split into graphs of n_batch
+    } else {
+        for (int i = 0; i < t->n_gen; i++) {
+            if (!mg_decode(s, &tokens[i], 1, false)) return -1.0;
+        }
+    }
+    const int n = t->n_prompt > 0 ? t->n_prompt : t->n_gen;
+    return 1e3 * n / (cli_now_ms() - t0);
+}
+
+static int ctx_needed(const struct bench_test * tests, int n_tests) {
+    int n_ctx = 0;
+    for (int i = 0; i < n_tests; i++) {
+        const int need = tests[i].n_depth + tests[i].n_prompt + tests[i].n_gen;
+        if (need > n_ctx) n_ctx = need;
+    }
+    return n_ctx;
+}
+
+// Run every test on one model; results[i] gets test i's mean and deviation.
+// Sessions are made per (threads, flash-attn) and the depth fill is redone
+// only when the depth changes, as llama-bench caches its depth state.
+static bool bench_model(struct mg_model * m, const struct bench_test * tests, int n_tests, int reps,
+                        enum mg_type kv_type, struct measurement * results) {
+    struct mg_session * s = NULL;
+    int  cur_threads = -1, cur_depth = -1;
+    bool cur_fa = false, ok = true;
+    int32_t * tokens = malloc(MAX_TOKENS * sizeof(int32_t));
+    double *  tps    = malloc((size_t) reps * sizeof(double));
+    for (int i = 0; i < MAX_TOKENS; i++) tokens[i] = bench_token(i + 1, m->hp.n_vocab);
+    for (int i = 0; i < n_tests && ok; i++) {
+        const struct bench_test * t = &tests[i];
+        if (s == NULL || t->n_threads != cur_threads || t->flash_attn != cur_fa) {
+            mg_session_free(s);
+            struct mg_session_params params = mg_session_default_params();
+            params.n_threads  = t->n_threads;
+            params.n_ctx      = ctx_needed(tests, n_tests);
+            params.n_batch    = 512;   // llama-bench's n_ubatch
+            params.kv_type    = kv_type;
+            params.flash_attn = t->flash_attn;
+            s = mg_session_new(m, params);
+            if (s == NULL) {
+                ok = false;
+                break;
+            }
+            cur_threads = t->n_threads;
+            cur_fa      = t->flash_attn;
+            cur_depth   = -1;
+        }
+        if (t->n_depth != cur_depth) {
+            ok = fill_depth(s, t->n_depth, m->hp.n_vocab);
+            cur_depth = t->n_depth;
+        }
+        ok = ok && run_once(s, t, tokens) > 0;   // warm-up: pages mapped, graphs built, caches warm
+        for (int r = 0; r < reps && ok; r++) {
+            tps[r] = run_once(s, t, tokens);
+            ok     = tps[r] > 0;
+        }
+        if (ok) results[i] = summarize(tps, reps);
+    }
+    mg_session_free(s);
+    free(tps);
+    free(tokens);
+    return ok;
+}
+
+// ---------------------------------------------------------------------------
+// llama.cpp's side: llama-bench run on the same file, its CSV read back
+// ---------------------------------------------------------------------------
+
+static void join_list(const int * v, int n, char * out, size_t size) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && used < size; i++) used += (size_t) snprintf(out + used, size - used, i ? ",%d" : "%d", v[i]);
+}
+
+// Split one CSV line (llama-bench quotes every field) into at most max fields, in place.
+static int split_csv(char * line, char ** fields, int max) {
+    int n = 0;
+    char * p = line;
+    while (*p && *p != '\n' && n < max) {
+        if (*p == '"') {
+            fields[n++] = ++p;
+            while (*p && *p != '"') p++;
+            if (*p) *p++ = '\0';
+        } else {
+            fields[n++] = p;
+            while (*p && *p != ',' && *p != '\n') p++;
+        }
+        if (*p == ',' || *p == '\n') *p++ = '\0';
+    }
+    return n;
+}
+
+static int field_index(char ** names, int n, const char * name) {
+    for (int i = 0; i < n; i++) {
+        if (strcmp(names[i], name) == 0) return i;
+    }
+    return -1;
+}
+
+// llama-bench writes flash_attn as a number or as true/false, by version.
+static bool csv_true(const char * v) {
+    return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "on") == 0;
+}
+
+// Run llama-bench with our tests' lists on one model and put each row's
+// mean t/s into theirs[] at the index of the matching test. False, with the
+// reason printed, when it fails or leaves one of our tests without a row.
+static bool run_llama_bench(const char * exe, const char * model, const struct bench_lists * l,
+                            const struct bench_test * tests, int n_tests, int reps, const char * kv, double * theirs) {
+    char p[256], n[256], d[256], t[256], fa[64], cmd[4096];
+    join_list(l->prompt, l->n_prompt, p, sizeof(p));
+    join_list(l->gen, l->n_gen, n, sizeof(n));
+    join_list(l->depth, l->n_depth, d, sizeof(d));
+    join_list(l->threads, l->n_threads, t, sizeof(t));
+    join_list(l->fa, l->n_fa, fa, sizeof(fa));
+    snprintf(cmd, sizeof(cmd), "'%s' -m '%s' -p %s -n %s -d %s -t %s -fa %s -r %d -ctk %s -ctv %s -o csv 2>/dev/null",
+             exe, model, p, n, d, t, fa, reps, kv, kv);
+    for (int i = 0; i < n_tests; i++) theirs[i] = -1.0;
+    FILE * f = popen(cmd, "r");
+    if (f == NULL) {
+        fprintf(stderr, "mg bench: cannot run %s\n", exe);
+        return false;
+    }
+    char header[8192], line[8192];
+    char * names[64], * values[64];
+    int n_names = 0;
+    if (fgets(header, sizeof(header), f)) n_names = split_csv(header, names, 64);
+    const int i_p = field_index(names, n_names, "n_prompt"), i_g = field_index(names, n_names, "n_gen"),
+              i_d = field_index(names, n_names, "n_depth"), i_t = field_index(names, n_names, "n_threads"),
+              i_fa = field_index(names, n_names, "flash_attn"), i_ts = field_index(names, n_names, "avg_ts");
+    while (fgets(line, sizeof(line), f)) {
+        const int nv = split_csv(line, values, 64);
+        if (i_p < 0 || i_g < 0 || i_d < 0 || i_t < 0 || i_fa < 0 || i_ts < 0 || nv < n_names) continue;
+        for (int i = 0; i < n_tests; i++) {
+            const struct bench_test * x = &tests[i];
+            if (atoi(values[i_p]) == x->n_prompt && atoi(values[i_g]) == x->n_gen && atoi(values[i_d]) == x->n_depth &&
+                atoi(values[i_t]) == x->n_threads && csv_true(values[i_fa]) == x->flash_attn) {
+                theirs[i] = atof(values[i_ts]);
+            }
+        }
+    }
+    const int status = pclose(f);
+    for (int i = 0; i < n_tests; i++) {
+        if (theirs[i] < 0) {
+            char name[48];
+            test_name(&tests[i], name, sizeof(name));
+            fprintf(stderr, "mg bench: llama-bench gave no result for %s at %d threads (exit status %d) from: %s\n", name,
+                    tests[i].n_threads, status, cmd);
+            return false;
+        }
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Figures from elsewhere: another time's baseline, the machine's bandwidth
+// ---------------------------------------------------------------------------
+
 struct baseline {
     char   model[128];
-    char   test[16];
+    char   test[32];
     int    threads;
     double tps;
 };
-static struct baseline baselines[MAX_BASELINES];
+
+static struct baseline baselines[256];
 static int             n_baselines = 0;
 
 static bool load_baselines(const char * path) {
     FILE * f = fopen(path, "r");
     if (f == NULL) return false;
     char line[512];
-    while (fgets(line, sizeof(line), f) && n_baselines < MAX_BASELINES) {
+    while (fgets(line, sizeof(line), f) && n_baselines < 256) {
         struct baseline * b = &baselines[n_baselines];
-        if (line[0] != '#' && sscanf(line, "%127s %15s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4) {
+        if (line[0] != '#' && sscanf(line, "%127s %31s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4) {
             n_baselines++;
         }
     }
@@ -57,118 +330,169 @@ static const struct baseline * find_baseline(const char * model, const char * te
     return NULL;
 }
 
-// "1,2,4" -> {1, 2, 4}
-static int parse_list(const char * text, int * out, int max) {
-    int n = 0;
-    for (const char * p = text; *p && n < max;) {
-        char * end;
-        const long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 512 || (*end != ',' && *end != '\0')) return -1;
-        out[n++] = (int) v;
-        p = *end == ',' ? end + 1 : end;
+static double bandwidth_gbs[MAX_LIST + 1];   // by thread count; 0 = not measured
+
+// tools/bandwidth's output: lines "threads GB/s" (others are comments).
+static bool load_bandwidth(const char * path) {
+    FILE * f = fopen(path, "r");
+    if (f == NULL) return false;
+    char line[256];
+    int threads;
+    double gbs;
+    while (fgets(line, sizeof(line), f)) {
+        if (line[0] != '#' && sscanf(line, "%d %lf", &threads, &gbs) == 2 && threads >= 1 && threads <= MAX_LIST) {
+            bandwidth_gbs[threads] = gbs;
+        }
     }
-    return n;
+    fclose(f);
+    return true;
 }
 
-struct measurement {
-    double mean, stddev;
+// ---------------------------------------------------------------------------
+// The table
+// ---------------------------------------------------------------------------
+
+struct bench_row {
+    const char * model;   // file name
+    double       weight_bytes;
+    struct bench_test test;
+    double ours[MAX_ROUNDS], theirs[MAX_ROUNDS];
+    double ours_sd;       // of the last round (the only one without --llama-bench)
 };
 
-static struct measurement summarize(const double * v, int n) {
-    double sum = 0.0, sq = 0.0;
-    for (int i = 0; i < n; i++) sum += v[i];
-    const double mean = sum / n;
-    for (int i = 0; i < n; i++) sq += (v[i] - mean) * (v[i] - mean);
-    return (struct measurement) {mean, n > 1 ? sqrt(sq / (n - 1)) : 0.0};
+static const char * base_name(const char * path) {
+    const char * slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
 }
 
-// One timed run: pp evaluates n tokens at once, tg n tokens one by one. Tokens/s.
-static double run_once(struct mg_session * s, const int32_t * tokens, int n, bool batch) {
-    mg_session_rewind(s, 0);
-    const double t0 = cli_now_ms();
-    if (batch) {
-        if (!mg_decode(s, tokens, n, false)) return -1.0;
+// The decode bound: generating a token reads every weight once, so
+// weights/s over the machine's read bandwidth is how close decode gets.
+static void print_weight_rate(const struct bench_row * r, double tps) {
+    if (r->test.n_gen == 0) {
+        printf(" %10s |", "");
+        return;
+    }
+    const double gbs = r->weight_bytes * tps / 1e9;
+    const double bw  = r->test.n_threads <= MAX_LIST ? bandwidth_gbs[r->test.n_threads] : 0.0;
+    if (bw > 0) {
+        printf(" %5.1f GB/s %3.0f%% |", gbs, 100.0 * gbs / bw);
     } else {
-        for (int i = 0; i < n; i++) {
-            if (!mg_decode(s, &tokens[i], 1, false)) return -1.0;
-        }
+        printf(" %5.1f GB/s |", gbs);
     }
-    return 1e3 * n / (cli_now_ms() - t0);
 }
 
-static bool bench_one(struct mg_model * m, const char * path, int n_threads, int n_prompt, int n_gen, int reps,
-                      enum mg_type kv_type) {
-    struct mg_session_params params = mg_session_default_params();
-    params.n_threads = n_threads;
-    params.n_ctx     = 512;
-    params.n_batch   = 512;
-    params.kv_type   = kv_type;
-    struct mg_session * s = mg_session_new(m, params);
-    if (s == NULL) return false;
-    const int n_max = n_prompt > n_gen ? n_prompt : n_gen;
-    int32_t * tokens = malloc((size_t) n_max * sizeof(int32_t));
-    for (int i = 0; i < n_max; i++) tokens[i] = (int32_t) ((i * 7919 + 11) % m->hp.n_vocab);   // any tokens will do
-    double * tps = malloc((size_t) reps * sizeof(double));
-    const char * name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    for (int test = 0; test < 2; test++) {
-        const bool batch = test == 0;
-        const int  n     = batch ? n_prompt : n_gen;
-        if (n <= 0) continue;
-        run_once(s, tokens, n, batch);   // warm-up: pages mapped, graphs built, caches warm
-        for (int r = 0; r < reps; r++) tps[r] = run_once(s, tokens, n, batch);
-        const struct measurement mt = summarize(tps, reps);
-        char test_name[16];
-        snprintf(test_name, sizeof(test_name), "%s%d", batch ? "pp" : "tg", n);
-        printf("| %-28s | %8.2f MiB | %-6s | %2d | %9.2f ± %7.2f |", name,
-               (double) m->n_weight_bytes / (1024.0 * 1024.0), test_name, n_threads, mt.mean, mt.stddev);
-        if (batch) {
-            printf("           |");
+static void print_header(bool race, bool bw) {
+    printf("| %-26s | %10s | %-14s | %2s | %2s | %19s | %*s |", "model", "weights", "test", "t", "fa", race ? "ours t/s" : "t/s",
+           bw ? 15 : 10, "weights/s");
+    if (race) printf(" %10s | %6s | %13s |", "llama.cpp", "ratio", "ratio min-max");
+    if (!race && n_baselines > 0) printf(" %16s |", "reference t/s *");
+    printf("\n|----------------------------|-----------:|----------------|---:|---:|--------------------:|%s|",
+           bw ? "----------------:" : "-----------:");
+    if (race) printf("-----------:|-------:|--------------:|");
+    if (!race && n_baselines > 0) printf("-----------------:|");
+    printf("\n");
+}
+
+static void print_row(const struct bench_row * r, int n_rounds, bool race) {
+    char name[48];
+    test_name(&r->test, name, sizeof(name));
+    double ours[MAX_ROUNDS];
+    for (int i = 0; i < n_rounds; i++) ours[i] = r->ours[i];
+    const struct measurement mo = summarize(ours, n_rounds);
+    printf("| %-26s | %6.1f MiB | %-14s | %2d | %2d | %9.2f ± %7.2f |", r->model, r->weight_bytes / (1024.0 * 1024.0), name,
+           r->test.n_threads, r->test.flash_attn ? 1 : 0, mo.mean, race ? mo.stddev : r->ours_sd);
+    print_weight_rate(r, mo.mean);
+    if (race) {
+        double theirs_sum = 0, lo = INFINITY, hi = 0;
+        for (int i = 0; i < n_rounds; i++) {
+            const double ratio = r->ours[i] / r->theirs[i];
+            theirs_sum += r->theirs[i];
+            lo = ratio < lo ? ratio : lo;
+            hi = ratio > hi ? ratio : hi;
+        }
+        const double theirs = theirs_sum / n_rounds;
+        printf(" %10.2f | %5.2fx | %5.2f-%5.2fx |", theirs, mo.mean / theirs, lo, hi);
+    } else if (n_baselines > 0) {
+        const struct baseline * b = r->test.n_depth == 0 && !r->test.flash_attn
+                                        ? find_baseline(r->model, name, r->test.n_threads) : NULL;
+        if (b != NULL) {
+            printf(" %16.2f |", b->tps);
         } else {
-            printf(" %6.1f GB/s |", (double) m->n_weight_bytes * mt.mean / 1e9);
+            printf(" %16s |", "");
         }
-        if (n_baselines > 0) {
-            const struct baseline * b = find_baseline(name, test_name, n_threads);
-            if (b != NULL) {
-                printf(" %9.2f | %5.2fx |", b->tps, mt.mean / b->tps);
-            } else {
-                printf(" %9s | %6s |", "", "");
-            }
-        }
-        printf("\n");
-        fflush(stdout);
     }
-    free(tps);
-    free(tokens);
-    mg_session_free(s);
+    printf("\n");
+    fflush(stdout);
+}
+
+// ---------------------------------------------------------------------------
+// The command
+// ---------------------------------------------------------------------------
+
+struct bench_opts {
+    const char * prompt, * gen, * depth, * threads, * fa, * kv, * baseline, * bandwidth, * llama_bench;
+    int  reps, rounds;
+    bool no_repack;
+};
+
+// -m may repeat: collect every one before handing the rest to the parser.
+static int take_models(int argc, char ** argv, const char ** models, char ** rest, int * n_rest) {
+    int n_models = 0;
+    *n_rest = 0;
+    for (int i = 0; i < argc; i++) {
+        if ((strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) && i + 1 < argc && n_models < MAX_MODELS) {
+            models[n_models++] = argv[++i];
+        } else {
+            rest[(*n_rest)++] = argv[i];
+        }
+    }
+    return n_models;
+}
+
+static bool parse_lists(const char * cmd, const struct bench_opts * o, struct bench_lists * l) {
+    const struct {
+        const char * flag, * text;
+        int * out, * n;
+        long lo, hi;
+    } lists[] = {
+        {"-p", o->prompt, l->prompt, &l->n_prompt, 0, MAX_TOKENS},
+        {"-n", o->gen, l->gen, &l->n_gen, 0, MAX_TOKENS},
+        {"-d", o->depth, l->depth, &l->n_depth, 0, MAX_TOKENS},
+        {"-t", o->threads, l->threads, &l->n_threads, 1, 512},
+        {"-fa", o->fa, l->fa, &l->n_fa, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        *lists[i].n = parse_list(lists[i].text, lists[i].out, MAX_LIST, lists[i].lo, lists[i].hi);
+        if (*lists[i].n <= 0) {
+            fprintf(stderr, "mg %s: %s %s: need a comma list of at most %d whole numbers in %ld..%ld\n", cmd,
+                    lists[i].flag, lists[i].text, MAX_LIST, lists[i].lo, lists[i].hi);
+            return false;
+        }
+    }
     return true;
 }
 
 int cmd_bench(int argc, char ** argv) {
     const char * cmd = "bench";
-    const char * models[MAX_MODELS];
-    int          n_models = 0;
-    const char * model = NULL, * threads_text = "1,2", * kv_text = "f16", * baseline_path = NULL;
-    int n_prompt = 64, n_gen = 64, reps = 5;
-    bool no_repack = false;
-    // -m may repeat: collect every one before handing the rest to the parser.
+    struct bench_opts o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, 3, false};
+    const char * models[MAX_MODELS], * model = NULL;
     char ** rest = malloc((size_t) argc * sizeof(char *));
-    int     n_rest = 0;
-    for (int i = 0; i < argc; i++) {
-        if ((strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) && i + 1 < argc && n_models < MAX_MODELS) {
-            models[n_models++] = argv[++i];
-        } else {
-            rest[n_rest++] = argv[i];
-        }
-    }
+    int     n_rest;
+    const int n_models = take_models(argc, argv, models, rest, &n_rest);
     const struct cli_option opts[] = {
         {"-m", "--model", CLI_STRING, &model, "a GGUF model (repeat for several)"},
-        {"-p", "--n-prompt", CLI_INT, &n_prompt, "prompt tokens for ppN (default 64; 0 = skip)"},
-        {"-n", "--n-gen", CLI_INT, &n_gen, "generated tokens for tgN (default 64; 0 = skip)"},
-        {"-t", "--threads", CLI_STRING, &threads_text, "thread counts, comma-separated (default 1,2)"},
-        {"-r", "--repetitions", CLI_INT, &reps, "timed runs per test (default 5)"},
-        {NULL, "--kv-type", CLI_STRING, &kv_text, "KV cache type: f16 (default) or f32"},
-        {NULL, "--baseline", CLI_STRING, &baseline_path, "another engine's figures (model test threads t/s)"},
-        {NULL, "--no-repack", CLI_FLAG, &no_repack, "keep Q4_0/Q4_K weights as in the file (no 8-row repacking)"},
+        {"-p", "--n-prompt", CLI_STRING, &o.prompt, "prompt sizes for ppN, comma-separated (default 64; 0 = none)"},
+        {"-n", "--n-gen", CLI_STRING, &o.gen, "generation lengths for tgN (default 64; 0 = none)"},
+        {"-d", "--n-depth", CLI_STRING, &o.depth, "cache depths the tests start from (default 0)"},
+        {"-t", "--threads", CLI_STRING, &o.threads, "thread counts (default 1,2)"},
+        {"-fa", "--flash-attn", CLI_STRING, &o.fa, "flash attention off/on: 0, 1 or 0,1 (default 0)"},
+        {"-r", "--repetitions", CLI_INT, &o.reps, "timed runs per test (default 5)"},
+        {NULL, "--kv-type", CLI_STRING, &o.kv, "KV cache type: f16 (default) or f32"},
+        {NULL, "--bandwidth", CLI_STRING, &o.bandwidth, "read bandwidth per thread count, from tools/bandwidth"},
+        {NULL, "--llama-bench", CLI_STRING, &o.llama_bench, "race this llama-bench on the same files"},
+        {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race, ours then theirs (default 3)"},
+        {NULL, "--baseline", CLI_STRING, &o.baseline, "figures from another time (model test threads t/s)"},
+        {NULL, "--no-repack", CLI_FLAG, &o.no_repack, "keep Q4_0/Q4_K weights as in the file (no 8-row repacking)"},
     };
     const char * positional[1];
     int n_positional;
@@ -176,38 +500,90 @@ int cmd_bench(int argc, char ** argv) {
                                   &n_positional);
     free(rest);
     if (!parsed) return 1;
-    int threads[MAX_THREADS];
-    const int n_threads = parse_list(threads_text, threads, MAX_THREADS);
-    if (n_models == 0 || n_threads <= 0 || reps < 1 || n_prompt < 0 || n_gen < 0 || n_prompt > 512 || n_gen > 512 ||
-        (strcmp(kv_text, "f16") != 0 && strcmp(kv_text, "f32") != 0)) {
-        fprintf(stderr, "mg %s: need -m MODEL, -t like 1,2, -r >= 1, -p and -n in 0..512, --kv-type f16|f32\n", cmd);
+    struct bench_lists lists;
+    if (!parse_lists(cmd, &o, &lists)) return 1;
+    if (n_models == 0 || o.reps < 1 || o.reps > 1000 || o.rounds < 1 || o.rounds > MAX_ROUNDS ||
+        (strcmp(o.kv, "f16") != 0 && strcmp(o.kv, "f32") != 0)) {
+        fprintf(stderr, "mg %s: need -m MODEL, -r in 1..1000, --rounds in 1..%d, --kv-type f16|f32\n", cmd, MAX_ROUNDS);
         return 1;
     }
-    const enum mg_type kv_type = strcmp(kv_text, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
-    if (no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
-    if (baseline_path != NULL && !load_baselines(baseline_path)) {
-        fprintf(stderr, "mg %s: cannot read the baseline %s\n", cmd, baseline_path);
+    static struct bench_test tests[MAX_TESTS];
+    const int n_tests = make_tests(&lists, tests);
+    if (n_tests == 0) {
+        fprintf(stderr, "mg %s: -p and -n are all 0: nothing to measure\n", cmd);
         return 1;
     }
-    printf("| %-28s | %12s | %-6s | %2s | %19s | %11s |", "model", "weights", "test", "t", "t/s", "weights/s");
-    if (n_baselines > 0) printf(" %9s | %6s |", "baseline", "ratio");
-    printf("\n|------------------------------|-------------:|--------|---:|--------------------:|------------:|");
-    if (n_baselines > 0) printf("----------:|-------:|");
-    printf("\n");
-    for (int i = 0; i < n_models; i++) {
-        struct mg_model * m = cli_load_model(cmd, models[i], NULL);
-        if (m == NULL) return 1;
-        if (m->n_repacked > 0) {   // on stderr: the table stays llama-bench's
-            fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
-                    cmd, models[i], m->n_repacked, (double) m->n_repacked_bytes / (1024.0 * 1024.0));
-        }
-        for (int t = 0; t < n_threads; t++) {
-            if (!bench_one(m, models[i], threads[t], n_prompt, n_gen, reps, kv_type)) {
-                fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-                return 1;
+    const enum mg_type kv_type = strcmp(o.kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
+    if (o.no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
+    if (o.baseline != NULL && !load_baselines(o.baseline)) {
+        fprintf(stderr, "mg %s: cannot read the baseline %s\n", cmd, o.baseline);
+        return 1;
+    }
+    if (o.bandwidth != NULL && !load_bandwidth(o.bandwidth)) {
+        fprintf(stderr, "mg %s: cannot read the bandwidth file %s\n", cmd, o.bandwidth);
+        return 1;
+    }
+    const bool race     = o.llama_bench != NULL;
+    const int  n_rounds = race ? o.rounds : 1;
+    bool have_bw = false;
+    for (int t = 1; t <= MAX_LIST; t++) have_bw = have_bw || bandwidth_gbs[t] > 0;
+    struct bench_row * rows = calloc((size_t) n_models * n_tests, sizeof(struct bench_row));
+    struct measurement * ours = malloc((size_t) n_tests * sizeof(struct measurement));
+    double * theirs = malloc((size_t) n_tests * sizeof(double));
+    if (!race) print_header(false, have_bw);   // rows stream as they are measured
+    int status = 0;
+    for (int round = 0; round < n_rounds && status == 0; round++) {
+        for (int mi = 0; mi < n_models && status == 0; mi++) {
+            struct mg_model * m = cli_load_model(cmd, models[mi], NULL);
+            if (m == NULL) {
+                status = 1;
+                break;
             }
+            if (round == 0 && m->n_repacked > 0) {   // on stderr: the table stays llama-bench's
+                fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
+                        cmd, models[mi], m->n_repacked, (double) m->n_repacked_bytes / (1024.0 * 1024.0));
+            }
+            const bool ok = bench_model(m, tests, n_tests, o.reps, kv_type, ours);
+            const double weight_bytes = (double) m->n_weight_bytes;
+            mg_model_free(m);
+            if (!ok) {
+                fprintf(stderr, "mg %s: %s: %s\n", cmd, models[mi], mg_last_error());
+                status = 1;
+                break;
+            }
+            if (race && !run_llama_bench(o.llama_bench, models[mi], &lists, tests, n_tests, o.reps, o.kv, theirs)) {
+                status = 1;
+                break;
+            }
+            for (int i = 0; i < n_tests; i++) {
+                struct bench_row * r = &rows[mi * n_tests + i];
+                r->model        = base_name(models[mi]);
+                r->weight_bytes = weight_bytes;
+                r->test         = tests[i];
+                r->ours[round]  = ours[i].mean;
+                r->ours_sd      = ours[i].stddev;
+                if (race) {
+                    r->theirs[round] = theirs[i];
+                } else {
+                    print_row(r, 1, false);
+                }
+            }
+            if (race) fprintf(stderr, "mg %s: round %d of %d: %s done\n", cmd, round + 1, n_rounds, base_name(models[mi]));
         }
-        mg_model_free(m);
     }
-    return 0;
+    if (status == 0 && race) {
+        print_header(true, have_bw);
+        for (int i = 0; i < n_models * n_tests; i++) print_row(&rows[i], n_rounds, true);
+        printf("\nours and llama.cpp's measured in turn on the same files, %d round%s of -r %d each; ratio = ours / "
+               "llama.cpp's mean, min-max over the rounds\n", n_rounds, n_rounds == 1 ? "" : "s", o.reps);
+    }
+    if (status == 0 && !race && n_baselines > 0) {
+        printf("\n* reference: llama.cpp measured at another time (%s), a reference from another machine state, "
+               "not a ratio: this machine's speed varies up to 2x from day to day; set LLAMA_BENCH to race it in the "
+               "same run\n", o.baseline);
+    }
+    free(rows);
+    free(ours);
+    free(theirs);
+    return status;
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -627,6 +628,96 @@ START_TEST(test_mkmodel_tokenizer_metadata) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// mg bench: the tests its lists make, and the race against llama-bench. No
+// speed is asserted (a test never times anything): only which rows appear,
+// in llama-bench's order, and that the ratio is ours over theirs.
+// ---------------------------------------------------------------------------
+
+// The "| model | weights | test | t | fa | t/s ..." rows of a bench table, as
+// "test|t|fa|t/s" strings in order; returns how many.
+static int bench_rows(const char * out, char rows[][64], double * tps, int max) {
+    int n = 0;
+    for (const char * line = out; line && *line && n < max; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        char model[64], weights[32], test[32];
+        int t, fa;
+        double v;
+        // "| tiny-q8_0.gguf | 3.3 MiB | pp8 @ d8 | 1 | 0 | 123.4 ± 5.6 |"
+        if (sscanf(line, "| %63s | %31[^|] | %31[^|] | %d | %d | %lf", model, weights, test, &t, &fa, &v) != 6) continue;
+        char * end = test + strlen(test);
+        while (end > test && end[-1] == ' ') *--end = '\0';
+        snprintf(rows[n], 64, "%s|%d|%d", test, t, fa);
+        tps[n++] = v;
+    }
+    return n;
+}
+
+START_TEST(test_bench_lists) {
+    struct run r = mg("bench -m '%s' -p 8,16 -n 4 -d 0,8 -t 1 -fa 0,1 -r 1", fixture("models/tiny-q8_0.gguf"));
+    ck_assert_msg(r.status == 0, "mg bench failed: %s", r.err);
+    // llama-bench's order: per thread count, flash-attn setting and depth, the pp tests then the tg tests.
+    const char * expected[] = {"pp8|1|0", "pp16|1|0", "tg4|1|0", "pp8 @ d8|1|0", "pp16 @ d8|1|0", "tg4 @ d8|1|0",
+                               "pp8|1|1", "pp16|1|1", "tg4|1|1", "pp8 @ d8|1|1", "pp16 @ d8|1|1", "tg4 @ d8|1|1"};
+    char rows[32][64];
+    double tps[32];
+    const int n = bench_rows(r.out, rows, tps, 32);
+    ck_assert_msg(n == 12, "expected 12 rows, got %d:\n%s", n, r.out);
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(strcmp(rows[i], expected[i]) == 0, "row %d is %s, expected %s", i, rows[i], expected[i]);
+        ck_assert_msg(tps[i] > 0 && isfinite(tps[i]), "row %d: %g tokens/s", i, tps[i]);
+    }
+    run_free(&r);
+    expect_one_line_error("-p", "1,a", "bench -m '%s' -p 1,a", fixture("models/tiny-q8_0.gguf"));
+    expect_one_line_error("-fa", NULL, "bench -m '%s' -fa 2", fixture("models/tiny-q8_0.gguf"));
+    expect_one_line_error("nothing to measure", NULL, "bench -m '%s' -p 0 -n 0", fixture("models/tiny-q8_0.gguf"));
+}
+END_TEST
+
+// A stand-in for llama-bench: prints its CSV (header, then one quoted row per
+// test, as llama-bench -o csv does) with 100 t/s for every test, or leaves
+// out the tg row when asked to misbehave.
+static const char * fake_llama_bench(bool complete) {
+    const char * path = path_in_dir(complete ? "llama-bench" : "llama-bench-short");
+    FILE * f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "#!/bin/sh\n"
+               "echo '\"build_commit\",\"n_threads\",\"flash_attn\",\"n_prompt\",\"n_gen\",\"n_depth\",\"avg_ts\",\"stddev_ts\"'\n"
+               "echo '\"d32676d\",\"1\",\"0\",\"8\",\"0\",\"0\",\"100.000000\",\"1.0\"'\n");
+    if (complete) fprintf(f, "echo '\"d32676d\",\"1\",\"0\",\"0\",\"4\",\"0\",\"100.000000\",\"1.0\"'\n");
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0755), 0);
+    return path;
+}
+
+START_TEST(test_bench_race) {
+    const char * model = fixture("models/tiny-q8_0.gguf");
+    struct run r = mg("bench -m '%s' -p 8 -n 4 -t 1 -r 1 --llama-bench '%s' --rounds 2", model, fake_llama_bench(true));
+    ck_assert_msg(r.status == 0, "mg bench --llama-bench failed: %s", r.err);
+    int n = 0;
+    for (const char * line = r.out; (line = strstr(line, "| tiny-q8_0.gguf")) != NULL; line++) {
+        double ours, sd, theirs, ratio;
+        char test[16];
+        // | model | weights | test | t | fa | ours ± sd | weights/s | llama.cpp | ratio | min-max |
+        const char * p = line;
+        for (int bars = 0; bars < 5 && p; bars++) p = strchr(p + 1, '|');
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(sscanf(line, "| %*s | %*[^|] | %15s", test), 1);
+        ck_assert_int_eq(sscanf(p + 1, " %lf ± %lf", &ours, &sd), 2);
+        for (int bars = 0; bars < 2 && p; bars++) p = strchr(p + 1, '|');
+        ck_assert_int_eq(sscanf(p + 1, " %lf | %lfx", &theirs, &ratio), 2);
+        ck_assert_msg(fabs(theirs - 100.0) < 1e-9, "%s: llama.cpp column %g, the stand-in said 100", test, theirs);
+        ck_assert_msg(fabs(ratio - ours / 100.0) < 0.006 + 0.001 * ratio, "%s: ratio %g for ours %g over 100", test, ratio, ours);
+        n++;
+    }
+    ck_assert_msg(n == 2, "expected the pp8 and tg4 rows of the race, found %d:\n%s", n, r.out);
+    ck_assert_msg(strstr(r.out, "2 rounds") != NULL, "the table does not say how many rounds: %s", r.out);
+    run_free(&r);
+    // A llama-bench that leaves a test out: a clear error, not a ratio against nothing.
+    expect_one_line_error("no result for tg4", NULL, "bench -m '%s' -p 8 -n 4 -t 1 -r 1 --llama-bench '%s' --rounds 1", model,
+                          fake_llama_bench(false));
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("cli");
 
@@ -658,5 +749,12 @@ Suite * mg_test_suite(void) {
     tcase_add_test(mkmodel, test_mkmodel_refuses);
     tcase_add_test(mkmodel, test_mkmodel_tokenizer_metadata);
     suite_add_tcase(s, mkmodel);
+
+    TCase * bench = tcase_create("bench");
+    tcase_set_timeout(bench, 300);
+    tcase_add_checked_fixture(bench, setup, teardown);
+    tcase_add_test(bench, test_bench_lists);
+    tcase_add_test(bench, test_bench_race);
+    suite_add_tcase(s, bench);
     return s;
 }
