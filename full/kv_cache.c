@@ -51,6 +51,11 @@ static struct mg_kv_cache * kv_cache_create(int n_layer, int n_ctx, int head_dim
         //@- full flash-attn
     }
     kv->buf = mg_alloc_ctx_tensors(kv->ctx);   // zeroed, so unwritten positions hold 0, never garbage
+    //@+ full seqs
+    kv->cells = malloc((size_t) n_ctx * sizeof(struct mg_kv_cell));
+    MG_ASSERT(kv->cells != NULL);
+    for (int i = 0; i < n_ctx; i++) kv->cells[i] = (struct mg_kv_cell) {-1, 0};
+    //@- full seqs
     if (kv->buf == NULL) {
         mg_kv_cache_free(kv);
         return NULL;
@@ -78,6 +83,9 @@ void mg_kv_cache_free(struct mg_kv_cache * kv) {
     mg_free(kv->ctx);
     free(kv->k);
     free(kv->v);
+    //@+ full seqs
+    free(kv->cells);
+    //@- full seqs
     free(kv);
 }
 
@@ -210,3 +218,96 @@ struct mg_tensor * mg_attn(struct mg_context * ctx, struct mg_tensor * q, struct
     return mg_reshape_2d(ctx, out, head_dim * n_head, n_tokens);
 }
 //@- 06 attn
+
+//@+ full seqs
+// ---------------------------------------------------------------------------
+// Cells: many sequences in one cache (llama.cpp: llama_kv_cells, and the
+// mask of llm_graph_input_attn_kv::set_input)
+// ---------------------------------------------------------------------------
+
+bool mg_kv_cache_find_cells(const struct mg_kv_cache * kv, int n, int32_t * cells) {
+    int found = 0;
+    for (int i = 0; i < kv->n_ctx && found < n; i++) {
+        if (kv->cells[i].pos < 0) cells[found++] = i;
+    }
+    return found == n;
+}
+
+void mg_kv_cache_fill_store_idx_cells(const struct mg_kv_cache * kv, struct mg_tensor * k_idx, struct mg_tensor * v_idx,
+                                      const int32_t * cells) {
+    const int64_t n_embd   = (int64_t) kv->head_dim * kv->n_head_kv;
+    const int64_t n_tokens = k_idx->ne[0];
+    int32_t * k = k_idx->data;
+    for (int64_t t = 0; t < n_tokens; t++) k[t] = cells[t];
+    if (v_idx == NULL) return;   // a flash-attention cache stores V with k_idx
+    int32_t * v = v_idx->data;
+    for (int64_t t = 0; t < n_tokens; t++) {
+        for (int64_t i = 0; i < n_embd; i++) v[t * n_embd + i] = (int32_t) (i * kv->n_ctx + cells[t]);
+    }
+}
+
+void mg_kv_cache_fill_mask_seqs(const struct mg_kv_cache * kv, struct mg_tensor * mask, const int32_t * pos,
+                                const int32_t * seq, int n_tokens) {
+    MG_ASSERT(mask->type == MG_TYPE_F32 && mask->ne[1] >= n_tokens && mask->ne[0] <= kv->n_ctx);
+    for (int64_t t = 0; t < mask->ne[1]; t++) {
+        float * row = (float *) ((char *) mask->data + t * mask->nb[1]);
+        const uint64_t bit = t < n_tokens ? 1ull << seq[t] : 0;
+        for (int64_t j = 0; j < mask->ne[0]; j++) {
+            const struct mg_kv_cell * c = &kv->cells[j];
+            row[j] = (c->seqs & bit) != 0 && c->pos <= pos[t] ? 0.0f : -INFINITY;
+        }
+    }
+}
+
+int mg_kv_cache_cells_end(const struct mg_kv_cache * kv) {
+    int end = 0;
+    for (int i = 0; i < kv->n_ctx; i++) {
+        if (kv->cells[i].pos >= 0) end = i + 1;
+    }
+    return end;
+}
+
+int mg_kv_cache_cells_used(const struct mg_kv_cache * kv) {
+    int used = 0;
+    for (int i = 0; i < kv->n_ctx; i++) used += kv->cells[i].pos >= 0;
+    return used;
+}
+
+static bool in_range(int pos, int p0, int p1) {
+    return pos >= p0 && (p1 < 0 || pos < p1);
+}
+
+void mg_kv_cache_seq_rm(struct mg_kv_cache * kv, int seq, int p0, int p1) {
+    const uint64_t bits = seq < 0 ? ~0ull : 1ull << seq;
+    for (int i = 0; i < kv->n_ctx; i++) {
+        struct mg_kv_cell * c = &kv->cells[i];
+        if (c->pos < 0 || !in_range(c->pos, p0, p1)) continue;
+        c->seqs &= ~bits;
+        if (c->seqs == 0) c->pos = -1;   // no sequence left: the cell is free
+    }
+}
+
+void mg_kv_cache_seq_cp(struct mg_kv_cache * kv, int src, int dst, int p0, int p1) {
+    for (int i = 0; i < kv->n_ctx; i++) {
+        struct mg_kv_cell * c = &kv->cells[i];
+        if (c->pos >= 0 && (c->seqs >> src & 1) && in_range(c->pos, p0, p1)) c->seqs |= 1ull << dst;
+    }
+}
+
+void mg_kv_cache_seq_keep(struct mg_kv_cache * kv, int seq) {
+    for (int i = 0; i < kv->n_ctx; i++) {
+        struct mg_kv_cell * c = &kv->cells[i];
+        c->seqs &= 1ull << seq;
+        if (c->seqs == 0) c->pos = -1;
+    }
+}
+
+int mg_kv_cache_seq_pos_max(const struct mg_kv_cache * kv, int seq) {
+    int max = -1;
+    for (int i = 0; i < kv->n_ctx; i++) {
+        const struct mg_kv_cell * c = &kv->cells[i];
+        if (c->pos > max && (c->seqs >> seq & 1)) max = c->pos;
+    }
+    return max;
+}
+//@- full seqs

@@ -22,6 +22,21 @@
 
 #include "graph.h"
 
+//@+ full seqs
+// Many sequences in one cache (llama.cpp: llama_kv_cells). Up to chapter 09
+// cell i simply holds position i of the one sequence. A server decodes many
+// sequences at once, so in full/ a cell records which position it holds and
+// for which sequences: a token attends to the cells of its own sequences at
+// positions up to its own, and a prompt prefix copied to several sequences is
+// stored once, its cells tagged with all of them.
+enum { MG_MAX_SEQ = 64 };   // sequence ids 0..63: a cell's set is one uint64_t
+
+struct mg_kv_cell {
+    int32_t  pos;    // the position it holds, or -1 when empty
+    uint64_t seqs;   // bit s set: sequence s has this position here
+};
+//@- full seqs
+
 struct mg_kv_cache {
     int          n_layer;
     int          n_ctx;        // positions it can hold
@@ -37,6 +52,9 @@ struct mg_kv_cache {
     struct mg_buffer *  buf;   // their bytes
     struct mg_tensor ** k;     // [n_layer] {head_dim * n_head_kv, n_ctx}
     struct mg_tensor ** v;     // [n_layer] {n_ctx, head_dim * n_head_kv}, transposed
+    //@+ full seqs
+    struct mg_kv_cell * cells; // [n_ctx] which position of which sequences each cell holds
+    //@- full seqs
 };
 
 // NULL, with mg_last_error(), if the memory cannot be had.
@@ -82,6 +100,27 @@ struct mg_tensor * mg_kv_cache_v(struct mg_context * ctx, const struct mg_kv_cac
 // The causal mask for a batch of n_tokens at pos0..: mask is F32 {n_kv, >= n_tokens};
 // row t lets token t see positions 0 .. pos0+t and hides the rest with -INFINITY.
 void mg_kv_cache_fill_mask(struct mg_tensor * mask, int pos0, int n_tokens);
+
+//@+ full seqs
+// Cells. A batch's tokens get the first empty cells, in order (first fit);
+// false if fewer than n are empty. Tagging them with (pos, seq) is the
+// caller's next step, before the mask is filled, so tokens of one batch see
+// the earlier tokens of their own sequence in the same batch.
+bool mg_kv_cache_find_cells(const struct mg_kv_cache * kv, int n, int32_t * cells);
+void mg_kv_cache_fill_store_idx_cells(const struct mg_kv_cache * kv, struct mg_tensor * k_idx, struct mg_tensor * v_idx,
+                                      const int32_t * cells);
+// Row t of mask: 0 for the cells of sequence seq[t] at positions <= pos[t], -INFINITY elsewhere.
+void mg_kv_cache_fill_mask_seqs(const struct mg_kv_cache * kv, struct mg_tensor * mask, const int32_t * pos,
+                                const int32_t * seq, int n_tokens);
+int  mg_kv_cache_cells_end(const struct mg_kv_cache * kv);   // the last used cell + 1
+int  mg_kv_cache_cells_used(const struct mg_kv_cache * kv);
+// The sequence operations of llama.cpp's llama_memory_seq_*: positions
+// p0 <= pos < p1 (p1 < 0: no end) of sequence seq (seq < 0: every sequence).
+void mg_kv_cache_seq_rm(struct mg_kv_cache * kv, int seq, int p0, int p1);
+void mg_kv_cache_seq_cp(struct mg_kv_cache * kv, int src, int dst, int p0, int p1);   // shares cells, copies nothing
+void mg_kv_cache_seq_keep(struct mg_kv_cache * kv, int seq);                         // drop every other sequence
+int  mg_kv_cache_seq_pos_max(const struct mg_kv_cache * kv, int seq);                // -1 when it has none
+//@- full seqs
 
 // softmax(K^T Q * scale + mask) V per head, heads grouped over the KV heads
 // (grouped-query attention: q head h reads kv head h / (H / Hkv)).

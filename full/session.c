@@ -21,7 +21,9 @@ struct mg_session {
     struct mg_kv_cache *     kv;
     struct mg_threadpool *   threadpool;
     struct mg_gallocr *      galloc;
+#if 0 //@old 09..09 n-past-field
     int                      n_past;
+#endif //@old n-past-field
 
     // The current graph, and the shape it was built for.
     struct mg_context *    graph_ctx;
@@ -38,6 +40,16 @@ struct mg_session {
     float *                 logits;   // what mg_get_logits returns
     size_t                  logits_capacity;
     struct mg_session_stats stats;
+    //@+ full seqs
+    // The batch being decoded: where its current graph's tokens sit.
+    struct {
+        const int32_t * pos;     // [n] positions
+        const int32_t * seq;     // [n] sequence ids
+        int32_t *       cells;   // [n] the cells they were given
+    } ub;
+    int32_t * logits_row;        // token i's row in logits, or -1
+    int       logits_rows_n;
+    //@- full seqs
 };
 
 static double now_ms(void) {
@@ -93,6 +105,9 @@ void mg_session_free(struct mg_session * s) {
     mg_free(s->graph_ctx);
     free(s->work);
     free(s->logits);
+    //@+ full seqs
+    free(s->logits_row);
+    //@- full seqs
     free(s);
 }
 
@@ -133,23 +148,48 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     return true;
 }
 
+#if 0 //@old 09..09 set-inputs
 static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_tokens) {
     memcpy(s->in.tokens->data, tokens, (size_t) n_tokens * sizeof(int32_t));
     for (int i = 0; i < n_tokens; i++) ((int32_t *) s->in.pos->data)[i] = s->n_past + i;
     mg_kv_cache_fill_mask(s->in.mask, s->n_past, n_tokens);
     mg_kv_cache_fill_store_idx(s->kv, s->in.k_idx, s->in.v_idx, s->n_past);
 }
+#endif //@old set-inputs
+//@+ full seqs
+// The same inputs from the batch's own positions, sequences and cells: for
+// one sequence at positions n_past.. the cells are n_past.. too (first fit),
+// and every input equals chapter 09's.
+static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_tokens) {
+    memcpy(s->in.tokens->data, tokens, (size_t) n_tokens * sizeof(int32_t));
+    memcpy(s->in.pos->data, s->ub.pos, (size_t) n_tokens * sizeof(int32_t));
+    mg_kv_cache_fill_mask_seqs(s->kv, s->in.mask, s->ub.pos, s->ub.seq, n_tokens);
+    mg_kv_cache_fill_store_idx_cells(s->kv, s->in.k_idx, s->in.v_idx, s->ub.cells);
+}
+//@- full seqs
 
 //@+ 09 decode-batch
 // One batch: at most n_batch tokens, one graph.
 static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits,
                          float * logits_dst) {
+#if 0 //@old 09..09 n-kv
     const int n_kv = mg_kv_cache_n_kv(s->kv, s->n_past + n_tokens);
+#endif //@old n-kv
+    //@+ full seqs
+    const int n_kv = mg_kv_cache_n_kv(s->kv, mg_kv_cache_cells_end(s->kv));   // tagged by the caller
+    const int pos0 = s->ub.pos[0];
+    //@- full seqs
     const bool quiet = s->graph != NULL && s->stats.n_graphs_reused >= 3 && n_tokens == s->graph_n_tokens &&
                        n_kv == s->graph_n_kv && all_logits == s->graph_all_logits;
     if (!quiet) {
+#if 0 //@old 09..09 trace-pos
         mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
                  n_tokens == 1 ? "" : "s", s->n_past, n_tokens == 1 ? "" : "..", n_kv);
+#endif //@old trace-pos
+        //@+ full seqs
+        mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
+                 n_tokens == 1 ? "" : "s", pos0, n_tokens == 1 ? "" : "..", n_kv);
+        //@- full seqs
     }
     const double t0 = now_ms();
     // The can_reuse test: the same shape gives the same graph, and a graph
@@ -174,11 +214,14 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
 
     const size_t row = (size_t) s->model->hp.n_vocab * sizeof(float);
     memcpy(logits_dst, s->logits_out->data, row * (size_t) s->logits_out->ne[1]);
+#if 0 //@old 09..09 n-past
     s->n_past += n_tokens;
+#endif //@old n-past
     return true;
 }
 //@- 09 decode-batch
 
+#if 0 //@old 09..09 decode-one-seq
 bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits) {
     const int n_vocab = s->model->hp.n_vocab;
     if (n_tokens <= 0) {
@@ -212,13 +255,172 @@ bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool
     }
     return true;
 }
+#endif //@old decode-one-seq
+//@+ full seqs
+static bool grow_logits(struct mg_session * s, size_t n_floats) {
+    if (n_floats <= s->logits_capacity) return true;
+    free(s->logits);
+    s->logits          = malloc(n_floats * sizeof(float));
+    s->logits_capacity = s->logits != NULL ? n_floats : 0;
+    if (s->logits == NULL) mg_set_error("cannot allocate %zu logits", n_floats);
+    return s->logits != NULL;
+}
+
+// Everything that can be wrong with a batch, checked before anything changes.
+static bool check_batch(const struct mg_session * s, const struct mg_batch * b) {
+    const int n_vocab = s->model->hp.n_vocab;
+    if (b->n_tokens <= 0) {
+        mg_set_error("mg_decode: no tokens");
+        return false;
+    }
+    for (int i = 0; i < b->n_tokens; i++) {
+        if (b->token[i] < 0 || b->token[i] >= n_vocab) {
+            mg_set_error("token %d at index %d is not in the vocabulary (0..%d)", b->token[i], i, n_vocab - 1);
+            return false;
+        }
+        if (b->seq_id[i] < 0 || b->seq_id[i] >= MG_MAX_SEQ) {
+            mg_set_error("sequence id %d at index %d is not in 0..%d", b->seq_id[i], i, MG_MAX_SEQ - 1);
+            return false;
+        }
+        if (b->pos[i] < 0) {
+            mg_set_error("position %d at index %d is negative", b->pos[i], i);
+            return false;
+        }
+    }
+    const int n_free = s->params.n_ctx - mg_kv_cache_cells_used(s->kv);
+    if (b->n_tokens > n_free) {
+        mg_set_error("context full: %d positions used, %d more asked, the context holds %d (use a larger -c)",
+                     s->params.n_ctx - n_free, b->n_tokens, s->params.n_ctx);
+        return false;
+    }
+    return true;
+}
+
+// Which rows of s->logits hold which token's logits: every asked token's,
+// in order, or the last token's alone in row 0.
+static int plan_logit_rows(struct mg_session * s, const struct mg_batch * b) {
+    if (b->n_tokens > s->logits_rows_n) {
+        free(s->logits_row);
+        s->logits_row    = malloc((size_t) b->n_tokens * sizeof(int32_t));
+        s->logits_rows_n = b->n_tokens;
+        MG_ASSERT(s->logits_row != NULL);
+    }
+    int n_rows = 0;
+    for (int i = 0; i < b->n_tokens; i++) {
+        const bool keep = b->logits != NULL ? b->logits[i] : i == b->n_tokens - 1;
+        s->logits_row[i] = keep ? n_rows++ : -1;
+    }
+    return n_rows;
+}
+
+static int n_kept(const struct mg_session * s, int from, int n) {
+    int kept = 0;
+    for (int i = from; i < from + n; i++) kept += s->logits_row[i] >= 0;
+    return kept;
+}
+
+// Where the logits of the graph of tokens from..from+n-1 go. A graph gives
+// its last token's row, or with *all every row. Straight into s->logits when
+// the rows it gives are the kept ones, in order; otherwise into *tmp, from
+// which the caller picks the kept rows (with none kept, a prompt chunk that
+// does not end the batch, its last row is computed for nothing, as in
+// chapter 09).
+static float * logits_dst(struct mg_session * s, int from, int n, bool * all, float ** tmp) {
+    const size_t n_vocab = (size_t) s->model->hp.n_vocab;
+    const int    kept    = n_kept(s, from, n);
+    const int    first   = s->logits_row[from], last = s->logits_row[from + n - 1];
+    *all = kept > 0 && !(kept == 1 && last >= 0);
+    *tmp = NULL;
+    if (kept == 1 && last >= 0) return s->logits + (size_t) last * n_vocab;
+    if (kept == n && first + n - 1 == last) return s->logits + (size_t) first * n_vocab;
+    *tmp = malloc((size_t) (*all ? n : 1) * n_vocab * sizeof(float));
+    MG_ASSERT(*tmp != NULL);
+    return *tmp;
+}
+
+bool mg_decode_batch(struct mg_session * s, const struct mg_batch * b) {
+    if (!check_batch(s, b)) return false;
+    const size_t n_vocab = (size_t) s->model->hp.n_vocab;
+    const int    n_rows  = plan_logit_rows(s, b);
+    int32_t *    cells   = malloc((size_t) b->n_tokens * sizeof(int32_t));
+    if (cells == NULL || !grow_logits(s, (size_t) (n_rows > 0 ? n_rows : 1) * n_vocab)) {
+        free(cells);
+        return false;
+    }
+    s->stats.n_decode_calls++;
+    bool ok = true;
+    for (int done = 0; done < b->n_tokens && ok;) {
+        const int n = b->n_tokens - done < s->params.n_batch ? b->n_tokens - done : s->params.n_batch;
+        // The cells first, tagged before the mask is made: a token sees the
+        // earlier tokens of its sequence in the same batch.
+        MG_ASSERT(mg_kv_cache_find_cells(s->kv, n, cells + done));   // check_batch counted them
+        for (int i = done; i < done + n; i++) {
+            s->kv->cells[cells[i]] = (struct mg_kv_cell) {b->pos[i], 1ull << b->seq_id[i]};
+        }
+        s->ub.pos   = b->pos + done;
+        s->ub.seq   = b->seq_id + done;
+        s->ub.cells = cells + done;
+        bool    all;
+        float * tmp;
+        float * dst = logits_dst(s, done, n, &all, &tmp);
+        ok = decode_batch(s, b->token + done, n, all, dst);
+        if (ok && tmp != NULL && all) {   // the graph's rows came out together: keep the asked ones
+            for (int i = done; i < done + n; i++) {
+                if (s->logits_row[i] >= 0) {
+                    memcpy(s->logits + (size_t) s->logits_row[i] * n_vocab, tmp + (size_t) (i - done) * n_vocab,
+                           n_vocab * sizeof(float));
+                }
+            }
+        }
+        free(tmp);
+        done += n;
+    }
+    free(cells);
+    return ok;
+}
+
+const float * mg_get_logits_ith(const struct mg_session * s, int i) {
+    if (i < 0 || i >= s->logits_rows_n || s->logits_row[i] < 0) return NULL;
+    return s->logits + (size_t) s->logits_row[i] * (size_t) s->model->hp.n_vocab;
+}
+
+// Chapter 09's call: sequence 0, the next positions.
+bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits) {
+    if (n_tokens <= 0) {
+        mg_set_error("mg_decode: no tokens");
+        return false;
+    }
+    int32_t * pos  = malloc((size_t) n_tokens * sizeof(int32_t));
+    int32_t * seq  = calloc((size_t) n_tokens, sizeof(int32_t));
+    bool *    keep = NULL;
+    if (all_logits) {
+        keep = malloc((size_t) n_tokens);
+        MG_ASSERT(keep != NULL);
+        memset(keep, 1, (size_t) n_tokens);
+    }
+    MG_ASSERT(pos != NULL && seq != NULL);
+    const int n_past = mg_session_n_past(s);
+    for (int i = 0; i < n_tokens; i++) pos[i] = n_past + i;
+    const struct mg_batch b = {n_tokens, tokens, pos, seq, keep};
+    const bool ok = mg_decode_batch(s, &b);
+    free(pos);
+    free(seq);
+    free(keep);
+    return ok;
+}
+//@- full seqs
 
 const float * mg_get_logits(const struct mg_session * s) {
     return s->logits;
 }
 
 int mg_session_n_past(const struct mg_session * s) {
+#if 0 //@old 09..09 n-past-get
     return s->n_past;
+#endif //@old n-past-get
+    //@+ full seqs
+    return mg_kv_cache_seq_pos_max(s->kv, 0) + 1;
+    //@- full seqs
 }
 
 int mg_session_n_ctx(const struct mg_session * s) {
@@ -228,9 +430,33 @@ int mg_session_n_ctx(const struct mg_session * s) {
 // Positions >= n_past are forgotten simply by being overwritten later: the
 // mask of every later batch hides whatever they still hold.
 void mg_session_rewind(struct mg_session * s, int n_past) {
+#if 0 //@old 09..09 rewind
     MG_ASSERT(n_past >= 0 && n_past <= s->n_past);
     s->n_past = n_past;
+#endif //@old rewind
+    //@+ full seqs
+    MG_ASSERT(n_past >= 0 && n_past <= mg_session_n_past(s));
+    mg_kv_cache_seq_rm(s->kv, 0, n_past, -1);
+    //@- full seqs
 }
+
+//@+ full seqs
+void mg_session_seq_rm(struct mg_session * s, int seq, int p0, int p1) {
+    mg_kv_cache_seq_rm(s->kv, seq, p0, p1);
+}
+void mg_session_seq_cp(struct mg_session * s, int src, int dst, int p0, int p1) {
+    mg_kv_cache_seq_cp(s->kv, src, dst, p0, p1);
+}
+void mg_session_seq_keep(struct mg_session * s, int seq) {
+    mg_kv_cache_seq_keep(s->kv, seq);
+}
+int mg_session_seq_pos_max(const struct mg_session * s, int seq) {
+    return mg_kv_cache_seq_pos_max(s->kv, seq);
+}
+int mg_session_cells_used(const struct mg_session * s) {
+    return mg_kv_cache_cells_used(s->kv);
+}
+//@- full seqs
 
 struct mg_session_stats mg_session_get_stats(const struct mg_session * s) {
     return s->stats;

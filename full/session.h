@@ -64,6 +64,36 @@ int  mg_session_n_past(const struct mg_session * s);   // positions filled
 int  mg_session_n_ctx (const struct mg_session * s);
 void mg_session_rewind(struct mg_session * s, int n_past);   // forget positions >= n_past
 
+//@+ full seqs
+// Many sequences in one session (llama.cpp's llama_batch and
+// llama_memory_seq_*). mg_decode above is sequence 0 at positions n_past..;
+// a batch may mix sequences and positions: token i is at position pos[i] of
+// sequence seq_id[i] (0..MG_MAX_SEQ-1), and each sequence attends only to its
+// own cells. Decoding N sequences one token each is one graph of N tokens:
+// the weights are read once for all of them, which is why batching
+// sequences costs little more than one in decode.
+struct mg_batch {
+    int             n_tokens;
+    const int32_t * token;
+    const int32_t * pos;
+    const int32_t * seq_id;
+    const bool *    logits;   // keep token i's logits; NULL: only the last token's
+};
+
+// False, with mg_last_error(), when the batch is malformed or does not fit in
+// the free cells; nothing is computed or changed then.
+bool          mg_decode_batch(struct mg_session * s, const struct mg_batch * b);
+// Token i's logits from the last decode ([n_vocab]), or NULL if not kept.
+const float * mg_get_logits_ith(const struct mg_session * s, int i);
+
+// Positions p0 <= pos < p1 (p1 < 0: to the end) of a sequence (seq < 0: all).
+void mg_session_seq_rm(struct mg_session * s, int seq, int p0, int p1);
+void mg_session_seq_cp(struct mg_session * s, int src, int dst, int p0, int p1);   // shared, not copied
+void mg_session_seq_keep(struct mg_session * s, int seq);
+int  mg_session_seq_pos_max(const struct mg_session * s, int seq);   // -1: empty
+int  mg_session_cells_used(const struct mg_session * s);             // cells holding any sequence
+//@- full seqs
+
 struct mg_session_stats mg_session_get_stats(const struct mg_session * s);
 const struct mg_model * mg_session_model(const struct mg_session * s);
 
