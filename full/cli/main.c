@@ -18,12 +18,14 @@ static const struct {
     {"mkmodel",  cmd_mkmodel,  "write a GGUF with random weights (presets tiny, minimind) and the MiniMind vocab"},
     {"quantize", cmd_quantize, "convert a GGUF's weights to another type (Q8_0, Q4_K_M, ...)"},
     {"bench",    cmd_bench,    "tokens per second for prompt processing and generation, like llama-bench"},
+    {"batched-bench", cmd_batched_bench, "N sequences decoded in one batch: llama-batched-bench's table"},
+    {"parallel", cmd_parallel, "complete several prompts at once, one batch per step"},
 };
 enum { N_COMMANDS = sizeof(commands) / sizeof(commands[0]) };
 
 static void usage(FILE * f) {
     fprintf(f, "usage: mg COMMAND [options]     (mg COMMAND --help for its options)\n\ncommands:\n");
-    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);
 }
 
 int main(int argc, char ** argv) {

@@ -718,6 +718,62 @@ START_TEST(test_bench_race) {
 }
 END_TEST
 
+// mg batched-bench: one row per (PP, TG, B) with llama-batched-bench's N_KV
+// (the cells the case fills: B prompts, or one shared, plus B x TG).
+START_TEST(test_batched_bench_rows) {
+    for (int shared = 0; shared < 2; shared++) {
+        struct run r = mg("batched-bench -m '%s' -npp 8,16 -ntg 4 -npl 1,3 -t 1 %s", fixture("models/tiny-q8_0.gguf"),
+                          shared ? "-pps" : "");
+        ck_assert_msg(r.status == 0, "mg batched-bench failed: %s", r.err);
+        const int pp[] = {8, 8, 16, 16}, pl[] = {1, 3, 1, 3};
+        int n = 0;
+        for (const char * line = r.out; (line = strstr(line, "\n|")) != NULL; line++) {
+            int PP, TG, B, N_KV;
+            double t_pp, s_pp;
+            if (sscanf(line + 1, "| %d | %d | %d | %d | %lf | %lf", &PP, &TG, &B, &N_KV, &t_pp, &s_pp) != 6) continue;
+            ck_assert_int_lt(n, 4);
+            ck_assert_int_eq(PP, pp[n]);
+            ck_assert_int_eq(TG, 4);
+            ck_assert_int_eq(B, pl[n]);
+            ck_assert_int_eq(N_KV, (shared ? pp[n] : pl[n] * pp[n]) + pl[n] * 4);
+            ck_assert_msg(t_pp >= 0 && s_pp > 0, "row %d: T_PP %g, S_PP %g", n, t_pp, s_pp);
+            n++;
+        }
+        ck_assert_msg(n == 4, "expected 4 rows, got %d:\n%s", n, r.out);
+        run_free(&r);
+    }
+}
+END_TEST
+
+// mg parallel: each prompt's greedy continuation, decoded among the others,
+// is the text mg run gives for it alone.
+START_TEST(test_parallel_equals_run) {
+    const char * model = mg_test_root("models/fortune-toy-q8_0.gguf");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s", model);
+    const char * prompts[] = {"床前明月光", "The quick brown fox", "你好"};
+    struct run par = mg("parallel -m '%s' -p '%s' -p '%s' -p '%s' -n 12 --temp 0 -t 2", path, prompts[0], prompts[1],
+                        prompts[2]);
+    ck_assert_msg(par.status == 0, "mg parallel failed: %s", par.err);
+    for (int i = 0; i < 3; i++) {
+        struct run one = mg("run -m '%s' -p '%s' -n 12 --temp 0 -t 1", path, prompts[i]);
+        ck_assert_msg(one.status == 0, "mg run failed: %s", one.err);
+        char header[64];
+        snprintf(header, sizeof(header), "--- sequence %d: ", i);
+        const char * block = strstr(par.out, header);
+        ck_assert_msg(block != NULL, "no block for sequence %d in:\n%s", i, par.out);
+        block = strchr(block, '\n') + 1;
+        // mg run prints the prompt, the continuation and a newline: the same bytes as the block.
+        ck_assert_msg(strncmp(block, one.out, one.out_len) == 0, "sequence %d:\nparallel: %.300s\nrun:      %.300s", i,
+                      block, one.out);
+        run_free(&one);
+    }
+    ck_assert_msg(strstr(par.err, "3 sequences") != NULL, "no summary: %s", par.err);
+    run_free(&par);
+    expect_one_line_error("prompt", NULL, "parallel -m '%s' -n 4", path);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("cli");
 
@@ -755,6 +811,8 @@ Suite * mg_test_suite(void) {
     tcase_add_checked_fixture(bench, setup, teardown);
     tcase_add_test(bench, test_bench_lists);
     tcase_add_test(bench, test_bench_race);
+    tcase_add_test(bench, test_batched_bench_rows);
+    tcase_add_test(bench, test_parallel_equals_run);
     suite_add_tcase(s, bench);
     return s;
 }

@@ -1,0 +1,378 @@
+//@file full
+// cmd_batched.c - many sequences at once: mg batched-bench measures what
+// decoding N sequences in one batch costs (llama.cpp's llama-batched-bench,
+// same table), and mg parallel completes N prompts at once (llama-parallel).
+//
+// Why it is nearly free: one decode step of one sequence reads every weight
+// once to multiply it by one column; N sequences are N columns of the same
+// matrix product, and the weights are read once for all of them. Only
+// attention is per sequence (each token attends to its own sequence's cells,
+// which the mask selects: session.h, mg_decode_batch).
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_LIST = 16, MAX_PARALLEL = 64 };
+
+// "1,2,4" -> {1, 2, 4}, each in lo..hi; -1 on anything else.
+static int parse_list(const char * text, int * out, int max, long lo, long hi) {
+    int n = 0;
+    for (const char * p = text; *p;) {
+        char * end;
+        const long v = strtol(p, &end, 10);
+        if (end == p || v < lo || v > hi || (*end != ',' && *end != '\0') || n == max) return -1;
+        out[n++] = (int) v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+// Any tokens will do for a benchmark (llama-batched-bench draws them at random).
+static int32_t bench_token(int i, int n_vocab) {
+    return (int32_t) (((long long) i * 7919 + 11) % n_vocab);
+}
+
+// ---------------------------------------------------------------------------
+// mg batched-bench
+// ---------------------------------------------------------------------------
+
+static const char * bb_usage =
+    "usage: mg batched-bench -m MODEL.gguf [-npp 128] [-ntg 128] [-npl 1,2,4,8,16] [-pps] [-t N] [-c N] [-fa]\n"
+    "\n"
+    "For every prompt size PP, generation length TG and parallel level B (comma lists): B sequences\n"
+    "of PP prompt tokens are evaluated in one batch (-pps: one prompt shared by all B, stored once),\n"
+    "then TG steps each decode one token of every sequence in one batch of B. Prints\n"
+    "llama-batched-bench's table: the times and speeds of the prompt (S_PP), of generation (S_TG,\n"
+    "all B sequences together) and of both (S).";
+
+struct bb_case {
+    int pp, tg, pl;
+    bool shared;
+};
+
+// Fill the batch arrays for B prompts of pp tokens (or one, shared), each keeping its last logits.
+static int bb_prompt_batch(const struct bb_case * c, int n_vocab, int32_t * tok, int32_t * pos, int32_t * seq,
+                           bool * keep) {
+    int n = 0;
+    for (int j = 0; j < (c->shared ? 1 : c->pl); j++) {
+        for (int i = 0; i < c->pp; i++, n++) {
+            tok[n] = bench_token(n, n_vocab), pos[n] = i, seq[n] = j, keep[n] = i == c->pp - 1;
+        }
+    }
+    return n;
+}
+
+// One row of the table: returns false after printing why.
+static bool bb_run(struct mg_session * s, const struct bb_case * c, int n_vocab) {
+    const int n_max = (c->shared ? 1 : c->pl) * c->pp + c->pl;
+    int32_t * tok  = malloc((size_t) n_max * sizeof(int32_t));
+    int32_t * pos  = malloc((size_t) n_max * sizeof(int32_t));
+    int32_t * seq  = malloc((size_t) n_max * sizeof(int32_t));
+    bool *    keep = malloc((size_t) n_max);
+    MG_ASSERT(tok && pos && seq && keep);
+    mg_session_seq_rm(s, -1, 0, -1);   // an empty cache
+    bool ok = true;
+    const int n_prompt = bb_prompt_batch(c, n_vocab, tok, pos, seq, keep);
+    const double t0 = cli_now_ms();
+    ok = mg_decode_batch(s, &(struct mg_batch) {n_prompt, tok, pos, seq, keep});
+    const double t1 = cli_now_ms();
+    for (int j = 1; ok && c->shared && j < c->pl; j++) mg_session_seq_cp(s, 0, j, -1, -1);
+    for (int i = 0; ok && i < c->tg; i++) {   // the pattern 0123 0123 ...: one token of every sequence per batch
+        for (int j = 0; j < c->pl; j++) {
+            tok[j] = bench_token(i * c->pl + j + 1, n_vocab), pos[j] = c->pp + i, seq[j] = j, keep[j] = true;
+        }
+        ok = mg_decode_batch(s, &(struct mg_batch) {c->pl, tok, pos, seq, keep});
+    }
+    const double t2 = cli_now_ms();
+    if (ok) {
+        const int    n_kv = (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg;
+        const double t_pp = (t1 - t0) / 1e3, t_tg = (t2 - t1) / 1e3, t = t_pp + t_tg;
+        const double s_pp = (c->shared ? c->pp : c->pl * c->pp) / t_pp;
+        const double s_tg = c->tg > 0 ? c->pl * c->tg / t_tg : 0.0;
+        printf("|%6d | %6d | %4d | %6d | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f |\n", c->pp, c->tg, c->pl, n_kv,
+               t_pp, s_pp, t_tg, s_tg, t, n_kv / t);
+        fflush(stdout);
+    } else {
+        fprintf(stderr, "mg batched-bench: PP %d, TG %d, B %d: %s\n", c->pp, c->tg, c->pl, mg_last_error());
+    }
+    free(tok);
+    free(pos);
+    free(seq);
+    free(keep);
+    return ok;
+}
+
+int cmd_batched_bench(int argc, char ** argv) {
+    const char * cmd = "batched-bench";
+    struct cli_engine_opts e = cli_engine_defaults();
+    const char * npp_text = "128", * ntg_text = "128", * npl_text = "1,2,4,8,16";
+    bool shared = false;
+    struct cli_option opts[32];
+    int n_opts = 0;
+    opts[n_opts++] = (struct cli_option) {NULL, "-npp", CLI_STRING, &npp_text, "prompt sizes (default 128)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "-ntg", CLI_STRING, &ntg_text, "generation lengths (default 128)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "-npl", CLI_STRING, &npl_text, "parallel levels (default 1,2,4,8,16)"};
+    opts[n_opts++] = (struct cli_option) {"-pps", "--pp-shared", CLI_FLAG, &shared,
+                                          "one prompt shared by all sequences, stored once"};
+    n_opts += cli_engine_options(&e, opts + n_opts);
+    const char * positional[1];
+    int n_positional;
+    if (!cli_parse(argc, argv, bb_usage, opts, n_opts, positional, 0, &n_positional)) return 1;
+    if (!cli_engine_setup(cmd, &e)) return 1;
+    int npp[MAX_LIST], ntg[MAX_LIST], npl[MAX_LIST];
+    const int n_pp = parse_list(npp_text, npp, MAX_LIST, 1, 1 << 16), n_tg = parse_list(ntg_text, ntg, MAX_LIST, 0, 1 << 16),
+              n_pl = parse_list(npl_text, npl, MAX_LIST, 1, MAX_PARALLEL);
+    if (n_pp <= 0 || n_tg <= 0 || n_pl <= 0) {
+        fprintf(stderr, "mg %s: -npp, -ntg and -npl take comma lists of whole numbers (-npl at most %d)\n", cmd,
+                MAX_PARALLEL);
+        return 1;
+    }
+    // The cache holds the largest case, unless -c says otherwise (then larger cases are skipped, as llama's are).
+    int n_ctx_req = 0;
+    for (int a = 0; a < n_pp; a++)
+        for (int b = 0; b < n_tg; b++)
+            for (int c = 0; c < n_pl; c++) {
+                const int need = (shared ? npp[a] : npl[c] * npp[a]) + npl[c] * ntg[b];
+                n_ctx_req = need > n_ctx_req ? need : n_ctx_req;
+            }
+    struct mg_session_params params = cli_session_params(&e);
+    if (params.n_ctx <= 0) params.n_ctx = n_ctx_req;
+    struct mg_model * m = cli_load_model(cmd, e.model, NULL);
+    if (m == NULL) return 1;
+    struct mg_session * s = mg_session_new(m, params);
+    if (s == NULL) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        mg_model_free(m);
+        return 1;
+    }
+    // Warm up as llama-batched-bench does: 16 tokens of one sequence.
+    int32_t warm[16];
+    for (int i = 0; i < 16; i++) warm[i] = bench_token(i, m->hp.n_vocab);
+    bool ok = mg_decode(s, warm, 16, false);
+    printf("\nmg %s: n_kv_max = %d, n_batch = %d, flash_attn = %d, is_pp_shared = %d, n_threads = %d\n\n", cmd,
+           mg_session_n_ctx(s), params.n_batch, params.flash_attn, shared, params.n_threads);
+    printf("|%6s | %6s | %4s | %6s | %8s | %8s | %8s | %8s | %8s | %8s |\n", "PP", "TG", "B", "N_KV", "T_PP s", "S_PP t/s",
+           "T_TG s", "S_TG t/s", "T s", "S t/s");
+    printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
+    for (int a = 0; ok && a < n_pp; a++)
+        for (int b = 0; ok && b < n_tg; b++)
+            for (int c = 0; ok && c < n_pl; c++) {
+                const struct bb_case bc = {npp[a], ntg[b], npl[c], shared};
+                if ((shared ? bc.pp : bc.pl * bc.pp) + bc.pl * bc.tg > mg_session_n_ctx(s)) continue;
+                ok = bb_run(s, &bc, m->hp.n_vocab);
+            }
+    mg_session_free(s);
+    mg_model_free(m);
+    return ok ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// mg parallel
+// ---------------------------------------------------------------------------
+
+static const char * par_usage =
+    "usage: mg parallel -m MODEL.gguf -p PROMPT [-p PROMPT ...] | -f FILE [-n 64] [options]\n"
+    "\n"
+    "Completes several prompts at once: all prompts are evaluated in one batch, then every step\n"
+    "decodes one token of each unfinished sequence in one batch. -f reads one prompt per line.\n"
+    "Each sequence has its own sampler (seed -s plus its index). As each sequence finishes, its\n"
+    "prompt and continuation are printed; a summary with the aggregate speed goes to stderr.";
+
+struct par_seq {
+    const char *       prompt;
+    struct mg_sampler * sampler;
+    struct mg_detok    detok;
+    char *             text;   // the continuation so far
+    size_t             len, cap;
+    int32_t            next;   // the token to feed at the next step
+    int                n_past, n_gen;
+    bool               done;
+};
+
+static void par_append(struct par_seq * q, const char * bytes, int32_t n) {
+    if (n <= 0) return;
+    if (q->len + (size_t) n + 1 > q->cap) {
+        q->cap  = 2 * (q->len + (size_t) n + 1);
+        q->text = realloc(q->text, q->cap);
+        MG_ASSERT(q->text != NULL);
+    }
+    memcpy(q->text + q->len, bytes, (size_t) n);
+    q->len += (size_t) n;
+    q->text[q->len] = '\0';
+}
+
+static void par_finish(struct par_seq * q, int index, const char * why) {
+    char tail[16];
+    par_append(q, tail, mg_detok_flush(&q->detok, tail, sizeof(tail)));
+    q->done = true;
+    printf("--- sequence %d: %d tokens generated (%s)\n%s%s\n", index, q->n_gen, why, q->prompt, q->text ? q->text : "");
+    fflush(stdout);
+}
+
+// Take the next token of sequence q from its logits; false when it ends.
+static bool par_sample(struct par_seq * q, int index, const struct mg_model * m, const float * logits, int n_predict,
+                       bool ignore_eos) {
+    q->next = mg_sampler_sample(q->sampler, logits);
+    if (!ignore_eos && mg_vocab_is_eog(m->vocab, q->next)) {
+        par_finish(q, index, "end of generation");
+        return false;
+    }
+    char piece[256];
+    par_append(q, piece, mg_detok_push(&q->detok, m->vocab, q->next, piece, sizeof(piece)));
+    if (++q->n_gen >= n_predict) {
+        par_finish(q, index, "-n reached");
+        return false;
+    }
+    return true;
+}
+
+// One line per prompt of a file (empty lines skipped); the prompts point into text.
+static int split_lines(char * text, const char ** prompts, int max) {
+    int n = 0;
+    for (char * line = strtok(text, "\n"); line != NULL && n < max; line = strtok(NULL, "\n")) {
+        if (*line) prompts[n++] = line;
+    }
+    return n;
+}
+
+int cmd_parallel(int argc, char ** argv) {
+    const char * cmd = "parallel";
+    struct cli_engine_opts   e   = cli_engine_defaults();
+    struct cli_sampling_opts smp = cli_sampling_defaults();
+    const char * prompts[MAX_PARALLEL], * prompt_file = NULL, * unused = NULL;
+    int  n_prompts = 0, n_predict = 64;
+    bool ignore_eos = false;
+    // -p may repeat: collect every one before handing the rest to the parser.
+    char ** rest = malloc((size_t) argc * sizeof(char *));
+    int n_rest = 0;
+    for (int i = 0; i < argc; i++) {
+        if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prompt") == 0) && i + 1 < argc && n_prompts < MAX_PARALLEL) {
+            prompts[n_prompts++] = argv[++i];
+        } else {
+            rest[n_rest++] = argv[i];
+        }
+    }
+    struct cli_option opts[40];
+    int n_opts = 0;
+    opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &unused, "a prompt (repeat for several)"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &prompt_file, "prompts, one per line"};
+    opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "tokens per sequence (default 64)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
+                                          "do not stop at end-of-generation tokens"};
+    n_opts += cli_engine_options(&e, opts + n_opts);
+    n_opts += cli_sampling_options(&smp, opts + n_opts);
+    const char * positional[1];
+    int n_positional;
+    const bool parsed = cli_parse(n_rest, rest, par_usage, opts, n_opts, positional, 0, &n_positional);
+    free(rest);
+    if (!parsed || !cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
+    char * file_text = NULL;
+    if (prompt_file != NULL) {
+        size_t len;
+        if (n_prompts > 0 || (file_text = cli_read_file(cmd, prompt_file, &len)) == NULL) {
+            if (n_prompts > 0) fprintf(stderr, "mg %s: give the prompts with -p or with -f, not both\n", cmd);
+            return 1;
+        }
+        n_prompts = split_lines(file_text, prompts, MAX_PARALLEL);
+    }
+    if (n_prompts == 0 || n_predict < 1) {
+        fprintf(stderr, "mg %s: need at least one prompt (-p TEXT, repeated, or -f FILE) and -n >= 1\n", cmd);
+        free(file_text);
+        return 1;
+    }
+    double load_ms;
+    struct mg_model * m = cli_load_model(cmd, e.model, &load_ms);
+    if (m == NULL) {
+        free(file_text);
+        return 1;
+    }
+    struct mg_session_params params = cli_session_params(&e);
+    struct mg_session * s = mg_session_new(m, params);
+    struct par_seq * q = calloc((size_t) n_prompts, sizeof(struct par_seq));
+    int status = s != NULL ? 0 : 1;
+    if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+
+    // All prompts in one batch, each keeping its last logits.
+    int n_total = 0;
+    int32_t * tok  = NULL, * pos = NULL, * seq = NULL;
+    bool *    keep = NULL;
+    for (int i = 0; i < n_prompts && status == 0; i++) {
+        // At most 3 tokens per byte (an invalid byte becomes U+FFFD's three byte tokens) and a BOS.
+        const int len = (int) strlen(prompts[i]), room = 3 * len + 2;
+        tok  = realloc(tok, (size_t) (n_total + room) * sizeof(int32_t));
+        pos  = realloc(pos, (size_t) (n_total + room) * sizeof(int32_t));
+        seq  = realloc(seq, (size_t) (n_total + room) * sizeof(int32_t));
+        keep = realloc(keep, (size_t) (n_total + room));
+        MG_ASSERT(tok && pos && seq && keep);
+        const int32_t n = mg_tokenize(m->vocab, prompts[i], len, tok + n_total, room, true, true);
+        if (n <= 0) {
+            fprintf(stderr, "mg %s: prompt %d gives no tokens\n", cmd, i);
+            status = 1;
+            break;
+        }
+        q[i].prompt  = prompts[i];
+        q[i].sampler = mg_sampler_new((struct mg_sampler_params) {smp.p.temp, smp.p.top_k, smp.p.top_p, smp.p.min_p,
+                                                                  smp.p.repeat_penalty, smp.p.repeat_last_n,
+                                                                  smp.p.seed + (uint64_t) i}, m->hp.n_vocab);
+        mg_detok_init(&q[i].detok, false);
+        for (int k = 0; k < n; k++) {
+            mg_sampler_accept(q[i].sampler, tok[n_total + k]);
+            pos[n_total + k] = k, seq[n_total + k] = i, keep[n_total + k] = k == n - 1;
+        }
+        q[i].n_past = n;
+        n_total += n;
+    }
+    const double t0 = cli_now_ms();
+    if (status == 0 && !mg_decode_batch(s, &(struct mg_batch) {n_total, tok, pos, seq, keep})) {
+        fprintf(stderr, "mg %s: the prompts: %s\n", cmd, mg_last_error());
+        status = 1;
+    }
+    const double prompt_ms = cli_now_ms() - t0;
+    int n_active = 0, n_generated = 0;
+    for (int i = 0, row = 0; i < n_prompts && status == 0; i++) {
+        row += q[i].n_past;
+        n_active += par_sample(&q[i], i, m, mg_get_logits_ith(s, row - 1), n_predict, ignore_eos);
+    }
+    // Then one batch per step: the next token of every unfinished sequence.
+    const double t1 = cli_now_ms();
+    int32_t idx[MAX_PARALLEL];
+    while (status == 0 && n_active > 0) {
+        int n = 0;
+        for (int i = 0; i < n_prompts; i++) {
+            if (q[i].done) continue;
+            idx[n] = i, tok[n] = q[i].next, pos[n] = q[i].n_past++, seq[n] = i, keep[n] = true;
+            n++;
+        }
+        if (!mg_decode_batch(s, &(struct mg_batch) {n, tok, pos, seq, keep})) {
+            fprintf(stderr, "mg %s: step with %d sequences: %s\n", cmd, n, mg_last_error());
+            status = 1;
+            break;
+        }
+        n_generated += n;
+        for (int k = 0; k < n; k++) {
+            if (!par_sample(&q[idx[k]], idx[k], m, mg_get_logits_ith(s, k), n_predict, ignore_eos)) n_active--;
+        }
+    }
+    const double gen_ms = cli_now_ms() - t1;
+    if (status == 0) {
+        fprintf(stderr, "\nmg %s: %d sequences; prompts %d tokens in %.2f ms (%.2f t/s); generation %d tokens in "
+                        "%.2f ms (%.2f t/s, all sequences together); %d cache cells used\n", cmd, n_prompts, n_total,
+                prompt_ms, 1e3 * n_total / prompt_ms, n_generated, gen_ms, gen_ms > 0 ? 1e3 * n_generated / gen_ms : 0.0,
+                mg_session_cells_used(s));
+    }
+    for (int i = 0; i < n_prompts; i++) {
+        mg_sampler_free(q[i].sampler);
+        free(q[i].text);
+    }
+    free(q);
+    free(tok);
+    free(pos);
+    free(seq);
+    free(keep);
+    free(file_text);
+    mg_session_free(s);
+    mg_model_free(m);
+    return status;
+}
