@@ -738,6 +738,68 @@ START_TEST(test_detok_split_character) {
 }
 END_TEST
 
+// The hold-back rule byte by byte: a byte-level vocabulary has a token for
+// every single byte, so any byte sequence can be streamed one byte per token.
+// Each push must print exactly the complete characters so far; an invalid
+// byte never waits for anything (it cannot start or finish a character).
+struct push_case {
+    const char * what;
+    const char * bytes;
+    const char * printed;   // after each byte: how many bytes that push prints, '0'..'9'
+    int          left;      // bytes still held back at the end
+};
+
+START_TEST(test_detok_hold_back_bytes) {
+    struct mg_vocab * v = load_vocab("models/tiny-f32.gguf");
+    int32_t byte_token[256];
+    for (int b = 0; b < 256; b++) byte_token[b] = -1;
+    for (int32_t id = 0; id < mg_vocab_n_tokens(v); id++) {
+        char piece[8];
+        if (mg_token_to_piece(v, id, piece, sizeof(piece), false) == 1 && byte_token[(uint8_t) piece[0]] < 0) {
+            byte_token[(uint8_t) piece[0]] = id;
+        }
+    }
+    for (int b = 0; b < 256; b++) ck_assert_msg(byte_token[b] >= 0, "no token for byte %02x", b);
+
+    static const struct push_case cases[] = {
+        {"ASCII",                      "ab",                         "11",   0},
+        {"2-byte split",               "\xC3\xA9",                   "02",   0},   // é
+        {"3-byte split",               "\xE4\xBD\xA0",               "003",  0},   // 你
+        {"4-byte split",               "\xF0\x9F\x9A\x80",           "0004", 0},   // rocket
+        {"3-byte, never finished",     "\xE7\xB6",                   "00",   2},   // make run's last token
+        {"lone continuation byte",     "\x80" "a",                   "11",   0},
+        {"invalid bytes F8, FF",       "\xF8\xFF",                   "11",   0},
+        {"lead then ASCII",            "\xE4" "a",                   "02",   0},
+        {"lead then another lead",     "\xE4\xC3\xA9",               "012",  0},
+        {"finished, then a new lead",  "\xC3\xA9\xE4\xBD",           "0200", 2},
+        {"too many continuations",     "\xC3\xA9\xA9",               "021",  0},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct push_case * pc = &cases[c];
+        struct mg_detok d;
+        mg_detok_init(&d, false);
+        char out[16], all[32];
+        size_t n_all = 0;
+        const size_t n = strlen(pc->bytes);
+        ck_assert_uint_eq(strlen(pc->printed), n);
+        for (size_t i = 0; i < n; i++) {
+            const int32_t k = mg_detok_push(&d, v, byte_token[(uint8_t) pc->bytes[i]], out, sizeof(out));
+            ck_assert_msg(k == pc->printed[i] - '0', "%s: byte %zu printed %d bytes, expected %c", pc->what, i, k,
+                          pc->printed[i]);
+            memcpy(all + n_all, out, (size_t) k);
+            n_all += (size_t) k;
+        }
+        ck_assert_msg(d.n_pending == pc->left, "%s: %d bytes held back at the end", pc->what, d.n_pending);
+        // What was printed plus what is held back is every byte pushed, in order.
+        const int32_t k = mg_detok_flush(&d, all + n_all, (int32_t) (sizeof(all) - n_all));
+        ck_assert_int_eq(k, pc->left);
+        ck_assert_uint_eq(n_all + (size_t) k, n);
+        ck_assert_mem_eq(all, pc->bytes, n);
+    }
+    mg_vocab_free(v);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // Invalid UTF-8
 // ---------------------------------------------------------------------------
@@ -1392,6 +1454,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tokens, test_tokenize_small_buffer);
     tcase_add_test(tokens, test_round_trip);
     tcase_add_test(tokens, test_detok_split_character);
+    tcase_add_test(tokens, test_detok_hold_back_bytes);
     tcase_add_test(tokens, test_invalid_utf8);
     tcase_add_test(tokens, test_errors);
     tcase_add_test(tokens, test_add_special);
