@@ -26,6 +26,7 @@ static const struct {
     //@- 08 trace-threads
     //@+ 09 trace-infer
     {MG_TRACE_INFER,   "infer"},
+    {MG_TRACE_BPE,     "bpe"},
     //@- 09 trace-infer
 };
 enum { N_CATEGORIES = sizeof(categories) / sizeof(categories[0]) };

@@ -30,6 +30,7 @@ enum mg_trace_category {
     //@- 08 trace-threads
     //@+ 09 trace-infer
     MG_TRACE_INFER   = 1 << 6,   // decode calls, graph reuse, sampling
+    MG_TRACE_BPE     = 1 << 7,   // the tokenizer: special tokens, pieces, every merge
     //@- 09 trace-infer
 };
 

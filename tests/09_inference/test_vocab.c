@@ -29,6 +29,7 @@
 
 #include "gguf.h"
 #include "tensor.h"
+#include "trace.h"
 #include "unicode.h"
 #include "vocab.h"
 
@@ -608,6 +609,110 @@ START_TEST(test_tokenize_small_buffer) {
     ck_assert_int_eq(mg_tokenize(v, fox, -1, ids, 18, false, false), 18);
     ck_assert_int_eq(mg_tokenize(v, "", 0, ids, 0, false, false), 0);
     ck_assert_int_eq(mg_tokenize(v, NULL, 0, NULL, 0, false, false), 0);
+    mg_vocab_free(v);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// MG_TRACE=bpe
+// ---------------------------------------------------------------------------
+
+// Tokenizes text with the bpe trace on; returns the trace (malloc'd) and the ids in ids.
+static char * bpe_trace(const struct mg_vocab * v, const char * text, bool parse_special, int32_t * ids,
+                        int32_t * n_ids) {
+    FILE * f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    mg_trace_set_stream(f);
+    ck_assert(mg_trace_set("bpe"));
+    *n_ids = mg_tokenize(v, text, -1, ids, 256, false, parse_special);
+    ck_assert(mg_trace_set(""));
+    mg_trace_set_stream(NULL);
+    const long size = ftell(f);
+    char * out = calloc((size_t) size + 1, 1);
+    rewind(f);
+    ck_assert_uint_eq(fread(out, 1, (size_t) size, f), (size_t) size);
+    fclose(f);
+    return out;
+}
+
+// The ids the trace reports, in order: "special token ... id N" and "ids: a b c" lines.
+static int32_t ids_in_trace(const char * trace, int32_t * ids) {
+    int32_t n = 0;
+    for (const char * line = trace; *line; line = strchr(line, '\n') + 1) {
+        const char * at;
+        if ((at = strstr(line, "cut out before BPE: id ")) != NULL && at < strchr(line, '\n')) {
+            ids[n++] = (int32_t) atoi(at + strlen("cut out before BPE: id "));
+        } else if (strncmp(line, "[bpe]   ids:", 12) == 0) {
+            char * p = (char *) line + 12;
+            while (*p == ' ') {
+                ids[n++] = (int32_t) strtol(p, &p, 10);
+            }
+        }
+    }
+    return n;
+}
+
+// How many "[x]" symbols a trace line lists.
+static int count_symbols(const char * line) {
+    const char * arrow = strstr(line, "->");
+    const char * eol = strchr(line, '\n');
+    const char * p = arrow != NULL && arrow < eol ? arrow + 2 : strstr(line, "symbols:") + 8;
+    int n = 0;
+    for (; p < eol; p++) n += p[0] == ' ' && p[1] == '[';
+    return n;
+}
+
+START_TEST(test_bpe_trace) {
+    struct mg_vocab * v = load_vocab("models/tiny-f32.gguf");
+    static const char * const texts[] = { "你好", "Hello tokenizers!", "The quick brown fox jumps over the lazy dog.",
+                                          "<|im_start|>user\n你好<|im_end|>", "a  b\n\n 12345 ...  " };
+    for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+        int32_t ids[256], traced[256], n_ids;
+        char * trace = bpe_trace(v, texts[t], true, ids, &n_ids);
+        // The trace's ids are mg_tokenize's, in order.
+        ck_assert_int_gt(n_ids, 0);
+        ck_ids(traced, ids_in_trace(trace, traced), ids, n_ids, texts[t]);
+        // Within each piece every merge joins two symbols into one: the
+        // symbol count drops by one per merge line, from the start line to
+        // the number of ids the piece became (every final symbol is a token here).
+        int n_symbols = -1;
+        for (const char * line = trace; *line; line = strchr(line, '\n') + 1) {
+            if (strncmp(line, "[bpe]   symbols:", 16) == 0) {
+                n_symbols = count_symbols(line);
+            } else if (strncmp(line, "[bpe]   merge rank", 18) == 0) {
+                ck_assert_int_eq(count_symbols(line), n_symbols - 1);
+                n_symbols--;
+                int rank = -1;
+                ck_assert_int_eq(sscanf(line, "[bpe]   merge rank %d", &rank), 1);
+                ck_assert(rank >= 0 && rank < mg_vocab_n_merges(v));
+            } else if (strncmp(line, "[bpe]   ids:", 12) == 0) {
+                int n_here = 0;
+                for (char * p = (char *) line + 12; *p == ' '; n_here++) (void) strtol(p, &p, 10);
+                ck_assert_int_eq(n_here, n_symbols);
+            }
+        }
+        free(trace);
+    }
+
+    // The seed's example, merge by merge: six bytes, five merges, one token.
+    int32_t ids[256], n_ids;
+    char * trace = bpe_trace(v, "你好", false, ids, &n_ids);
+    ck_assert_ptr_nonnull(strstr(trace, "[bpe] piece 0: 6 bytes e4 bd a0 e5 a5 bd"));
+    int n_merges = 0;
+    for (const char * p = trace; (p = strstr(p, "merge rank")) != NULL; p++) n_merges++;
+    ck_assert_int_eq(n_merges, 5);
+    ck_assert_ptr_nonnull(strstr(trace, "[bpe]   ids: 1968\n"));
+    free(trace);
+
+    // Off, the tokenizer prints nothing.
+    FILE * f = tmpfile();
+    mg_trace_set_stream(f);
+    ck_assert(mg_trace_set("infer"));
+    ck_assert_int_eq(mg_tokenize(v, "你好", -1, ids, 256, false, false), 1);
+    ck_assert_int_eq(ftell(f), 0);
+    ck_assert(mg_trace_set(""));
+    mg_trace_set_stream(NULL);
+    fclose(f);
     mg_vocab_free(v);
 }
 END_TEST
@@ -1455,6 +1560,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tokens, test_round_trip);
     tcase_add_test(tokens, test_detok_split_character);
     tcase_add_test(tokens, test_detok_hold_back_bytes);
+    tcase_add_test(tokens, test_bpe_trace);
     tcase_add_test(tokens, test_invalid_utf8);
     tcase_add_test(tokens, test_errors);
     tcase_add_test(tokens, test_add_special);
