@@ -877,6 +877,7 @@ static void bpe_word(const struct mg_vocab * v, struct session * s) {
     for (int32_t i = 1; i < n; i++) add_bigram(v, s, i - 1, i);
     if (trace) trace_symbols(s, "symbols:");
 
+    //@+ 09 bpe-loop
     while (s->heap_n > 0) {
         struct bigram b = heap_pop(s);
         struct symbol * left = &s->symbols[b.left];
@@ -901,6 +902,7 @@ static void bpe_word(const struct mg_vocab * v, struct session * s) {
             trace_symbols(s, what);
         }
     }
+    //@- 09 bpe-loop
 
     const size_t first_id = s->out.n;
     for (int32_t i = 0; i < n; i++) {

@@ -18,6 +18,7 @@ static const struct {
     {MG_TRACE_THREADS, "threads"},
     {MG_TRACE_INFER,   "infer"},
     {MG_TRACE_BPE,     "bpe"},
+    {MG_TRACE_SAMPLE,  "sample"},
 };
 enum { N_CATEGORIES = sizeof(categories) / sizeof(categories[0]) };
 
