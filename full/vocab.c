@@ -836,7 +836,11 @@ static void emit_symbol(const struct mg_vocab * v, struct session * s, const str
 static void trace_ids(const struct ids * out, size_t from) {
     char line[256];
     size_t n = 0;
-    for (size_t i = from; i < out->n && n + 16 < sizeof(line); i++) {
+    for (size_t i = from; i < out->n; i++) {
+        if (n + 16 > sizeof(line)) {   // an id is at most 11 characters and a space
+            snprintf(line + n, sizeof(line) - n, " ...");
+            break;
+        }
         n += (size_t) snprintf(line + n, sizeof(line) - n, " %d", out->data[i]);
     }
     mg_trace(MG_TRACE_BPE, "  ids:%s", line);
@@ -845,13 +849,16 @@ static void trace_ids(const struct ids * out, size_t from) {
 // MG_TRACE=bpe: the symbols of a word as "[a] [b] ...", in the byte
 // alphabet, cut short on a long piece. Only called when the trace is on.
 static void trace_symbols(const struct session * s, const char * what) {
-    char line[512];
+    char line[512] = "";
     size_t n = 0;
-    for (int32_t i = 0; i >= 0 && n + 80 < sizeof(line); i = s->symbols[i].next) {
+    for (int32_t i = 0; i >= 0; i = s->symbols[i].next) {
         const struct symbol * sym = &s->symbols[i];
+        if (n + sym->len + 8 > sizeof(line)) {   // room for " [...]" and " ..." checked before writing
+            snprintf(line + n, sizeof(line) - n, " ...");
+            break;
+        }
         n += (size_t) snprintf(line + n, sizeof(line) - n, "%s[%.*s]", n ? " " : "", (int) sym->len,
                                s->word.data + sym->start);
-        if (sym->next >= 0 && n + 80 >= sizeof(line)) n += (size_t) snprintf(line + n, sizeof(line) - n, " ...");
     }
     mg_trace(MG_TRACE_BPE, "  %s %s", what, line);
 }
@@ -941,8 +948,10 @@ static void tokenize_text(const struct mg_vocab * v, struct session * s, const c
             }
         }
         if (trace) {
-            mg_trace(MG_TRACE_BPE, "piece %zu: %zu byte%s%s%s, spelled '%.*s'", i, n_bytes, n_bytes == 1 ? "" : "s",
-                     hex, n_bytes > 24 ? " ..." : "", (int) s->word.n, s->word.data);
+            size_t shown = s->word.n < 96 ? s->word.n : 96;   // a long piece: its start, cut between characters
+            while (shown < s->word.n && ((uint8_t) s->word.data[shown] & 0xC0) == 0x80) shown--;
+            mg_trace(MG_TRACE_BPE, "piece %zu: %zu byte%s%s%s, spelled '%.*s'%s", i, n_bytes, n_bytes == 1 ? "" : "s",
+                     hex, n_bytes > 24 ? " ..." : "", (int) shown, s->word.data, shown < s->word.n ? " ..." : "");
         }
         start += s->pieces.len[i];
         bpe_word(v, s);

@@ -704,6 +704,28 @@ START_TEST(test_bpe_trace) {
     ck_assert_ptr_nonnull(strstr(trace, "[bpe]   ids: 1968\n"));
     free(trace);
 
+    // A long piece: its lines are cut short ("..."), and its ids are still all there.
+    static char word[3001];
+    for (int i = 0; i < 3000; i++) word[i] = "abcdefghij"[(i * 7) % 10];
+    static int32_t long_ids[4096];
+    FILE * lf = tmpfile();
+    mg_trace_set_stream(lf);
+    ck_assert(mg_trace_set("bpe"));
+    const int32_t n_long = mg_tokenize(v, word, -1, long_ids, 4096, false, false);
+    ck_assert(mg_trace_set(""));
+    mg_trace_set_stream(NULL);
+    const long lsize = ftell(lf);
+    char * ltrace = calloc((size_t) lsize + 1, 1);
+    rewind(lf);
+    ck_assert_uint_eq(fread(ltrace, 1, (size_t) lsize, lf), (size_t) lsize);
+    fclose(lf);
+    ck_assert_ptr_nonnull(strstr(ltrace, " ...\n"));
+    ck_assert_int_gt(n_long, 0);
+    for (const char * line = ltrace; *line; line = strchr(line, '\n') + 1) {
+        ck_assert_int_le(strchr(line, '\n') - line, 700);
+    }
+    free(ltrace);
+
     // Off, the tokenizer prints nothing.
     FILE * f = tmpfile();
     mg_trace_set_stream(f);
