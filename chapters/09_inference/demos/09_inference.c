@@ -401,6 +401,7 @@ static bool part_decode(struct mg_model * m) {
     text[len] = '\0';   // an unfinished last character stays held back in detok, not printed
     st = mg_session_get_stats(s);
     printf("text: %s\n", text);
+    if (detok.n_pending > 0) printf("(and %d bytes of a character the last step did not finish)\n", detok.n_pending);
     printf("%d decode calls, %d positions filled; graphs built %d, reused %d\n", st.n_decode_calls,
            mg_session_n_past(s), st.n_graphs_built, st.n_graphs_reused);
     mg_session_dump_dot(s, "decode");
