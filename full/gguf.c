@@ -589,6 +589,7 @@ static bool read_tensor_infos(struct gguf_loader * L, uint64_t n_tensors) {
 // reader also wants the offsets to be exactly the running sum of the padded
 // sizes; we only require that no two tensors overlap, which is what matters
 // for reading them.
+//@+ 09 gguf-place
 static bool place_tensor_data(struct gguf_loader * L) {
     struct mg_gguf * g = L->g;
     g->data_offset = L->pos + (g->alignment - L->pos % g->alignment) % g->alignment;
@@ -608,6 +609,7 @@ static bool place_tensor_data(struct gguf_loader * L) {
     L->item[0] = '\0';
     return true;
 }
+//@- 09 gguf-place
 
 struct tensor_span {
     uint64_t offset;
@@ -666,6 +668,7 @@ struct mg_gguf * mg_gguf_open(const char * path) {
     g->size = map->size;
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
 
+    //@+ 09 gguf-open
     struct gguf_loader L = {.g = g};
     uint64_t n_tensors = 0, n_kv = 0;
     bool ok = read_header(&L, &n_tensors, &n_kv) &&
@@ -673,6 +676,7 @@ struct mg_gguf * mg_gguf_open(const char * path) {
               read_tensor_infos(&L, n_tensors) &&
               place_tensor_data(&L) &&
               check_no_overlap(&L);
+    //@- 09 gguf-open
     if (!ok) {
         mg_gguf_close(g);
         return NULL;

@@ -8,6 +8,10 @@
 // 4, 6 or 8 bits against one F16 factor per super-block. The codes are chosen
 // last, against the scales exactly as they will be decoded.
 //
+// Chapter 09 only reads K-quant weights: it has the Q4_K and Q6_K decoders,
+// the Q8_K activations and (in vec.c) the dot products. full/ adds the
+// quantizers (for mg quantize and mg mkmodel), under "k-quantize" markers.
+//
 // The quantizers reproduce ggml's quantize_row_q*_K_ref bit for bit, which is
 // what llama-quantize runs without an importance matrix. That is only possible
 // because every float expression below is evaluated in ggml's order, without
@@ -18,10 +22,11 @@
 #include <math.h>
 #include <string.h>
 
+static int min_int(int a, int b) { return a < b ? a : b; }
+//@+ full k-quantize
 // A sub-block whose largest |x| is below this is all zero (ggml: GROUP_MAX_EPS).
 #define GROUP_MAX_EPS 1e-15f
 
-static int min_int(int a, int b) { return a < b ? a : b; }
 static int max_int(int a, int b) { return a > b ? a : b; }
 static int clamp_int(int v, int lo, int hi) { return max_int(lo, min_int(hi, v)); }
 
@@ -160,6 +165,7 @@ static float make_qx_quants(int n, int nmax, const float * x, int8_t * L) {
     return scale;
 }
 
+//@- full k-quantize
 //@+ full more-quants
 // Symmetric fit by coordinate descent (ggml: make_q3_quants with do_rmse): start
 // like make_qx_quants, then up to 5 passes that move single codes whenever that
@@ -214,6 +220,7 @@ static float make_q3_quants(int n, int nmax, const float * x, int8_t * L) {
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 //@- full more-quants
+//@+ full k-quantize
 
 // The inverse of mg_get_scale_min_k4 (quants.h), for j = 0..7 in order: the
 // calls for j >= 4 add their top bits to bytes the calls for j < 4 wrote.
@@ -281,6 +288,8 @@ static void quantize_q45_K_scales_and_codes(const float * x, int nmax, float rmi
     }
 }
 
+//@- full k-quantize
+
 // ---------------------------------------------------------------------------
 // Q4_K: 256 elements -> 144 bytes (4.5 bits per weight).
 //
@@ -294,6 +303,7 @@ static void quantize_q45_K_scales_and_codes(const float * x, int nmax, float rmi
 //   x[e] = (d * sc_j) * q[e] - (dmin * m_j),  j = e / 32
 // ---------------------------------------------------------------------------
 
+//@+ full k-quantize
 void mg_quantize_row_q4_K_ref(const float * x, void * vy, int64_t n) {
     struct mg_block_q4_K * y = vy;
     for (int64_t i = 0; i < n / MG_QK_K; i++, x += MG_QK_K) {
@@ -305,6 +315,7 @@ void mg_quantize_row_q4_K_ref(const float * x, void * vy, int64_t n) {
         }
     }
 }
+//@- full k-quantize
 
 void mg_dequantize_row_q4_K(const void * vx, float * y, int64_t n) {
     const struct mg_block_q4_K * x = vx;
@@ -339,6 +350,7 @@ void mg_dequantize_row_q4_K(const void * vx, float * y, int64_t n) {
 //   x[e] = (d * scales[e/16]) * (q[e] - 32)
 // ---------------------------------------------------------------------------
 
+//@+ full k-quantize
 void mg_quantize_row_q6_K_ref(const float * x, void * vy, int64_t n) {
     struct mg_block_q6_K * y = vy;
     for (int64_t i = 0; i < n / MG_QK_K; i++, x += MG_QK_K) {
@@ -389,6 +401,7 @@ void mg_quantize_row_q6_K_ref(const float * x, void * vy, int64_t n) {
         }
     }
 }
+//@- full k-quantize
 
 void mg_dequantize_row_q6_K(const void * vx, float * y, int64_t n) {
     const struct mg_block_q6_K * x = vx;

@@ -4,8 +4,11 @@
 // _min_p, _temp, _dist).
 #include "sampling.h"
 #include "tensor.h"
+#include "trace.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +126,27 @@ static int apply_min_p(const struct candidate * c, int n, float min_p) {
     return keep;
 }
 
+// MG_TRACE=sample: what a stage left, the best few candidates with their
+// probability among those left (a softmax of what the next stage sees).
+static void trace_stage(const struct candidate * c, int n, const char * fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void trace_stage(const struct candidate * c, int n, const char * fmt, ...) {
+    char what[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += exp((double) c[i].logit - (double) c[0].logit);
+    char line[512];
+    size_t len = 0;
+    for (int i = 0; i < n && i < 6; i++) {
+        const double p = exp((double) c[i].logit - (double) c[0].logit) / sum;
+        len += (size_t) snprintf(line + len, sizeof(line) - len, "  %d:%.3f(p %.3f)", c[i].id, (double) c[i].logit, p);
+    }
+    mg_trace(MG_TRACE_SAMPLE, "%-28s %4d left%s%s", what, n, line, n > 6 ? "  ..." : "");
+}
+
 int32_t mg_sampler_sample(struct mg_sampler * s, const float * logits) {
     const struct mg_sampler_params * p = &s->params;
     int32_t token;
@@ -134,16 +158,24 @@ int32_t mg_sampler_sample(struct mg_sampler * s, const float * logits) {
         for (int i = 0; i < n; i++) c[i] = (struct candidate) {.id = i, .logit = logits[i]};
         apply_repeat_penalty(s, c, n);
         qsort(c, (size_t) n, sizeof(*c), by_logit_descending);
+        const bool trace = mg_trace_on(MG_TRACE_SAMPLE);
+        if (trace) trace_stage(c, n, "penalty %.2f (%d recent)", (double) p->repeat_penalty, s->n_recent);
         if (p->temp <= 0.0f) {
             token = c[0].id;
         } else {
+            //@+ 09 sample-chain
             if (p->top_k > 0 && p->top_k < n) n = p->top_k;
+            if (trace) trace_stage(c, n, "top-k %d", p->top_k);
             float * probs = malloc((size_t) n * sizeof(float));
             MG_ASSERT(probs != NULL);
             n = apply_top_p(c, n, p->top_p, probs);
+            if (trace) trace_stage(c, n, "top-p %.2f", (double) p->top_p);
             n = apply_min_p(c, n, p->min_p);
+            if (trace) trace_stage(c, n, "min-p %.2f", (double) p->min_p);
             // Temperature last: it reshapes what the filters kept.
             for (int i = 0; i < n; i++) c[i].logit /= p->temp;
+            if (trace) trace_stage(c, n, "temperature %.2f", (double) p->temp);
+            //@- 09 sample-chain
             softmax(c, n, probs);
             const double r = next_uniform(s);
             double cum = 0.0;
@@ -155,6 +187,7 @@ int32_t mg_sampler_sample(struct mg_sampler * s, const float * logits) {
                     break;
                 }
             }
+            if (trace) mg_trace(MG_TRACE_SAMPLE, "draw: r = %.4f -> token %d", r, token);
             free(probs);
         }
     }

@@ -26,6 +26,8 @@ static const struct {
     //@- 08 trace-threads
     //@+ 09 trace-infer
     {MG_TRACE_INFER,   "infer"},
+    {MG_TRACE_BPE,     "bpe"},
+    {MG_TRACE_SAMPLE,  "sample"},
     //@- 09 trace-infer
 };
 enum { N_CATEGORIES = sizeof(categories) / sizeof(categories[0]) };

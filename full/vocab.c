@@ -9,6 +9,7 @@
 #include "vocab.h"
 #include "gguf.h"
 #include "tensor.h"
+#include "trace.h"
 #include "unicode.h"
 
 #include <stdio.h>
@@ -831,8 +832,40 @@ static void emit_symbol(const struct mg_vocab * v, struct session * s, const str
     }
 }
 
+// MG_TRACE=bpe: the ids out[from..] that the last piece became.
+static void trace_ids(const struct ids * out, size_t from) {
+    char line[256];
+    size_t n = 0;
+    for (size_t i = from; i < out->n; i++) {
+        if (n + 16 > sizeof(line)) {   // an id is at most 11 characters and a space
+            snprintf(line + n, sizeof(line) - n, " ...");
+            break;
+        }
+        n += (size_t) snprintf(line + n, sizeof(line) - n, " %d", out->data[i]);
+    }
+    mg_trace(MG_TRACE_BPE, "  ids:%s", line);
+}
+
+// MG_TRACE=bpe: the symbols of a word as "[a] [b] ...", in the byte
+// alphabet, cut short on a long piece. Only called when the trace is on.
+static void trace_symbols(const struct session * s, const char * what) {
+    char line[512] = "";
+    size_t n = 0;
+    for (int32_t i = 0; i >= 0; i = s->symbols[i].next) {
+        const struct symbol * sym = &s->symbols[i];
+        if (n + sym->len + 8 > sizeof(line)) {   // room for " [...]" and " ..." checked before writing
+            snprintf(line + n, sizeof(line) - n, " ...");
+            break;
+        }
+        n += (size_t) snprintf(line + n, sizeof(line) - n, "%s[%.*s]", n ? " " : "", (int) sym->len,
+                               s->word.data + sym->start);
+    }
+    mg_trace(MG_TRACE_BPE, "  %s %s", what, line);
+}
+
 // BPE-merges s->word (one pre-tokenizer piece in the byte alphabet).
 static void bpe_word(const struct mg_vocab * v, struct session * s) {
+    const bool trace = mg_trace_on(MG_TRACE_BPE);   // one test per piece: nothing more when off
     const char * word = s->word.data;
     const uint32_t len = (uint32_t) s->word.n;
 
@@ -849,7 +882,9 @@ static void bpe_word(const struct mg_vocab * v, struct session * s) {
 
     s->heap_n = 0;
     for (int32_t i = 1; i < n; i++) add_bigram(v, s, i - 1, i);
+    if (trace) trace_symbols(s, "symbols:");
 
+    //@+ 09 bpe-loop
     while (s->heap_n > 0) {
         struct bigram b = heap_pop(s);
         struct symbol * left = &s->symbols[b.left];
@@ -859,6 +894,7 @@ static void bpe_word(const struct mg_vocab * v, struct session * s) {
         // start where left starts, equal lengths mean equal texts.
         if (left->len == 0 || right->len == 0 || left->len + right->len != b.len) continue;
 
+        const uint32_t right_len = right->len;
         left->len += right->len;
         right->len = 0;
         left->next = right->next;
@@ -866,11 +902,20 @@ static void bpe_word(const struct mg_vocab * v, struct session * s) {
 
         add_bigram(v, s, left->prev, b.left);
         add_bigram(v, s, b.left, left->next);
+        if (trace) {
+            char what[160];
+            snprintf(what, sizeof(what), "merge rank %5d: [%.*s] + [%.*s] ->", b.rank, (int) (b.len - right_len),
+                     word + left->start, (int) right_len, word + left->start + (b.len - right_len));
+            trace_symbols(s, what);
+        }
     }
+    //@- 09 bpe-loop
 
+    const size_t first_id = s->out.n;
     for (int32_t i = 0; i < n; i++) {
         if (s->symbols[i].len > 0) emit_symbol(v, s, &s->symbols[i]);
     }
+    if (trace) trace_ids(&s->out, first_id);
 }
 
 // Pre-tokenizes and merges one stretch of text that holds no special token.
@@ -878,6 +923,11 @@ static void tokenize_text(const struct mg_vocab * v, struct session * s, const c
     s->cpts = grow(s->cpts, &s->cpts_cap, len, sizeof(uint32_t));
     const size_t n = mg_utf8_to_cpts(text, len, s->cpts);
     mg_pretokenize(v->pre_type, s->cpts, n, &s->pieces);
+    const bool trace = mg_trace_on(MG_TRACE_BPE);
+    if (trace) {
+        mg_trace(MG_TRACE_BPE, "pre-tokenizer '%s': %zu code points -> %zu piece%s", v->pre, n, s->pieces.n,
+                 s->pieces.n == 1 ? "" : "s");
+    }
 
     size_t start = 0;
     for (size_t i = 0; i < s->pieces.n; i++) {
@@ -885,12 +935,23 @@ static void tokenize_text(const struct mg_vocab * v, struct session * s, const c
         // The bytes are those of the decoded code points, so an invalid byte
         // arrives here as U+FFFD's EF BF BD (unicode_byte_encoding_process).
         s->word.n = 0;
+        char hex[3 * 24 + 8] = "";
+        size_t n_hex = 0, n_bytes = 0;
         for (size_t k = start; k < start + s->pieces.len[i]; k++) {
             char utf8[4], spelled[4];
             size_t nb = mg_utf8_encode(s->cpts[k], utf8);
             for (size_t j = 0; j < nb; j++) {
                 bytes_append(&s->word, spelled, mg_utf8_encode(mg_unicode_byte_to_cpt((uint8_t) utf8[j]), spelled));
+                if (trace && n_bytes++ < 24) {
+                    n_hex += (size_t) snprintf(hex + n_hex, sizeof(hex) - n_hex, " %02x", (unsigned) (uint8_t) utf8[j]);
+                }
             }
+        }
+        if (trace) {
+            size_t shown = s->word.n < 96 ? s->word.n : 96;   // a long piece: its start, cut between characters
+            while (shown < s->word.n && ((uint8_t) s->word.data[shown] & 0xC0) == 0x80) shown--;
+            mg_trace(MG_TRACE_BPE, "piece %zu: %zu byte%s%s%s, spelled '%.*s'%s", i, n_bytes, n_bytes == 1 ? "" : "s",
+                     hex, n_bytes > 24 ? " ..." : "", (int) shown, s->word.data, shown < s->word.n ? " ..." : "");
         }
         start += s->pieces.len[i];
         bpe_word(v, s);
@@ -978,6 +1039,10 @@ int32_t mg_tokenize(const struct mg_vocab * v, const char * text, int32_t text_l
     partition(v, text, len, parse_special, &f);
     for (size_t i = 0; i < f.n; i++) {
         if (f.data[i].token >= 0) {
+            if (mg_trace_on(MG_TRACE_BPE)) {
+                mg_trace(MG_TRACE_BPE, "special token '%s' cut out before BPE: id %d", token_text(v, f.data[i].token),
+                         f.data[i].token);
+            }
             ids_push(&s.out, f.data[i].token);
         } else {
             tokenize_text(v, &s, text + f.data[i].start, f.data[i].len);

@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 #define DOT_N 4096
 
@@ -47,6 +48,33 @@ static inline float dot_rows_prepare(struct dot_rows * d, enum mg_type type, int
     ck_assert_ptr_nonnull(tc);
     tw->from_float(d->w, d->wq, n);
     tw->to_float(d->wq, d->wf, n);
+    tc->from_float(d->a, d->aq, n);
+    mg_get_type_traits(tc->vec_dot_type)->to_float(d->aq, d->af, n);
+    *exact = 0, *mag = 0;
+    for (int64_t i = 0; i < n; i++) {
+        *exact += (double) d->wf[i] * d->af[i];
+        *mag += fabs((double) d->wf[i] * d->af[i]);
+    }
+    float s = NAN;
+    scalar_dot(n, &s, d->wq, d->aq);
+    return s;
+}
+
+// The same with weights that are already blocks of `type` (chapter 09 has no
+// Q4_K/Q6_K quantizer: it reads those from model files). The activations are
+// drawn as above; aligned gives each the sign of its decoded weight.
+static inline float dot_rows_prepare_blocks(struct dot_rows * d, enum mg_type type, const void * blocks, int64_t n,
+                                            uint64_t seed, bool aligned, mg_vec_dot_fn scalar_dot, double * exact,
+                                            double * mag) {
+    const struct mg_type_traits_cpu * tc = mg_get_type_traits_cpu(type);
+    ck_assert_ptr_nonnull(tc);
+    memcpy(d->wq, blocks, mg_row_size(type, n));
+    mg_get_type_traits(type)->to_float(d->wq, d->wf, n);
+    uint64_t rng = seed;
+    for (int64_t i = 0; i < n; i++) {
+        const float sign = d->wf[i] < 0 ? -1.0f : 1.0f;
+        d->a[i] = aligned ? sign * mg_test_rand_uniform(&rng, 0.85f, 1.0f) * 2.0f : mg_test_rand_normal(&rng) * 2.0f;
+    }
     tc->from_float(d->a, d->aq, n);
     mg_get_type_traits(tc->vec_dot_type)->to_float(d->aq, d->af, n);
     *exact = 0, *mag = 0;

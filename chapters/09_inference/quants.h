@@ -148,9 +148,7 @@ static inline void mg_get_scale_min_k4(int j, const uint8_t * q, uint8_t * sc, u
 // n must be a multiple of MG_QK_K. The _ref quantizers are bit-exact with
 // ggml's quantize_row_q*_K_ref, which is what llama-quantize runs when it has
 // no importance matrix.
-void mg_quantize_row_q4_K_ref(const float * x, void * y, int64_t n);
 void mg_dequantize_row_q4_K  (const void  * x, float * y, int64_t n);
-void mg_quantize_row_q6_K_ref(const float * x, void * y, int64_t n);
 void mg_dequantize_row_q6_K  (const void  * x, float * y, int64_t n);
 void mg_quantize_row_q8_K_ref(const float * x, void * y, int64_t n);
 void mg_dequantize_row_q8_K  (const void  * x, float * y, int64_t n);

@@ -77,11 +77,11 @@ static const struct mg_type_traits type_traits[MG_TYPE_COUNT] = {
     },
     [MG_TYPE_Q4_K] = {
         .name = "q4_K", .blck_size = MG_QK_K, .type_size = sizeof(struct mg_block_q4_K), .is_quantized = true,
-        .to_float = mg_dequantize_row_q4_K, .from_float = mg_quantize_row_q4_K_ref,
+        .to_float = mg_dequantize_row_q4_K,
     },
     [MG_TYPE_Q6_K] = {
         .name = "q6_K", .blck_size = MG_QK_K, .type_size = sizeof(struct mg_block_q6_K), .is_quantized = true,
-        .to_float = mg_dequantize_row_q6_K, .from_float = mg_quantize_row_q6_K_ref,
+        .to_float = mg_dequantize_row_q6_K,
     },
     [MG_TYPE_Q8_K] = {
         .name = "q8_K", .blck_size = MG_QK_K, .type_size = sizeof(struct mg_block_q8_K), .is_quantized = true,

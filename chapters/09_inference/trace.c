@@ -17,6 +17,8 @@ static const struct {
     {MG_TRACE_SCRATCH, "scratch"},
     {MG_TRACE_THREADS, "threads"},
     {MG_TRACE_INFER,   "infer"},
+    {MG_TRACE_BPE,     "bpe"},
+    {MG_TRACE_SAMPLE,  "sample"},
 };
 enum { N_CATEGORIES = sizeof(categories) / sizeof(categories[0]) };
 

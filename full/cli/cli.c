@@ -276,10 +276,22 @@ void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_
     }
 }
 
+// At the end of a generation, what mg_detok still holds back is the start of
+// a character the model never finished (it holds back nothing else). Printing
+// it would end the text on a broken character (a terminal shows U+FFFD); say
+// on stderr that the text was cut instead, and drop the bytes.
 void cli_stream_flush(struct mg_detok * d) {
     char buf[16];
     const int32_t n = mg_detok_flush(d, buf, sizeof(buf));
-    if (n > 0) fwrite(buf, 1, (size_t) n, stdout);
+    if (n > 0) {
+        char hex[3 * 4 + 1] = "";
+        for (int32_t i = 0, len = 0; i < n && i < 4; i++) {
+            len += snprintf(hex + len, sizeof(hex) - (size_t) len, "%s%02x", i ? " " : "", (unsigned) (uint8_t) buf[i]);
+        }
+        fflush(stdout);
+        fprintf(stderr, "\n[the text was cut mid-character: the %d byte%s %s of an unfinished UTF-8 character "
+                        "are not printed]\n", n, n == 1 ? "" : "s", hex);
+    }
     fflush(stdout);
 }
 

@@ -609,6 +609,58 @@ START_TEST(test_fixture_truncated_at_boundaries) {
 }
 END_TEST
 
+// The demo model walked by hand, as the chapter's README walks it: every
+// key, every tensor info, the padding. The reader must have found the same
+// counts, the same data offset, and each tensor's name, type, shape and offset.
+START_TEST(test_demo_model_walk) {
+    size_t size;
+    uint8_t * f = mg_test_read_file(mg_test_root("models/fortune-toy-q8_0.gguf"), &size);
+    ck_assert_ptr_nonnull(f);
+    struct mg_gguf * g = mg_gguf_open(mg_test_root("models/fortune-toy-q8_0.gguf"));
+    ck_assert_msg(g != NULL, "%s", mg_last_error());
+    ck_assert_mem_eq(f, "GGUF", 4);
+    ck_assert_uint_eq(le(f + 4, 4), mg_gguf_version(g));
+    const uint64_t n_tensors = le(f + 8, 8), n_kv = le(f + 16, 8);
+    ck_assert_int_eq((int64_t) n_tensors, mg_gguf_n_tensors(g));
+    ck_assert_int_eq((int64_t) n_kv, mg_gguf_n_kv(g));
+    size_t at = 24;
+    for (uint64_t i = 0; i < n_kv; i++) {
+        const uint64_t len = le(f + at, 8);
+        ck_assert_uint_eq(strlen(mg_gguf_key(g, (int64_t) i)), len);
+        ck_assert_mem_eq(f + at + 8, mg_gguf_key(g, (int64_t) i), len);
+        const uint32_t type = (uint32_t) le(f + at + 8 + len, 4);
+        ck_assert_int_eq(type, mg_gguf_kv_type(g, (int64_t) i));
+        at = skip_value(f, at + 8 + len + 4, type);
+    }
+    for (uint64_t i = 0; i < n_tensors; i++) {
+        const struct mg_gguf_tensor_info * t = mg_gguf_tensor(g, (int64_t) i);
+        const uint64_t len = le(f + at, 8);
+        ck_assert_uint_eq(strlen(t->name), len);
+        ck_assert_mem_eq(f + at + 8, t->name, len);
+        at += 8 + len;
+        const uint32_t n_dims = (uint32_t) le(f + at, 4);
+        ck_assert_int_eq((int) n_dims, t->n_dims);
+        at += 4;
+        for (uint32_t d = 0; d < n_dims; d++, at += 8) ck_assert_int_eq((int64_t) le(f + at, 8), t->ne[d]);
+        ck_assert_int_eq((int) le(f + at, 4), t->type);
+        ck_assert_uint_eq(le(f + at + 4, 8), t->offset);
+        at += 12;
+    }
+    // No general.alignment in this file: the default 32, and zeros up to it.
+    ck_assert_int_lt(mg_gguf_find_key(g, "general.alignment"), 0);
+    ck_assert_uint_eq(mg_gguf_alignment(g), 32);
+    const size_t data = (at + 31) / 32 * 32;
+    for (size_t i = at; i < data; i++) ck_assert_uint_eq(f[i], 0);
+    ck_assert_uint_eq(mg_gguf_data_offset(g), data);
+    for (int64_t i = 0; i < mg_gguf_n_tensors(g); i++) {
+        const struct mg_gguf_tensor_info * t = mg_gguf_tensor(g, i);
+        ck_assert(memcmp(t->data, f + data + t->offset, t->nbytes) == 0);
+    }
+    mg_gguf_close(g);
+    free(f);
+}
+END_TEST
+
 START_TEST(test_ggml_type_table) {
     // Names and block layouts: FACTS.md 2.1, and for the others the block
     // structs of ggml-common.h added up by hand.
@@ -654,6 +706,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_bad_tensor_infos);
     tcase_add_test(tc, test_offsets_out_of_order);
     tcase_add_loop_test(tc, test_fixture_models, 0, 3);
+    tcase_add_test(tc, test_demo_model_walk);
     tcase_add_test(tc, test_getters);
     tcase_add_test(tc, test_fixture_truncated_at_boundaries);
     tcase_add_test(tc, test_ggml_type_table);

@@ -8,6 +8,7 @@
 #include "model.h"
 #include "sampling.h"
 #include "session.h"
+#include "trace.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -128,6 +129,30 @@ START_TEST(test_graph_reuse) {
                       i == 0 ? "built" : "reused", (double) d);
         free(step_logits[i]);
     }
+    mg_session_free(s);
+}
+END_TEST
+
+// The reuse test compares the graph's shape: tokens in the batch and the
+// cache length it attends over, n_past + n rounded up to 32. Crossing a
+// multiple of 32 changes the shape, so the graph is rebuilt there and only
+// there; the count is predicted from the shapes alone.
+START_TEST(test_graph_rebuilt_at_padding) {
+    enum { STEPS = 40 };
+    struct mg_session * s = new_session(512, 512);
+    int n_built = 0, last_n = -1, last_kv = -1, n_past = 0;
+    ck_assert(mg_decode(s, fox, N_FOX, false));
+    for (int call = 0; call <= STEPS; call++) {
+        const int n = call == 0 ? N_FOX : 1, n_kv = (n_past + n + 31) / 32 * 32;
+        if (n != last_n || n_kv != last_kv) n_built++;
+        last_n = n, last_kv = n_kv, n_past += n;
+        if (call > 0) ck_assert(mg_decode(s, &more[call % 4], 1, false));
+        const struct mg_session_stats st = mg_session_get_stats(s);
+        ck_assert_msg(st.n_graphs_built == n_built, "call %d (n_past %d): %d graphs built, expected %d", call, n_past,
+                      st.n_graphs_built, n_built);
+        ck_assert_int_eq(st.n_graphs_built + st.n_graphs_reused, call + 1);
+    }
+    ck_assert_int_eq(n_built, 3);   // the prompt, the first step, the step at position 32
     mg_session_free(s);
 }
 END_TEST
@@ -506,6 +531,82 @@ START_TEST(test_top_k) {
 }
 END_TEST
 
+// MG_TRACE=sample: the candidates left after each stage follow the
+// parameters. Counted here on random logits from their own softmax.
+static int stage_count(const char * trace, const char * stage) {
+    const char * line = strstr(trace, stage);
+    ck_assert_msg(line != NULL, "no '%s' line in:\n%s", stage, trace);
+    const char * left = strstr(line, " left");
+    const char * p = left;
+    while (p > line && p[-1] != ' ') p--;
+    return atoi(p);
+}
+
+START_TEST(test_sampler_trace_counts) {
+    enum { V = 1000 };
+    static float logits[V];
+    static double prob[V];
+    static int order[V];
+    uint64_t rng = 5;
+    for (int i = 0; i < V; i++) logits[i] = 3.0f * mg_test_rand_normal(&rng);
+    // The order by logit (selection sort is plenty for 1000) and the probabilities.
+    for (int i = 0; i < V; i++) order[i] = i;
+    for (int i = 0; i < V; i++) {
+        int best = i;
+        for (int j = i + 1; j < V; j++) if (logits[order[j]] > logits[order[best]]) best = j;
+        const int t = order[i]; order[i] = order[best]; order[best] = t;
+    }
+    const struct { int top_k; float top_p, min_p; } cases[] = {
+        {40, 0.95f, 0.05f}, {0, 0.5f, 0.0f}, {200, 1.0f, 0.2f}, {7, 0.99f, 0.01f}, {1000, 0.8f, 0.5f},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct mg_sampler_params p = plain(0.7f, 3);
+        p.top_k = cases[c].top_k;
+        p.top_p = cases[c].top_p;
+        p.min_p = cases[c].min_p;
+        // Expected: top-k keeps k; top-p the shortest prefix whose softmax (over
+        // those k) reaches top_p; min-p those within log(min_p) of the best.
+        const int k = p.top_k > 0 && p.top_k < V ? p.top_k : V;
+        double sum = 0.0;
+        for (int i = 0; i < k; i++) sum += prob[i] = exp((double) logits[order[i]] - (double) logits[order[0]]);
+        int n_p = k;
+        if (p.top_p < 1.0f) {
+            double cum = 0.0;
+            for (int i = 0; i < k; i++) {
+                cum += prob[i] / sum;
+                if (cum >= p.top_p) { n_p = i + 1; break; }
+            }
+        }
+        int n_min = n_p;
+        if (p.min_p > 0.0f) {
+            n_min = 1;
+            while (n_min < n_p && prob[n_min] >= p.min_p) n_min++;
+        }
+
+        FILE * f = tmpfile();
+        mg_trace_set_stream(f);
+        ck_assert(mg_trace_set("sample"));
+        struct mg_sampler * smp = mg_sampler_new(p, V);
+        mg_sampler_sample(smp, logits);
+        mg_sampler_free(smp);
+        ck_assert(mg_trace_set(""));
+        mg_trace_set_stream(NULL);
+        char trace[8192] = "";
+        rewind(f);
+        trace[fread(trace, 1, sizeof(trace) - 1, f)] = '\0';
+        fclose(f);
+        ck_assert_int_eq(stage_count(trace, "penalty"), V);
+        ck_assert_int_eq(stage_count(trace, "top-k"), k);
+        ck_assert_msg(stage_count(trace, "top-p") == n_p, "case %zu: top-p left %d, expected %d", c,
+                      stage_count(trace, "top-p"), n_p);
+        ck_assert_msg(stage_count(trace, "min-p") == n_min, "case %zu: min-p left %d, expected %d", c,
+                      stage_count(trace, "min-p"), n_min);
+        ck_assert_int_eq(stage_count(trace, "temperature"), n_min);
+        ck_assert_ptr_nonnull(strstr(trace, "[sample] draw: r = "));
+    }
+}
+END_TEST
+
 // The penalty divides a recent token's positive logit and multiplies a
 // negative one, which changes the argmax here; it does not touch the caller's
 // logits, and forgets tokens older than repeat_last_n.
@@ -554,6 +655,7 @@ Suite * mg_test_suite(void) {
     tcase_add_checked_fixture(decode, load_model, free_model);
     tcase_add_test(decode, test_defaults);
     tcase_add_test(decode, test_graph_reuse);
+    tcase_add_test(decode, test_graph_rebuilt_at_padding);
     tcase_add_test(decode, test_rebuild_right_after_compute);
     tcase_add_test(decode, test_all_logits_last_row);
     tcase_add_test(decode, test_prompt_longer_than_context);
@@ -576,6 +678,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(sampling, test_min_p);
     tcase_add_test(sampling, test_top_k);
     tcase_add_test(sampling, test_repeat_penalty);
+    tcase_add_test(sampling, test_sampler_trace_counts);
     suite_add_tcase(s, sampling);
     return s;
 }

@@ -29,6 +29,7 @@
 
 #include "gguf.h"
 #include "tensor.h"
+#include "trace.h"
 #include "unicode.h"
 #include "vocab.h"
 
@@ -613,6 +614,132 @@ START_TEST(test_tokenize_small_buffer) {
 END_TEST
 
 // ---------------------------------------------------------------------------
+// MG_TRACE=bpe
+// ---------------------------------------------------------------------------
+
+// Tokenizes text with the bpe trace on; returns the trace (malloc'd) and the ids in ids.
+static char * bpe_trace(const struct mg_vocab * v, const char * text, bool parse_special, int32_t * ids,
+                        int32_t * n_ids) {
+    FILE * f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    mg_trace_set_stream(f);
+    ck_assert(mg_trace_set("bpe"));
+    *n_ids = mg_tokenize(v, text, -1, ids, 256, false, parse_special);
+    ck_assert(mg_trace_set(""));
+    mg_trace_set_stream(NULL);
+    const long size = ftell(f);
+    char * out = calloc((size_t) size + 1, 1);
+    rewind(f);
+    ck_assert_uint_eq(fread(out, 1, (size_t) size, f), (size_t) size);
+    fclose(f);
+    return out;
+}
+
+// The ids the trace reports, in order: "special token ... id N" and "ids: a b c" lines.
+static int32_t ids_in_trace(const char * trace, int32_t * ids) {
+    int32_t n = 0;
+    for (const char * line = trace; *line; line = strchr(line, '\n') + 1) {
+        const char * at;
+        if ((at = strstr(line, "cut out before BPE: id ")) != NULL && at < strchr(line, '\n')) {
+            ids[n++] = (int32_t) atoi(at + strlen("cut out before BPE: id "));
+        } else if (strncmp(line, "[bpe]   ids:", 12) == 0) {
+            char * p = (char *) line + 12;
+            while (*p == ' ') {
+                ids[n++] = (int32_t) strtol(p, &p, 10);
+            }
+        }
+    }
+    return n;
+}
+
+// How many "[x]" symbols a trace line lists.
+static int count_symbols(const char * line) {
+    const char * arrow = strstr(line, "->");
+    const char * eol = strchr(line, '\n');
+    const char * p = arrow != NULL && arrow < eol ? arrow + 2 : strstr(line, "symbols:") + 8;
+    int n = 0;
+    for (; p < eol; p++) n += p[0] == ' ' && p[1] == '[';
+    return n;
+}
+
+START_TEST(test_bpe_trace) {
+    struct mg_vocab * v = load_vocab("models/tiny-f32.gguf");
+    static const char * const texts[] = { "你好", "Hello tokenizers!", "The quick brown fox jumps over the lazy dog.",
+                                          "<|im_start|>user\n你好<|im_end|>", "a  b\n\n 12345 ...  " };
+    for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+        int32_t ids[256], traced[256], n_ids;
+        char * trace = bpe_trace(v, texts[t], true, ids, &n_ids);
+        // The trace's ids are mg_tokenize's, in order.
+        ck_assert_int_gt(n_ids, 0);
+        ck_ids(traced, ids_in_trace(trace, traced), ids, n_ids, texts[t]);
+        // Within each piece every merge joins two symbols into one: the
+        // symbol count drops by one per merge line, from the start line to
+        // the number of ids the piece became (every final symbol is a token here).
+        int n_symbols = -1;
+        for (const char * line = trace; *line; line = strchr(line, '\n') + 1) {
+            if (strncmp(line, "[bpe]   symbols:", 16) == 0) {
+                n_symbols = count_symbols(line);
+            } else if (strncmp(line, "[bpe]   merge rank", 18) == 0) {
+                ck_assert_int_eq(count_symbols(line), n_symbols - 1);
+                n_symbols--;
+                int rank = -1;
+                ck_assert_int_eq(sscanf(line, "[bpe]   merge rank %d", &rank), 1);
+                ck_assert(rank >= 0 && rank < mg_vocab_n_merges(v));
+            } else if (strncmp(line, "[bpe]   ids:", 12) == 0) {
+                int n_here = 0;
+                for (char * p = (char *) line + 12; *p == ' '; n_here++) (void) strtol(p, &p, 10);
+                ck_assert_int_eq(n_here, n_symbols);
+            }
+        }
+        free(trace);
+    }
+
+    // The seed's example, merge by merge: six bytes, five merges, one token.
+    int32_t ids[256], n_ids;
+    char * trace = bpe_trace(v, "你好", false, ids, &n_ids);
+    ck_assert_ptr_nonnull(strstr(trace, "[bpe] piece 0: 6 bytes e4 bd a0 e5 a5 bd"));
+    int n_merges = 0;
+    for (const char * p = trace; (p = strstr(p, "merge rank")) != NULL; p++) n_merges++;
+    ck_assert_int_eq(n_merges, 5);
+    ck_assert_ptr_nonnull(strstr(trace, "[bpe]   ids: 1968\n"));
+    free(trace);
+
+    // A long piece: its lines are cut short ("..."), and its ids are still all there.
+    static char word[3001];
+    for (int i = 0; i < 3000; i++) word[i] = "abcdefghij"[(i * 7) % 10];
+    static int32_t long_ids[4096];
+    FILE * lf = tmpfile();
+    mg_trace_set_stream(lf);
+    ck_assert(mg_trace_set("bpe"));
+    const int32_t n_long = mg_tokenize(v, word, -1, long_ids, 4096, false, false);
+    ck_assert(mg_trace_set(""));
+    mg_trace_set_stream(NULL);
+    const long lsize = ftell(lf);
+    char * ltrace = calloc((size_t) lsize + 1, 1);
+    rewind(lf);
+    ck_assert_uint_eq(fread(ltrace, 1, (size_t) lsize, lf), (size_t) lsize);
+    fclose(lf);
+    ck_assert_ptr_nonnull(strstr(ltrace, " ...\n"));
+    ck_assert_int_gt(n_long, 0);
+    for (const char * line = ltrace; *line; line = strchr(line, '\n') + 1) {
+        ck_assert_int_le(strchr(line, '\n') - line, 700);
+    }
+    free(ltrace);
+
+    // Off, the tokenizer prints nothing.
+    FILE * f = tmpfile();
+    mg_trace_set_stream(f);
+    ck_assert(mg_trace_set("infer"));
+    ck_assert_int_eq(mg_tokenize(v, "你好", -1, ids, 256, false, false), 1);
+    ck_assert_int_eq(ftell(f), 0);
+    ck_assert(mg_trace_set(""));
+    mg_trace_set_stream(NULL);
+    fclose(f);
+    mg_vocab_free(v);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // Round trips and streaming
 // ---------------------------------------------------------------------------
 
@@ -734,6 +861,68 @@ START_TEST(test_detok_split_character) {
     mg_detok_init(&d, true);
     ck_assert_int_eq(mg_detok_push(&d, v, 50256, out, sizeof(out)), 13);
     ck_assert_mem_eq(out, "<|endoftext|>", 13);
+    mg_vocab_free(v);
+}
+END_TEST
+
+// The hold-back rule byte by byte: a byte-level vocabulary has a token for
+// every single byte, so any byte sequence can be streamed one byte per token.
+// Each push must print exactly the complete characters so far; an invalid
+// byte never waits for anything (it cannot start or finish a character).
+struct push_case {
+    const char * what;
+    const char * bytes;
+    const char * printed;   // after each byte: how many bytes that push prints, '0'..'9'
+    int          left;      // bytes still held back at the end
+};
+
+START_TEST(test_detok_hold_back_bytes) {
+    struct mg_vocab * v = load_vocab("models/tiny-f32.gguf");
+    int32_t byte_token[256];
+    for (int b = 0; b < 256; b++) byte_token[b] = -1;
+    for (int32_t id = 0; id < mg_vocab_n_tokens(v); id++) {
+        char piece[8];
+        if (mg_token_to_piece(v, id, piece, sizeof(piece), false) == 1 && byte_token[(uint8_t) piece[0]] < 0) {
+            byte_token[(uint8_t) piece[0]] = id;
+        }
+    }
+    for (int b = 0; b < 256; b++) ck_assert_msg(byte_token[b] >= 0, "no token for byte %02x", b);
+
+    static const struct push_case cases[] = {
+        {"ASCII",                      "ab",                         "11",   0},
+        {"2-byte split",               "\xC3\xA9",                   "02",   0},   // é
+        {"3-byte split",               "\xE4\xBD\xA0",               "003",  0},   // 你
+        {"4-byte split",               "\xF0\x9F\x9A\x80",           "0004", 0},   // rocket
+        {"3-byte, never finished",     "\xE7\xB6",                   "00",   2},   // make run's last token
+        {"lone continuation byte",     "\x80" "a",                   "11",   0},
+        {"invalid bytes F8, FF",       "\xF8\xFF",                   "11",   0},
+        {"lead then ASCII",            "\xE4" "a",                   "02",   0},
+        {"lead then another lead",     "\xE4\xC3\xA9",               "012",  0},
+        {"finished, then a new lead",  "\xC3\xA9\xE4\xBD",           "0200", 2},
+        {"too many continuations",     "\xC3\xA9\xA9",               "021",  0},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct push_case * pc = &cases[c];
+        struct mg_detok d;
+        mg_detok_init(&d, false);
+        char out[16], all[32];
+        size_t n_all = 0;
+        const size_t n = strlen(pc->bytes);
+        ck_assert_uint_eq(strlen(pc->printed), n);
+        for (size_t i = 0; i < n; i++) {
+            const int32_t k = mg_detok_push(&d, v, byte_token[(uint8_t) pc->bytes[i]], out, sizeof(out));
+            ck_assert_msg(k == pc->printed[i] - '0', "%s: byte %zu printed %d bytes, expected %c", pc->what, i, k,
+                          pc->printed[i]);
+            memcpy(all + n_all, out, (size_t) k);
+            n_all += (size_t) k;
+        }
+        ck_assert_msg(d.n_pending == pc->left, "%s: %d bytes held back at the end", pc->what, d.n_pending);
+        // What was printed plus what is held back is every byte pushed, in order.
+        const int32_t k = mg_detok_flush(&d, all + n_all, (int32_t) (sizeof(all) - n_all));
+        ck_assert_int_eq(k, pc->left);
+        ck_assert_uint_eq(n_all + (size_t) k, n);
+        ck_assert_mem_eq(all, pc->bytes, n);
+    }
     mg_vocab_free(v);
 }
 END_TEST
@@ -1392,6 +1581,8 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tokens, test_tokenize_small_buffer);
     tcase_add_test(tokens, test_round_trip);
     tcase_add_test(tokens, test_detok_split_character);
+    tcase_add_test(tokens, test_detok_hold_back_bytes);
+    tcase_add_test(tokens, test_bpe_trace);
     tcase_add_test(tokens, test_invalid_utf8);
     tcase_add_test(tokens, test_errors);
     tcase_add_test(tokens, test_add_special);

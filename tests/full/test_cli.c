@@ -495,6 +495,59 @@ START_TEST(test_run_defaults) {
 }
 END_TEST
 
+// Strict UTF-8 (shortest forms, no surrogates, at most U+10FFFF), written
+// here rather than taken from unicode.c.
+static bool valid_utf8(const char * s, size_t len) {
+    for (size_t i = 0; i < len;) {
+        const uint8_t b = (uint8_t) s[i];
+        const size_t need = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
+        if (need == 0 || i + need > len) return false;
+        uint32_t c = need == 1 ? b : b & (0x7Fu >> need);
+        for (size_t k = 1; k < need; k++) {
+            if (((uint8_t) s[i + k] & 0xC0) != 0x80) return false;
+            c = (c << 6) | ((uint8_t) s[i + k] & 0x3Fu);
+        }
+        const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+        if (c < least[need] || c > 0x10FFFF || (c >= 0xD800 && c < 0xE000)) return false;
+        i += need;
+    }
+    return true;
+}
+
+// make run's generation (the demo model, 48 tokens) stops after the first
+// two bytes of a three-byte character. The streamed text must stay valid
+// UTF-8: the two bytes are held back, not printed, and stderr says so; one
+// token more finishes the character, and the text then continues with
+// exactly the bytes that were held back.
+START_TEST(test_run_cut_mid_character) {
+    const char * model = mg_test_root("models/fortune-toy-q8_0.gguf");
+    struct run cut = mg("run -m '%s' -p '床前明月光' -n 48 --temp 0 -t 1", model);
+    ck_assert_msg(cut.status == 0, "exit status %d: %.1500s", cut.status, cut.err);
+    ck_assert_msg(valid_utf8(cut.out, cut.out_len), "mg run printed invalid UTF-8:\n%s", cut.out);
+    const char * note = strstr(cut.err, "[the text was cut mid-character: the ");
+    ck_assert_msg(note != NULL, "no note about the cut character on stderr:\n%s", cut.err);
+    int n_held = 0;
+    ck_assert_int_eq(sscanf(note, "[the text was cut mid-character: the %d byte", &n_held), 1);
+    ck_assert_int_ge(n_held, 1);
+    ck_assert_int_le(n_held, 3);
+    const char * hex = strstr(note, "byte") + strlen(n_held == 1 ? "byte " : "bytes ");
+    unsigned held[3];
+    for (int i = 0; i < n_held; i++) ck_assert_int_eq(sscanf(hex + 3 * i, "%2x", &held[i]), 1);
+
+    struct run more = mg("run -m '%s' -p '床前明月光' -n 49 --temp 0 -t 1", model);
+    ck_assert_msg(more.status == 0, "exit status %d: %.1500s", more.status, more.err);
+    ck_assert_msg(valid_utf8(more.out, more.out_len), "mg run printed invalid UTF-8:\n%s", more.out);
+    // The cut run's text (without its final newline) starts the longer one,
+    // and the held-back bytes come right after it.
+    const size_t n_text = cut.out_len - 1;
+    ck_assert_uint_gt(more.out_len, n_text + (size_t) n_held);
+    ck_assert_mem_eq(more.out, cut.out, n_text);
+    for (int i = 0; i < n_held; i++) ck_assert_uint_eq((uint8_t) more.out[n_text + (size_t) i], held[i]);
+    run_free(&cut);
+    run_free(&more);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // mg mkmodel -> mg info -> mg run
 // ---------------------------------------------------------------------------
@@ -796,6 +849,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(fixtures, test_logits_all);
     tcase_add_loop_test(fixtures, test_run_greedy_matches_golden, 0, N_MODELS);
     tcase_add_loop_test(fixtures, test_run_defaults, 0, N_MODELS);
+    tcase_add_test(fixtures, test_run_cut_mid_character);
     suite_add_tcase(s, fixtures);
 
     TCase * mkmodel = tcase_create("mkmodel");
