@@ -24,7 +24,9 @@
 # `make check-solutions`. `make grade` fails unless every graded exercise
 # scores full marks. `make test` never runs these tests.
 
-EXERCISES_DIR ?= $(ROOT)/exercises/$(notdir $(CURDIR))
+# The chapter's exercises: exercises/NN_name, found by the chapter's number so
+# that a student's renamed copy of the folder still finds them.
+EXERCISES_DIR ?= $(firstword $(wildcard $(ROOT)/exercises/$(CHAPTER)_*) $(ROOT)/exercises/$(notdir $(CURDIR)))
 TESTS_DIR     ?= $(ROOT)/tests
 GRADE_DIR     := $(BUILD)/grade
 GRADE_CC       = $(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DMG_TEST_ROOT='"$(ROOT)"'
