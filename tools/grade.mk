@@ -46,7 +46,7 @@ define GRADE_ONE
 	elif ! $(GRADE_CC) -I. -I$(TESTS_DIR) -I$(EXERCISES_DIR) $(EXERCISES_DIR)/$$file \
 			$(GRADE_DIR)/harness.o $(OBJS) $(CHECK_LIBS) $(LDLIBS) -o $(GRADE_DIR)/$$id > $(GRADE_DIR)/$$id.log 2>&1; then \
 		why="does not compile: see $(GRADE_DIR)/$$id.log"; \
-	elif CK_DEFAULT_TIMEOUT=120 CK_VERBOSITY=normal ./$(GRADE_DIR)/$$id > $(GRADE_DIR)/$$id.log 2>&1; then \
+	elif CK_DEFAULT_TIMEOUT=60 CK_VERBOSITY=normal ./$(GRADE_DIR)/$$id > $(GRADE_DIR)/$$id.log 2>&1; then \
 		score=$$points; \
 	else \
 		why="fails: see $(GRADE_DIR)/$$id.log"; \
