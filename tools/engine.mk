@@ -128,3 +128,6 @@ deps:
 			pkg-config --exists check 2> /dev/null || exit 1; \
 		fi; \
 	fi
+
+# `make grade`: the chapter's graded exercises (exercises/NN_name/), see grade.mk.
+include $(dir $(lastword $(MAKEFILE_LIST)))grade.mk
