@@ -3,7 +3,8 @@
 #   make run             the full engine on the demo model, traced, with a rendered graph
 #   make test            every chapter's tests, full's tests and the tools' tests
 #   make tour            every chapter's demo, in reading order
-#   make chapters        regenerate chapters/ from full/ (after editing full/)
+#   make chapters        regenerate chapters/ from full/ (after editing full/);
+#                        it keeps edited chapter files unless FORCE=1
 #   make check-chapters  fail if chapters/ is not what full/ generates
 #   make graph           the full engine's graph drawings (Graphviz)
 #   make bench           speed of the full engine (see full/Makefile)
@@ -42,8 +43,10 @@ $(BUILD)/chapgen: tools/chapgen.c
 	@mkdir -p $(BUILD)
 	$(CC) $(TOOL_CFLAGS) $< -o $@
 
+# make chapters refuses (writing nothing) to overwrite or delete a chapter file
+# edited since it wrote it, and lists them; FORCE=1 replaces them.
 chapters: $(BUILD)/chapgen
-	./$(BUILD)/chapgen full chapters
+	./$(BUILD)/chapgen $(if $(filter 1,$(FORCE)),--force) full chapters
 
 check-chapters: $(BUILD)/chapgen
 	./$(BUILD)/chapgen --check full chapters

@@ -1,4 +1,4 @@
-// Generated from full/demos/09_inference.c by tools/chapgen: edit full/demos/09_inference.c, then run make chapters.
+// Generated from full/demos/09_inference.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/09_inference.c and run make chapters.
 // Chapter 09 demo: "你好" through a real model with the MiniMind vocabulary,
 // from the GGUF file to the next tokens, with every stage of a decode call shown.
 #define _POSIX_C_SOURCE 200809L
