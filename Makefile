@@ -6,6 +6,9 @@
 #   make chapters        regenerate chapters/ from full/ (after editing full/);
 #                        it keeps edited chapter files unless FORCE=1
 #   make check-chapters  fail if chapters/ is not what full/ generates
+#   make handout CHAPTER=05   build/handout/05_galloc.tar.gz: the chapter alone
+#   make exercise CHAPTER=05  work/05_galloc/: a student's copy to work in
+#   make check-handout   chapters 01 and 09 unpacked alone must build, run, test, graph
 #   make graph           the full engine's graph drawings (Graphviz)
 #   make bench           speed of the full engine (see full/Makefile)
 #   make asan / tsan     the tests under AddressSanitizer+UBSan / ThreadSanitizer
@@ -19,7 +22,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test tour chapters check-chapters graph bench asan tsan clean deps test-tools $(CHAPTER_DIRS)
+.PHONY: run test tour chapters check-chapters handout exercise check-handout graph bench asan tsan clean deps test-tools $(CHAPTER_DIRS)
 
 run: deps
 	$(MAKE) -C full run
@@ -50,6 +53,18 @@ chapters: $(BUILD)/chapgen
 
 check-chapters: $(BUILD)/chapgen
 	./$(BUILD)/chapgen --check full chapters
+
+# One chapter, alone (tools/handout.sh): make handout CHAPTER=05 archives the
+# chapter folder into build/handout/05_galloc.tar.gz; make exercise CHAPTER=05
+# copies it to work/05_galloc/, a working copy make chapters never touches;
+# make check-handout unpacks chapters 01 and 09 (or CHAPTERS="..") alone in a
+# temporary folder and runs make, make run, make test and make graph there.
+handout: check-chapters
+	@sh tools/handout.sh archive $(CHAPTER)
+exercise:
+	@sh tools/handout.sh exercise $(CHAPTER)
+check-handout: check-chapters
+	@sh tools/handout.sh check $(CHAPTERS)
 
 $(BUILD)/test_chapgen: tests/tools/test_chapgen.c tests/harness.c tests/harness.h $(BUILD)/chapgen
 	$(CC) $(TOOL_CFLAGS) $$(pkg-config --cflags check) -DMG_TEST_ROOT='"$(CURDIR)"' \
