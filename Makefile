@@ -22,7 +22,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test tour chapters check-chapters handout exercise check-handout graph bench asan tsan clean deps test-tools $(CHAPTER_DIRS)
+.PHONY: run test tour chapters check-chapters handout exercise check-handout check-numbers graph bench asan tsan clean deps test-tools $(CHAPTER_DIRS)
 
 run: deps
 	$(MAKE) -C full run
@@ -35,6 +35,11 @@ test: deps test-tools
 	done
 	@echo "=================== full, scalar kernels (SCALAR=1)"
 	@$(MAKE) --no-print-directory -C full test-scalar
+	@echo "=================== numbers a README quotes from another chapter's demo"
+	@sh tools/check_numbers.sh
+
+check-numbers:
+	@sh tools/check_numbers.sh
 
 tour:
 	@set -e; for d in $(CHAPTER_DIRS); do \
@@ -71,9 +76,19 @@ $(BUILD)/test_chapgen: tests/tools/test_chapgen.c tests/harness.c tests/harness.
 		-DCHAPGEN_BIN='"$(CURDIR)/$(BUILD)/chapgen"' -DCHAPGEN_FIXTURE='"$(CURDIR)/tests/tools/fixture"' \
 		-Itests tests/tools/test_chapgen.c tests/harness.c $$(pkg-config --libs check) -lm -o $@
 
-test-tools: deps $(BUILD)/test_chapgen
+$(BUILD)/readme_check: tools/readme_check.c
+	@mkdir -p $(BUILD)
+	$(CC) $(TOOL_CFLAGS) $< -o $@
+
+$(BUILD)/test_readme_check: tests/tools/test_readme_check.c tests/harness.c tests/harness.h $(BUILD)/readme_check
+	$(CC) $(TOOL_CFLAGS) $$(pkg-config --cflags check) -DMG_TEST_ROOT='"$(CURDIR)"' \
+		-DREADME_CHECK_BIN='"$(CURDIR)/$(BUILD)/readme_check"' \
+		-Itests tests/tools/test_readme_check.c tests/harness.c $$(pkg-config --libs check) -lm -o $@
+
+test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check
 	@echo "=================== tools"
 	./$(BUILD)/test_chapgen
+	./$(BUILD)/test_readme_check
 
 graph: deps
 	$(MAKE) -C full graph
