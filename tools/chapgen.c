@@ -13,12 +13,19 @@
 //   //@+ full tag ... //@- full tag          lines only full/ has
 //   #if 0 //@old 03..04 tag ... #endif //@old tag   lines only chapters 03-04 have
 //
-// Usage: chapgen [--check] [--list tools/chapters.list] full chapters
+// Besides its code, a chapter gets copies of the files tools/handout.list
+// names (build rules, tests, fixtures), so that the directory works alone.
 //
-// The work happens in three steps: read the chapter list, read and check every
-// marked file of full/ (an error stops the program here, before anything is
-// written), then write each chapter. With --check the chapters are written to a
-// temporary directory instead and compared with chapters/, which is left alone.
+// Usage: chapgen [--check] [--force] [--list tools/chapters.list] full chapters
+//
+// The work happens in four steps: read the chapter list and the handout list,
+// read and check every marked file of full/ (an error stops the program here,
+// before anything is written), plan every chapter, then write them. The plan
+// finds the files a run would overwrite or delete although they are not what
+// chapgen last wrote there (chapters/NN_name/.chapgen records that): someone
+// edited them, and then nothing is written unless --force. With --check the
+// chapters are written to a temporary directory instead and compared with
+// chapters/, which is left alone.
 //
 // Build: cc -std=c11 -Wall -Wextra -Werror -o chapgen tools/chapgen.c
 #define _XOPEN_SOURCE 700   // POSIX 2008 (mkdtemp, nftw) with C11's strictness
@@ -919,8 +926,10 @@ struct lost {
 };
 
 static struct lost lost;
+static bool lost_in[100];   // the chapters that have such files
 
-static void add_lost(const char * path, const char * why) {
+static void add_lost(int chapter, const char * path, const char * why) {
+    lost_in[chapter] = true;
     if (lost.n == lost.cap) {
         lost.cap = lost.cap ? 2 * lost.cap : 16;
         lost.path = xrealloc(lost.path, (size_t) lost.cap * sizeof(*lost.path));
@@ -934,6 +943,7 @@ static void add_lost(const char * path, const char * why) {
 enum run_mode { RUN_PLAN, RUN_WRITE };
 
 struct stale_ctx {
+    int chapter;
     const char * chapter_dir;
     const char * shown_dir;
     const struct outputs * outs;
@@ -953,7 +963,7 @@ static void delete_if_stale(const char * path, const char * rel, void * arg) {
     if (ctx->mode == RUN_PLAN) {
         if (!ours) {
             char * shown = path_join(ctx->shown_dir, rel);
-            add_lost(shown, manifest_find(ctx->manifest, rel) ? "edited, no longer generated"
+            add_lost(ctx->chapter, shown, manifest_find(ctx->manifest, rel) ? "edited, no longer generated"
                                                               : "not recorded in " MANIFEST_NAME ", no longer generated");
             free(shown);
         }
@@ -1105,7 +1115,7 @@ static void generate_chapter(const struct chapter * ch, const char * dir, const 
         } else if (mode == RUN_PLAN) {
             if (exists && !file_is_as_generated(path, o->rel, &manifest)) {
                 char * shown = path_join(shown_dir, o->rel);
-                add_lost(shown, manifest_find(&manifest, o->rel) ? "edited" : "not recorded in " MANIFEST_NAME);
+                add_lost(ch->number, shown, manifest_find(&manifest, o->rel) ? "edited" : "not recorded in " MANIFEST_NAME);
                 free(shown);
             }
         } else {
@@ -1116,7 +1126,7 @@ static void generate_chapter(const struct chapter * ch, const char * dir, const 
         free(old.data);
         free(path);
     }
-    struct stale_ctx ctx = { dir, shown_dir, &outs, &manifest, mode, stats };
+    struct stale_ctx ctx = { ch->number, dir, shown_dir, &outs, &manifest, mode, stats };
     walk_files(dir, NULL, delete_if_stale, &ctx);
     if (fill_readme_snippets(ch, dir, shown_dir, mode)) stats->written++;
     if (mode == RUN_WRITE) {
@@ -1292,10 +1302,16 @@ static int refuse(const char * out_dir) {
     printf("chapgen: refusing to overwrite or delete %d file%s edited since make chapters wrote %s:\n",
            lost.n, lost.n == 1 ? "" : "s", lost.n == 1 ? "it" : "them");
     for (int i = 0; i < lost.n; i++) printf("chapgen:   %-40s (%s)\n", lost.path[i], lost.why[i]);
-    printf("chapgen: Nothing was written. To keep the edits, copy them out of %s/ first: make exercise\n"
-           "chapgen: CHAPTER=NN (a working copy in work/, which make chapters never touches), cp -r the\n"
-           "chapgen: chapter elsewhere, or commit them. Then make chapters FORCE=1 (chapgen --force)\n"
-           "chapgen: replaces them with what %s/ generates.\n", out_dir, src_name);
+    char which[400] = "";
+    for (int c = 0; c < 100; c++) {
+        if (!lost_in[c]) continue;
+        size_t n = strlen(which);
+        snprintf(which + n, sizeof(which) - n, "%smake exercise CHAPTER=%02d", n ? ", " : "", c);
+    }
+    printf("chapgen: Nothing was written. To keep the edits, copy them out of %s/ first: %s\n"
+           "chapgen: (a working copy in work/, which make chapters never touches), or cp -r the chapter\n"
+           "chapgen: elsewhere, or commit them. Then make chapters FORCE=1 (chapgen --force) replaces\n"
+           "chapgen: them with what %s/ generates.\n", out_dir, which, src_name);
     return 1;
 }
 

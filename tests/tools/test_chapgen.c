@@ -424,7 +424,7 @@ START_TEST(test_edited_file_is_refused_and_kept) {
     snprintf(line, sizeof(line), "%s/02_two/tensor.c", chapters);
     ck_assert_msg(strstr(out, line) && strstr(out, "(edited)"), "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "refusing to overwrite or delete 1 file"));
-    ck_assert_ptr_nonnull(strstr(out, "make exercise"));
+    ck_assert_ptr_nonnull(strstr(out, "first: make exercise CHAPTER=02\n"));
     ck_assert_ptr_nonnull(strstr(out, "commit"));
     ck_assert_ptr_nonnull(strstr(out, "make chapters FORCE=1"));
     char report[4096];
