@@ -3,8 +3,12 @@
 #   make run             the full engine on the demo model, traced, with a rendered graph
 #   make test            every chapter's tests, full's tests and the tools' tests
 #   make tour            every chapter's demo, in reading order
-#   make chapters        regenerate chapters/ from full/ (after editing full/)
+#   make chapters        regenerate chapters/ from full/ (after editing full/);
+#                        it keeps edited chapter files unless FORCE=1
 #   make check-chapters  fail if chapters/ is not what full/ generates
+#   make handout CHAPTER=05   build/handout/05_galloc.tar.gz: the chapter alone
+#   make exercise CHAPTER=05  work/05_galloc/: a student's copy to work in
+#   make check-handout   chapters 01 and 09 unpacked alone must build, run, test, graph
 #   make graph           the full engine's graph drawings (Graphviz)
 #   make bench           speed of the full engine (see full/Makefile)
 #   make asan / tsan     the tests under AddressSanitizer+UBSan / ThreadSanitizer
@@ -19,7 +23,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test tour chapters check-chapters graph bench asan tsan clean deps test-tools check-solutions $(CHAPTER_DIRS)
+.PHONY: run test tour chapters check-chapters handout exercise check-handout check-numbers graph bench asan tsan clean deps test-tools check-solutions $(CHAPTER_DIRS)
 
 run: deps
 	$(MAKE) -C full run
@@ -32,6 +36,11 @@ test: deps test-tools
 	done
 	@echo "=================== full, scalar kernels (SCALAR=1)"
 	@$(MAKE) --no-print-directory -C full test-scalar
+	@echo "=================== numbers a README quotes from another chapter's demo"
+	@sh tools/check_numbers.sh
+
+check-numbers:
+	@sh tools/check_numbers.sh
 
 tour:
 	@set -e; for d in $(CHAPTER_DIRS); do \
@@ -43,20 +52,44 @@ $(BUILD)/chapgen: tools/chapgen.c
 	@mkdir -p $(BUILD)
 	$(CC) $(TOOL_CFLAGS) $< -o $@
 
+# make chapters refuses (writing nothing) to overwrite or delete a chapter file
+# edited since it wrote it, and lists them; FORCE=1 replaces them.
 chapters: $(BUILD)/chapgen
-	./$(BUILD)/chapgen full chapters
+	./$(BUILD)/chapgen $(if $(filter 1,$(FORCE)),--force) full chapters
 
 check-chapters: $(BUILD)/chapgen
 	./$(BUILD)/chapgen --check full chapters
+
+# One chapter, alone (tools/handout.sh): make handout CHAPTER=05 archives the
+# chapter folder into build/handout/05_galloc.tar.gz; make exercise CHAPTER=05
+# copies it to work/05_galloc/, a working copy make chapters never touches;
+# make check-handout unpacks chapters 01 and 09 (or CHAPTERS="..") alone in a
+# temporary folder and runs make, make run, make test and make graph there.
+handout: check-chapters
+	@sh tools/handout.sh archive $(CHAPTER)
+exercise:
+	@sh tools/handout.sh exercise $(CHAPTER)
+check-handout: check-chapters
+	@sh tools/handout.sh check $(CHAPTERS)
 
 $(BUILD)/test_chapgen: tests/tools/test_chapgen.c tests/harness.c tests/harness.h $(BUILD)/chapgen
 	$(CC) $(TOOL_CFLAGS) $$(pkg-config --cflags check) -DMG_TEST_ROOT='"$(CURDIR)"' \
 		-DCHAPGEN_BIN='"$(CURDIR)/$(BUILD)/chapgen"' -DCHAPGEN_FIXTURE='"$(CURDIR)/tests/tools/fixture"' \
 		-Itests tests/tools/test_chapgen.c tests/harness.c $$(pkg-config --libs check) -lm -o $@
 
-test-tools: deps $(BUILD)/test_chapgen
+$(BUILD)/readme_check: tools/readme_check.c
+	@mkdir -p $(BUILD)
+	$(CC) $(TOOL_CFLAGS) $< -o $@
+
+$(BUILD)/test_readme_check: tests/tools/test_readme_check.c tests/harness.c tests/harness.h $(BUILD)/readme_check
+	$(CC) $(TOOL_CFLAGS) $$(pkg-config --cflags check) -DMG_TEST_ROOT='"$(CURDIR)"' \
+		-DREADME_CHECK_BIN='"$(CURDIR)/$(BUILD)/readme_check"' \
+		-Itests tests/tools/test_readme_check.c tests/harness.c $$(pkg-config --libs check) -lm -o $@
+
+test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check
 	@echo "=================== tools"
 	./$(BUILD)/test_chapgen
+	./$(BUILD)/test_readme_check
 
 graph: deps
 	$(MAKE) -C full graph

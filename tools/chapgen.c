@@ -13,12 +13,19 @@
 //   //@+ full tag ... //@- full tag          lines only full/ has
 //   #if 0 //@old 03..04 tag ... #endif //@old tag   lines only chapters 03-04 have
 //
-// Usage: chapgen [--check] [--list tools/chapters.list] full chapters
+// Besides its code, a chapter gets copies of the files tools/handout.list
+// names (build rules, tests, fixtures), so that the directory works alone.
 //
-// The work happens in three steps: read the chapter list, read and check every
-// marked file of full/ (an error stops the program here, before anything is
-// written), then write each chapter. With --check the chapters are written to a
-// temporary directory instead and compared with chapters/, which is left alone.
+// Usage: chapgen [--check] [--force] [--list tools/chapters.list] full chapters
+//
+// The work happens in four steps: read the chapter list and the handout list,
+// read and check every marked file of full/ (an error stops the program here,
+// before anything is written), plan every chapter, then write them. The plan
+// finds the files a run would overwrite or delete although they are not what
+// chapgen last wrote there (chapters/NN_name/.chapgen records that): someone
+// edited them, and then nothing is written unless --force. With --check the
+// chapters are written to a temporary directory instead and compared with
+// chapters/, which is left alone.
 //
 // Build: cc -std=c11 -Wall -Wextra -Werror -o chapgen tools/chapgen.c
 #define _XOPEN_SOURCE 700   // POSIX 2008 (mkdtemp, nftw) with C11's strictness
@@ -29,6 +36,7 @@
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +48,10 @@
 enum { CHAPTER_FULL = 100 };
 
 #define GENERATED_PREFIX "// Generated from "
+// The rest of the header: where a student works and where an author does.
+#define GENERATED_ADVICE "In a class, edit this copy freely (make chapters will not overwrite your edits); " \
+                         "to change the engine, edit "
+#define MANIFEST_NAME ".chapgen"   // in each chapter: what chapgen last wrote there
 #define MAX_TAG      64   // longest block tag, with its NUL
 #define MAX_DEPTH    32   // deepest nesting of blocks
 #define MAX_MARKER  512   // longest line we will read as a marker
@@ -612,7 +624,7 @@ static void render_lines(const struct source * s, int chapter, int from, int to,
 // and then the chapter does not get the file.
 static bool render_file(const struct source * s, int chapter, struct buf * out) {
     out->len = 0;
-    buf_addf(out, GENERATED_PREFIX "%s/%s by tools/chapgen: edit %s/%s, then run make chapters.\n",
+    buf_addf(out, GENERATED_PREFIX "%s/%s by tools/chapgen. " GENERATED_ADVICE "%s/%s and run make chapters.\n",
              src_name, s->rel, src_name, s->rel);
     size_t header = out->len;
     render_lines(s, chapter, 1, s->n_lines, out);   // line 0 is //@file
@@ -621,27 +633,6 @@ static bool render_file(const struct source * s, int chapter, struct buf * out) 
 
 // ---------------------------------------------------------------------------
 // Writing a chapter
-
-struct names {
-    char ** items;
-    int n, cap;
-};
-
-static void names_add(struct names * list, const char * name) {
-    GROW(list->items, list->n, list->cap);
-    list->items[list->n++] = xstrdup(name);
-}
-
-static bool names_have(const struct names * list, const char * name) {
-    for (int i = 0; i < list->n; i++)
-        if (strcmp(list->items[i], name) == 0) return true;
-    return false;
-}
-
-static void names_free(struct names * list) {
-    for (int i = 0; i < list->n; i++) free(list->items[i]);
-    free(list->items);
-}
 
 struct chapter_stats {
     int written, unchanged, deleted;
@@ -657,12 +648,15 @@ static void make_parent_dirs(const char * path) {
     free(copy);
 }
 
+static bool buf_equal(const struct buf * a, const struct buf * b) {
+    return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
+}
+
 // Leaves a file whose content is already right alone, so its timestamp says
 // when it really changed (and make does not rebuild what did not change).
 static bool write_if_changed(const char * path, const struct buf * content) {
     struct buf old = { 0 };
-    bool same = read_file(path, &old) && old.len == content->len &&
-                memcmp(old.data, content->data, content->len) == 0;
+    bool same = read_file(path, &old) && buf_equal(&old, content);
     free(old.data);
     if (same) return false;
     make_parent_dirs(path);
@@ -673,8 +667,8 @@ static bool write_if_changed(const char * path, const struct buf * content) {
     return true;
 }
 
-// Only files that start with the generated header belong to chapgen; a
-// chapter's README.md and Makefile are written by hand and never touched.
+// Files that start with the generated header were written by chapgen, at
+// some time; a chapter's README.md and Makefile are written by hand.
 static bool is_generated_file(const char * path) {
     FILE * f = fopen(path, "rb");
     if (!f) return false;
@@ -684,17 +678,297 @@ static bool is_generated_file(const char * path) {
     return n == sizeof(first) - 1 && memcmp(first, GENERATED_PREFIX, n) == 0;
 }
 
+// ---------------------------------------------------------------------------
+// The manifest: what chapgen last wrote in a chapter, so it never eats an edit
+//
+// chapters/NN_name/.chapgen lists every file chapgen wrote there with a hash
+// of the content it wrote. A file whose content still has that hash is
+// chapgen's own and may be replaced or deleted; any other file (edited since,
+// or never recorded) is someone's work and is kept unless --force.
+
+// FNV-1a, 64 bits: tells "what chapgen wrote" from "an edit", nothing more.
+static uint64_t hash_bytes(const char * data, size_t len) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char) data[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+struct manifest_entry {
+    char * rel;
+    uint64_t hash;
+};
+
+struct manifest {
+    struct manifest_entry * items;
+    int n, cap;
+};
+
+static void read_manifest(const char * dir, struct manifest * m) {
+    *m = (struct manifest) { 0 };
+    char * path = path_join(dir, MANIFEST_NAME);
+    struct buf text = { 0 };
+    if (read_file(path, &text)) {
+        struct line * lines;
+        int n = split_lines(&text, &lines);
+        for (int i = 0; i < n; i++) {
+            if (line_is_blank(&lines[i]) || lines[i].text[0] == '#') continue;
+            char storage[4096], * w[3], * end;
+            int n_words = split_words(lines[i].text, lines[i].len, storage, sizeof(storage), w, 3);
+            uint64_t hash = n_words == 2 ? strtoull(w[0], &end, 16) : 0;
+            if (n_words != 2 || strlen(w[0]) != 16 || *end != '\0')
+                fail(path, i + 1, "expected 'HASH path' (delete the file, and every file of the chapter "
+                                  "counts as edited)");
+            GROW(m->items, m->n, m->cap);
+            m->items[m->n++] = (struct manifest_entry) { xstrdup(w[1]), hash };
+        }
+        free(lines);
+    }
+    free(text.data);
+    free(path);
+}
+
+static const struct manifest_entry * manifest_find(const struct manifest * m, const char * rel) {
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(m->items[i].rel, rel) == 0) return &m->items[i];
+    return NULL;
+}
+
+static void manifest_free(struct manifest * m) {
+    for (int i = 0; i < m->n; i++) free(m->items[i].rel);
+    free(m->items);
+    *m = (struct manifest) { 0 };
+}
+
+// Is the file at path, if it exists, exactly what chapgen last wrote at rel?
+static bool file_is_as_generated(const char * path, const char * rel, const struct manifest * m) {
+    const struct manifest_entry * e = manifest_find(m, rel);
+    struct buf text = { 0 };
+    bool same = e && read_file(path, &text) && hash_bytes(text.data, text.len) == e->hash;
+    free(text.data);
+    return same;
+}
+
+// ---------------------------------------------------------------------------
+// What a chapter gets: its rendered sources, then the copies handout.list
+// names (build rules, tests, fixtures), so the directory works alone
+
+struct output {
+    char * rel;          // the path in the chapter
+    struct buf content;
+    bool executable;
+};
+
+struct outputs {
+    struct output * items;
+    int n, cap;
+};
+
+static const struct output * outputs_find(const struct outputs * o, const char * rel) {
+    for (int i = 0; i < o->n; i++)
+        if (strcmp(o->items[i].rel, rel) == 0) return &o->items[i];
+    return NULL;
+}
+
+static void outputs_free(struct outputs * o) {
+    for (int i = 0; i < o->n; i++) free(o->items[i].rel), free(o->items[i].content.data);
+    free(o->items);
+    *o = (struct outputs) { 0 };
+}
+
+static int compare_outputs(const void * a, const void * b) {
+    return strcmp(((const struct output *) a)->rel, ((const struct output *) b)->rel);
+}
+
+// One line of handout.list: PATH (below the project root) lands at the same
+// path in the chapters of range; {chapter} stands for the chapter's own
+// directory name, {upto} for each chapter's up to and including this one.
+struct copy_rule {
+    char * path;
+    struct range range;
+    bool optional;   // "optional": a missing path is fine (e.g. tools/grade.mk)
+    int line;
+};
+
+static struct copy_rule * copy_rules;
+static int n_copy_rules, cap_copy_rules;
+static const char * handout_path;   // the list, for messages
+static const char * root_dir;       // where its paths start: the project root
+
+static void read_handout_list(const char * path, bool required) {
+    struct buf text = { 0 };
+    if (!read_file(path, &text)) {
+        if (required) fail_system("read", path);
+        return;
+    }
+    handout_path = path;
+    struct line * lines;
+    int n = split_lines(&text, &lines);
+    for (int i = 0; i < n; i++) {
+        const char * hash = memchr(lines[i].text, '#', lines[i].len);
+        size_t len = hash ? (size_t) (hash - lines[i].text) : lines[i].len;
+        char storage[MAX_MARKER], * w[4];
+        int n_words = split_words(lines[i].text, len, storage, sizeof(storage), w, 4);
+        if (n_words == 0) continue;
+        if (n_words < 2 || (n_words == 3 && strcmp(w[2], "optional") != 0) || n_words > 3)
+            fail(path, i + 1, "expected 'PATH CHAPTERS [optional]', like 'tests/harness.c 01' or "
+                              "'tests/fixtures/models/tiny-f32.gguf 09..09'");
+        struct range r = strstr(w[1], "..") ? parse_range(w[1], path, i + 1)
+                                            : (struct range) { parse_chapter(w[1], path, i + 1), CHAPTER_FULL };
+        if (w[0][0] == '/' || strstr(w[0], ".."))
+            fail(path, i + 1, "'%s': paths start at the project root and stay inside it", w[0]);
+        GROW(copy_rules, n_copy_rules, cap_copy_rules);
+        copy_rules[n_copy_rules++] = (struct copy_rule) { xstrdup(w[0]), r, n_words == 3, i + 1 };
+    }
+    free(lines);
+    free(text.data);
+}
+
+static char * replace_word(const char * text, const char * word, const char * with) {
+    const char * at = strstr(text, word);
+    if (!at) return xstrdup(text);
+    struct buf out = { 0 };
+    buf_add(&out, text, (size_t) (at - text));
+    buf_add(&out, with, strlen(with));
+    buf_add(&out, at + strlen(word), strlen(at + strlen(word)));
+    return out.data;
+}
+
+struct copy_ctx {
+    struct outputs * outs;
+    const struct copy_rule * rule;
+};
+
+static void add_copy(const char * path, const char * rel, void * arg) {
+    struct copy_ctx * ctx = arg;
+    // The reference solutions are the teacher's: never part of a chapter.
+    if (strncmp(rel, "exercises/solutions", strlen("exercises/solutions")) == 0)
+        fail(handout_path, ctx->rule->line, "%s: exercises/solutions/ never goes into a chapter", rel);
+    if (outputs_find(ctx->outs, rel))
+        fail(handout_path, ctx->rule->line, "%s is in the chapter already (a source of %s/, or an "
+                                            "earlier line)", rel, src_name);
+    struct output o = { .rel = xstrdup(rel) };
+    if (!read_file(path, &o.content)) fail_system("read", path);
+    struct stat st;
+    o.executable = stat(path, &st) == 0 && (st.st_mode & S_IXUSR);
+    GROW(ctx->outs->items, ctx->outs->n, ctx->outs->cap);
+    ctx->outs->items[ctx->outs->n++] = o;
+}
+
+// A file, or a directory copied whole (hidden files and build/ left out).
+static void add_copies(const struct copy_rule * rule, const char * rel, struct outputs * outs) {
+    char * path = path_join(root_dir, rel);
+    struct copy_ctx ctx = { outs, rule };
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (!rule->optional)
+            fail(handout_path, rule->line, "%s: no such file or directory (mark the line 'optional' if "
+                                           "it may be missing)", path);
+    } else if (S_ISDIR(st.st_mode)) {
+        walk_files(path, rel, add_copy, &ctx);
+    } else {
+        add_copy(path, rel, &ctx);
+    }
+    free(path);
+}
+
+// Everything chapter ch gets, sorted by path.
+static void collect_outputs(const struct chapter * ch, struct outputs * outs) {
+    *outs = (struct outputs) { 0 };
+    for (int i = 0; i < n_sources; i++) {
+        const struct source * s = &sources[i];
+        struct output o = { 0 };
+        if (range_has(s->range, ch->number) && render_file(s, ch->number, &o.content)) {
+            o.rel = xstrdup(s->out);
+            GROW(outs->items, outs->n, outs->cap);
+            outs->items[outs->n++] = o;
+        } else {
+            free(o.content.data);
+        }
+    }
+    for (int i = 0; i < n_copy_rules; i++) {
+        const struct copy_rule * rule = &copy_rules[i];
+        if (!range_has(rule->range, ch->number)) continue;
+        char * path = replace_word(rule->path, "{chapter}", ch->dir);
+        if (strstr(path, "{upto}")) {
+            for (int k = 0; k < n_chapters && chapters[k].number <= ch->number; k++) {
+                char * one = replace_word(path, "{upto}", chapters[k].dir);
+                add_copies(rule, one, outs);
+                free(one);
+            }
+        } else {
+            add_copies(rule, path, outs);
+        }
+        free(path);
+    }
+    if (outs->n > 0) qsort(outs->items, (size_t) outs->n, sizeof(*outs->items), compare_outputs);
+}
+
+static void manifest_text(const struct outputs * outs, struct buf * out) {
+    out->len = 0;
+    buf_addf(out, "# Written by tools/chapgen: the files make chapters wrote here, each with a hash (FNV-1a)\n"
+                  "# of what it wrote, so it can tell your edits from its own output and never overwrite\n"
+                  "# them (tools/README.md). Not to be edited.\n");
+    for (int i = 0; i < outs->n; i++)
+        buf_addf(out, "%016llx %s\n", (unsigned long long) hash_bytes(outs->items[i].content.data,
+                                                                         outs->items[i].content.len),
+                 outs->items[i].rel);
+}
+
+// Files that a run would overwrite or delete although they are not what
+// chapgen last wrote: "edited" work, listed before anything is written.
+struct lost {
+    char ** path;
+    const char ** why;
+    int n, cap;
+};
+
+static struct lost lost;
+static bool lost_in[100];   // the chapters that have such files
+
+static void add_lost(int chapter, const char * path, const char * why) {
+    lost_in[chapter] = true;
+    if (lost.n == lost.cap) {
+        lost.cap = lost.cap ? 2 * lost.cap : 16;
+        lost.path = xrealloc(lost.path, (size_t) lost.cap * sizeof(*lost.path));
+        lost.why = xrealloc(lost.why, (size_t) lost.cap * sizeof(*lost.why));
+    }
+    lost.path[lost.n] = xstrdup(path);
+    lost.why[lost.n++] = why;
+}
+
+// A planning run only finds what would be lost; a writing run writes.
+enum run_mode { RUN_PLAN, RUN_WRITE };
+
 struct stale_ctx {
+    int chapter;
     const char * chapter_dir;
-    const struct names * made;
+    const char * shown_dir;
+    const struct outputs * outs;
+    const struct manifest * manifest;
+    enum run_mode mode;
     struct chapter_stats * stats;
 };
 
-// Deletes a generated file this run did not make (its source was deleted,
-// moved, or no longer reaches the chapter), then the directories it emptied.
+// A file in the chapter that this run does not make (its source was deleted,
+// moved, or no longer reaches the chapter) is deleted, with the directories
+// it empties, when chapgen wrote it and nobody edited it since.
 static void delete_if_stale(const char * path, const char * rel, void * arg) {
     struct stale_ctx * ctx = arg;
-    if (!is_generated_file(path) || names_have(ctx->made, rel)) return;
+    if (outputs_find(ctx->outs, rel)) return;
+    bool ours = file_is_as_generated(path, rel, ctx->manifest);
+    if (!ours && !manifest_find(ctx->manifest, rel) && !is_generated_file(path)) return;   // hand-written
+    if (ctx->mode == RUN_PLAN) {
+        if (!ours) {
+            char * shown = path_join(ctx->shown_dir, rel);
+            add_lost(ctx->chapter, shown, manifest_find(ctx->manifest, rel) ? "edited, no longer generated"
+                                                              : "not recorded in " MANIFEST_NAME ", no longer generated");
+            free(shown);
+        }
+        return;
+    }
     if (unlink(path) != 0) fail_system("delete", path);
     ctx->stats->deleted++;
     char * dir = xstrdup(rel);
@@ -779,8 +1053,10 @@ static bool line_is(const struct line * ln, const char * text) {
 }
 
 // Refills every snippet region of the chapter's README.md, which lives in
-// dir; messages name it as it appears under shown_dir. Returns whether it changed.
-static bool fill_readme_snippets(const struct chapter * ch, const char * dir, const char * shown_dir) {
+// dir; messages name it as it appears under shown_dir. Only a writing run
+// writes it (a planning run still finds every error). Returns whether it changed.
+static bool fill_readme_snippets(const struct chapter * ch, const char * dir, const char * shown_dir,
+                                 enum run_mode mode) {
     char * path = path_join(dir, "README.md");
     char * shown = path_join(shown_dir, "README.md");
     struct buf text = { 0 }, out = { 0 };
@@ -808,7 +1084,7 @@ static bool fill_readme_snippets(const struct chapter * ch, const char * dir, co
             i = close + 1;
         }
         free(lines);
-        changed = write_if_changed(path, &out);
+        changed = mode == RUN_WRITE ? write_if_changed(path, &out) : !buf_equal(&text, &out);
     }
     free(text.data);
     free(out.data);
@@ -818,25 +1094,51 @@ static bool fill_readme_snippets(const struct chapter * ch, const char * dir, co
 }
 
 // Writes chapter ch into dir (messages name it shown_dir): every file it has,
-// then deletes generated files it should no longer have, then fills snippets.
+// then deletes the generated files it should no longer have, then fills the
+// README's snippets and records what it wrote in the manifest. A file that
+// is not what chapgen last wrote there is someone's edit: a planning run
+// lists it as lost, and a writing run (which comes only after a planning run
+// found nothing, or with --force) replaces it.
 static void generate_chapter(const struct chapter * ch, const char * dir, const char * shown_dir,
-                             struct chapter_stats * stats) {
-    struct names made = { 0 };
-    struct buf content = { 0 };
-    for (int i = 0; i < n_sources; i++) {
-        const struct source * s = &sources[i];
-        if (!range_has(s->range, ch->number) || !render_file(s, ch->number, &content)) continue;
-        char * path = path_join(dir, s->out);
-        if (write_if_changed(path, &content)) stats->written++;
-        else                                  stats->unchanged++;
-        names_add(&made, s->out);
+                             enum run_mode mode, struct chapter_stats * stats) {
+    struct outputs outs;
+    struct manifest manifest;
+    collect_outputs(ch, &outs);
+    read_manifest(dir, &manifest);
+    for (int i = 0; i < outs.n; i++) {
+        const struct output * o = &outs.items[i];
+        char * path = path_join(dir, o->rel);
+        struct buf old = { 0 };
+        bool exists = read_file(path, &old);
+        if (exists && buf_equal(&old, &o->content)) {
+            stats->unchanged++;
+        } else if (mode == RUN_PLAN) {
+            if (exists && !file_is_as_generated(path, o->rel, &manifest)) {
+                char * shown = path_join(shown_dir, o->rel);
+                add_lost(ch->number, shown, manifest_find(&manifest, o->rel) ? "edited" : "not recorded in " MANIFEST_NAME);
+                free(shown);
+            }
+        } else {
+            write_if_changed(path, &o->content);
+            if (o->executable) chmod(path, 0755);
+            stats->written++;
+        }
+        free(old.data);
         free(path);
     }
-    struct stale_ctx ctx = { dir, &made, stats };
+    struct stale_ctx ctx = { ch->number, dir, shown_dir, &outs, &manifest, mode, stats };
     walk_files(dir, NULL, delete_if_stale, &ctx);
-    if (fill_readme_snippets(ch, dir, shown_dir)) stats->written++;
-    names_free(&made);
-    free(content.data);
+    if (fill_readme_snippets(ch, dir, shown_dir, mode)) stats->written++;
+    if (mode == RUN_WRITE) {
+        struct buf text = { 0 };
+        char * path = path_join(dir, MANIFEST_NAME);
+        manifest_text(&outs, &text);
+        write_if_changed(path, &text);
+        free(text.data);
+        free(path);
+    }
+    manifest_free(&manifest);
+    outputs_free(&outs);
 }
 
 // ---------------------------------------------------------------------------
@@ -869,39 +1171,45 @@ static void make_temp_dir(void) {
 struct compare_ctx {
     const char * real_dir;    // chapters/NN_name
     const char * fresh_dir;   // the same chapter, just generated
-    int stale, files;
+    struct manifest manifest; // chapters/NN_name/.chapgen
+    int stale, edited, files;
 };
 
 static bool files_equal(const char * a, const char * b) {
     struct buf x = { 0 }, y = { 0 };
-    bool equal = read_file(a, &x) && read_file(b, &y) && x.len == y.len &&
-                 memcmp(x.data, y.data, x.len) == 0;
+    bool equal = read_file(a, &x) && read_file(b, &y) && buf_equal(&x, &y);
     free(x.data);
     free(y.data);
     return equal;
 }
 
 // For each freshly generated file: is chapters/ missing it, or different?
+// Different is "edited" when the file is not what chapgen last wrote there
+// (someone's work), "stale" when it is (full/ moved on since).
 static void report_missing_or_different(const char * fresh, const char * rel, void * arg) {
     struct compare_ctx * ctx = arg;
     char * real = path_join(ctx->real_dir, rel);
-    bool generated = is_generated_file(fresh);   // else a README.md copied in
+    bool readme = strcmp(rel, "README.md") == 0;   // hand-written, copied in for its snippets
     struct stat st;
-    if (generated) ctx->files++;
+    if (!readme) ctx->files++;
     if (!files_equal(fresh, real)) {
-        const char * what = !generated ? "stale snippets in" : stat(real, &st) != 0 ? "missing" : "differs";
+        const char * what = readme                                           ? "stale snippets in"
+                            : stat(real, &st) != 0                           ? "missing"
+                            : file_is_as_generated(real, rel, &ctx->manifest) ? "stale"
+                                                                             : "edited";
+        if (strcmp(what, "edited") == 0) ctx->edited++;
         printf("chapgen: %-17s %s\n", what, real);
         ctx->stale++;
     }
     free(real);
 }
 
-// For each generated file in chapters/: would this run still make it?
+// For each file of chapters/ that chapgen wrote: would this run still make it?
 static void report_extra(const char * real, const char * rel, void * arg) {
     struct compare_ctx * ctx = arg;
     char * fresh = path_join(ctx->fresh_dir, rel);
     struct stat st;
-    if (is_generated_file(real) && stat(fresh, &st) != 0) {
+    if ((manifest_find(&ctx->manifest, rel) || is_generated_file(real)) && stat(fresh, &st) != 0) {
         printf("chapgen: %-17s %s (no longer generated)\n", "extra", real);
         ctx->stale++;
     }
@@ -916,23 +1224,38 @@ static int check_chapters(const char * out_dir) {
         char * fresh = path_join(temp_dir, chapters[i].dir);
         char * real_readme = path_join(real, "README.md");
         char * fresh_readme = path_join(fresh, "README.md");
+        char * real_manifest = path_join(real, MANIFEST_NAME);
+        char * fresh_manifest = path_join(fresh, MANIFEST_NAME);
         struct buf readme = { 0 };
         if (read_file(real_readme, &readme)) write_if_changed(fresh_readme, &readme);
 
         struct chapter_stats unused = { 0 };
-        generate_chapter(&chapters[i], fresh, real, &unused);
-        struct compare_ctx ctx = { real, fresh, 0, 0 };
+        generate_chapter(&chapters[i], fresh, real, RUN_WRITE, &unused);
+        struct compare_ctx ctx = { real, fresh, { 0 }, 0, 0, 0 };
+        read_manifest(real, &ctx.manifest);
         walk_files(fresh, NULL, report_missing_or_different, &ctx);
         walk_files(real, NULL, report_extra, &ctx);
+        if (!files_equal(fresh_manifest, real_manifest)) {
+            printf("chapgen: %-17s %s\n", "stale record", real_manifest);
+            ctx.stale++;
+        }
         total.stale += ctx.stale;
+        total.edited += ctx.edited;
         total.files += ctx.files;
+        manifest_free(&ctx.manifest);
         free(readme.data);
-        free(real), free(fresh), free(real_readme), free(fresh_readme);
+        free(real), free(fresh), free(real_readme), free(fresh_readme), free(real_manifest), free(fresh_manifest);
     }
     remove_temp_dir();
     if (total.stale > 0) {
         printf("chapgen: STALE: %d file%s out of date in %s/; run make chapters\n", total.stale,
                total.stale == 1 ? "" : "s", out_dir);
+        if (total.edited > 0)
+            printf("chapgen: %d of them edited by hand since make chapters wrote them. In a class that is\n"
+                   "chapgen: expected: it is your work, and make chapters will not overwrite it. To change the\n"
+                   "chapgen: engine, edit %s/ (tests/, tools/ for the copies) and run make chapters; FORCE=1\n"
+                   "chapgen: replaces edited files (keep them first: make exercise CHAPTER=NN, or commit).\n",
+                   total.edited, src_name);
         return 1;
     }
     printf("chapgen: chapters are fresh (%d files)\n", total.files);
@@ -942,8 +1265,12 @@ static int check_chapters(const char * out_dir) {
 // ---------------------------------------------------------------------------
 
 static _Noreturn void usage(void) {
-    fprintf(stderr, "usage: chapgen [--check] [--list tools/chapters.list] SRC_DIR OUT_DIR\n"
-                    "  writes OUT_DIR/NN_name/ for every chapter of the list from SRC_DIR;\n"
+    fprintf(stderr, "usage: chapgen [--check] [--force] [--list tools/chapters.list] [--handout FILE] [--root DIR]\n"
+                    "               SRC_DIR OUT_DIR\n"
+                    "  writes OUT_DIR/NN_name/ for every chapter of the list from SRC_DIR, plus the copies\n"
+                    "  FILE names (default: handout.list beside the chapter list; paths from DIR, default\n"
+                    "  SRC_DIR/..); refuses, writing nothing, when that would overwrite or delete a file\n"
+                    "  edited since chapgen wrote it (OUT_DIR/NN_name/.chapgen), unless --force;\n"
                     "  --check compares instead of writing: exit 1 if OUT_DIR is stale\n");
     exit(2);
 }
@@ -958,16 +1285,49 @@ static const char * last_path_part(const char * path) {
     return slash && slash[1] ? slash + 1 : part;
 }
 
+// "." from "full", "a/b" from "a/b/full/".
+static char * parent_dir(const char * path) {
+    char * copy = xstrdup(path);
+    size_t n = strlen(copy);
+    while (n > 1 && copy[n - 1] == '/') copy[--n] = '\0';
+    char * slash = strrchr(copy, '/');
+    if (!slash) return strcpy(copy, ".");
+    if (slash == copy) slash[1] = '\0';
+    else               *slash = '\0';
+    return copy;
+}
+
+// Nothing was written: say which files hold someone's work and how to keep it.
+static int refuse(const char * out_dir) {
+    printf("chapgen: refusing to overwrite or delete %d file%s edited since make chapters wrote %s:\n",
+           lost.n, lost.n == 1 ? "" : "s", lost.n == 1 ? "it" : "them");
+    for (int i = 0; i < lost.n; i++) printf("chapgen:   %-40s (%s)\n", lost.path[i], lost.why[i]);
+    char which[400] = "";
+    for (int c = 0; c < 100; c++) {
+        if (!lost_in[c]) continue;
+        size_t n = strlen(which);
+        snprintf(which + n, sizeof(which) - n, "%smake exercise CHAPTER=%02d", n ? ", " : "", c);
+    }
+    printf("chapgen: Nothing was written. To keep the edits, copy them out of %s/ first: %s\n"
+           "chapgen: (a working copy in work/, which make chapters never touches), or cp -r the chapter\n"
+           "chapgen: elsewhere, or commit them. Then make chapters FORCE=1 (chapgen --force) replaces\n"
+           "chapgen: them with what %s/ generates.\n", out_dir, which, src_name);
+    return 1;
+}
+
 int main(int argc, char ** argv) {
-    bool check = false;
-    const char * list = "tools/chapters.list";
+    bool check = false, force = false;
+    const char * list = "tools/chapters.list", * handout = NULL, * root = NULL;
     const char * dirs[2];
     int n_dirs = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--check") == 0)                  check = true;
-        else if (strcmp(argv[i], "--list") == 0 && i + 1 < argc) list = argv[++i];
-        else if (argv[i][0] == '-' || n_dirs == 2)            usage();
-        else                                                  dirs[n_dirs++] = argv[i];
+        if (strcmp(argv[i], "--check") == 0)                        check = true;
+        else if (strcmp(argv[i], "--force") == 0)                   force = true;
+        else if (strcmp(argv[i], "--list") == 0 && i + 1 < argc)    list = argv[++i];
+        else if (strcmp(argv[i], "--handout") == 0 && i + 1 < argc) handout = argv[++i];
+        else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc)    root = argv[++i];
+        else if (argv[i][0] == '-' || n_dirs == 2)                  usage();
+        else                                                        dirs[n_dirs++] = argv[i];
     }
     if (n_dirs != 2) usage();
     const char * src_dir = dirs[0], * out_dir = dirs[1];
@@ -976,17 +1336,31 @@ int main(int argc, char ** argv) {
     struct stat st;
     if (stat(src_dir, &st) != 0 || !S_ISDIR(st.st_mode)) fail_system("read directory", src_dir);
     src_name = last_path_part(src_dir);
+    root_dir = root ? root : parent_dir(src_dir);
+    char * list_dir = parent_dir(list);
+    char * default_handout = path_join(list_dir, "handout.list");
+    read_handout_list(handout ? handout : default_handout, handout != NULL);
     walk_files(src_dir, NULL, read_source, NULL);   // every error is found here...
     check_no_two_sources_collide();
 
     if (check) return check_chapters(out_dir);      // ...before anything is written
+    for (int i = 0; i < n_chapters; i++) {          // and so is every edit a run would lose
+        struct chapter_stats unused = { 0 };
+        char * dir = path_join(out_dir, chapters[i].dir);
+        generate_chapter(&chapters[i], dir, dir, RUN_PLAN, &unused);
+        free(dir);
+    }
+    if (lost.n > 0 && !force) return refuse(out_dir);
     for (int i = 0; i < n_chapters; i++) {
         struct chapter_stats stats = { 0 };
         char * dir = path_join(out_dir, chapters[i].dir);
-        generate_chapter(&chapters[i], dir, dir, &stats);
+        generate_chapter(&chapters[i], dir, dir, RUN_WRITE, &stats);
         printf("chapgen: %-14s %d written, %d unchanged, %d deleted\n", chapters[i].dir,
                stats.written, stats.unchanged, stats.deleted);
         free(dir);
     }
+    if (lost.n > 0) printf("chapgen: --force: replaced or deleted %d edited file%s\n", lost.n, lost.n == 1 ? "" : "s");
+    free(list_dir);
+    free(default_handout);
     return 0;
 }

@@ -4,7 +4,9 @@
 #   CHAPTER  the chapter number (01..09; full/ uses 99)
 #   DEMO     the demo `make run` runs, e.g. 04_graph (demos/04_graph.c)
 #   TRACE    the MG_TRACE categories `make run` turns on
-#   ROOT     the project root
+#   ROOT     where tools/, tests/ and models/ are: the project root for full/;
+#            for a chapter, the chapter itself, which holds copies of what it
+#            needs (tools/handout.list), so it works alone wherever it is
 # and may set:
 #   BUILD        where to build (default ./build; `make clean` removes it)
 #   ARCH_CFLAGS  target flags: full/ sets -march=native for its SIMD kernels;
@@ -63,11 +65,20 @@ run-demo: $(BUILD)/demo_$(DEMO)
 # Tests: each test_*.c is one Check suite (see tests/harness.h), built against
 # this chapter's library; then the README's demo excerpt is compared with the
 # demo's real output (tools/readme_check.c).
-$(BUILD)/harness.o: $(ROOT)/tests/harness.c $(ROOT)/tests/harness.h | $(BUILD)
+#
+# ROOT is compiled into the tests (MG_TEST_ROOT, where they find the fixtures):
+# $(BUILD)/root.txt changes when ROOT does, so a chapter copied elsewhere
+# together with its build/ rebuilds them for its new place.
+$(BUILD)/root.txt: root-changed | $(BUILD)
+	@[ "$$(cat $@ 2> /dev/null)" = '$(ROOT)' ] || echo '$(ROOT)' > $@
+.PHONY: root-changed
+root-changed: ;
+
+$(BUILD)/harness.o: $(ROOT)/tests/harness.c $(ROOT)/tests/harness.h $(BUILD)/root.txt | $(BUILD)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DMG_TEST_ROOT='"$(ROOT)"' -c $< -o $@
 
 define TEST_RULE
-$(BUILD)/tests/$(notdir $(patsubst %/,%,$(dir $(1))))_$(basename $(notdir $(1))): $(1) $(LIB) $(BUILD)/harness.o $(wildcard *.h) $(wildcard $(ROOT)/tests/*.h)
+$(BUILD)/tests/$(notdir $(patsubst %/,%,$(dir $(1))))_$(basename $(notdir $(1))): $(1) $(LIB) $(BUILD)/harness.o $(BUILD)/root.txt $(wildcard *.h) $(wildcard $(ROOT)/tests/*.h)
 	$$(CC) $$(ALL_CFLAGS) $$(CHECK_CFLAGS) -DMG_TEST_ROOT='"$(ROOT)"' -I. -I$(ROOT)/tests $(1) \
 		$(BUILD)/harness.o $(LIB) $$(CHECK_LIBS) $$(LDLIBS) -o $$@
 endef

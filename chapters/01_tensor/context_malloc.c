@@ -1,4 +1,4 @@
-// Generated from full/retired/context_malloc.c by tools/chapgen: edit full/retired/context_malloc.c, then run make chapters.
+// Generated from full/retired/context_malloc.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/retired/context_malloc.c and run make chapters.
 // context_malloc.c - chapter 01's stand-in for a context.
 //
 // Every tensor is its own malloc, and the context only remembers them so that

@@ -1,4 +1,4 @@
-// Generated from full/trace.c by tools/chapgen: edit full/trace.c, then run make chapters.
+// Generated from full/trace.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/trace.c and run make chapters.
 // trace.c - the MG_TRACE switch.
 #include "trace.h"
 #include "tensor.h"

@@ -1,4 +1,4 @@
-// Generated from full/trace.h by tools/chapgen: edit full/trace.h, then run make chapters.
+// Generated from full/trace.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/trace.h and run make chapters.
 // trace.h - one switch for every chapter's tracing.
 //
 //     MG_TRACE=alloc,graph ./demo        (or MG_TRACE=all)

@@ -1,4 +1,4 @@
-// Generated from full/mg.h by tools/chapgen: edit full/mg.h, then run make chapters.
+// Generated from full/mg.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/mg.h and run make chapters.
 // mg.h - everything a program using the engine includes.
 #pragma once
 

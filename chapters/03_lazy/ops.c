@@ -1,4 +1,4 @@
-// Generated from full/ops.c by tools/chapgen: edit full/ops.c, then run make chapters.
+// Generated from full/ops.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/ops.c and run make chapters.
 // ops.c - op constructors: check the shapes, record op and src, return.
 //
 // Mirrors the op half of ggml.c (ggml_add_impl, ggml_mul_mat, ...): every

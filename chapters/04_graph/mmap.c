@@ -1,4 +1,4 @@
-// Generated from full/mmap.c by tools/chapgen: edit full/mmap.c, then run make chapters.
+// Generated from full/mmap.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/mmap.c and run make chapters.
 // mmap.c - mapping a file read-only (llama.cpp: llama_mmap in llama-mmap.cpp).
 #define _DEFAULT_SOURCE
 #include "mmap.h"

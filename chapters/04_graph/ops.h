@@ -1,4 +1,4 @@
-// Generated from full/ops.h by tools/chapgen: edit full/ops.h, then run make chapters.
+// Generated from full/ops.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/ops.h and run make chapters.
 // ops.h - lazy operations: each call records what to compute, nothing more.
 //
 //     struct mg_tensor * wx  = mg_mul_mat(ctx, W, x);    // no arithmetic happens here:

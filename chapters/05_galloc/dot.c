@@ -1,4 +1,4 @@
-// Generated from full/dot.c by tools/chapgen: edit full/dot.c, then run make chapters.
+// Generated from full/dot.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/dot.c and run make chapters.
 // dot.c - a graph as a Graphviz drawing (ggml.c: ggml_graph_dump_dot, redone).
 //
 // Differences from ggml's drawing, each for the reader: ids are stable (n3,

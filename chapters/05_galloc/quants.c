@@ -1,4 +1,4 @@
-// Generated from full/quants.c by tools/chapgen: edit full/quants.c, then run make chapters.
+// Generated from full/quants.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/quants.c and run make chapters.
 // quants.c - half floats and block formats (ggml-impl.h and ggml-quants.c).
 //
 // Each format comes as a pair: a reference quantizer that rounds exactly the

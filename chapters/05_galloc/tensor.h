@@ -1,4 +1,4 @@
-// Generated from full/tensor.h by tools/chapgen: edit full/tensor.h, then run make chapters.
+// Generated from full/tensor.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/tensor.h and run make chapters.
 // tensor.h - the n-dimensional tensor, its element types, and zero-copy views.
 //
 // A tensor is a small header (shape, strides, type, how it was made) that

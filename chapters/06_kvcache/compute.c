@@ -1,4 +1,4 @@
-// Generated from full/compute.c by tools/chapgen: edit full/compute.c, then run make chapters.
+// Generated from full/compute.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/compute.c and run make chapters.
 // compute.c - one kernel per op (ggml-cpu/ops.cpp and ggml-cpu.c).
 //
 // These are the plain scalar kernels: each reads its inputs through their

@@ -1,4 +1,4 @@
-// Generated from full/compute.h by tools/chapgen: edit full/compute.h, then run make chapters.
+// Generated from full/compute.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/compute.h and run make chapters.
 // compute.h - the kernels: how each op turns its inputs into its output.
 //
 // mg_compute_forward(params, t) computes t from t->src[] (ggml-cpu.c,

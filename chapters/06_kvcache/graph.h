@@ -1,4 +1,4 @@
-// Generated from full/graph.h by tools/chapgen: edit full/graph.h, then run make chapters.
+// Generated from full/graph.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/graph.h and run make chapters.
 // graph.h - the computation graph: every tensor a result needs, in an order
 // that computes each input before its first use.
 //

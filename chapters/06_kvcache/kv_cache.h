@@ -1,4 +1,4 @@
-// Generated from full/kv_cache.h by tools/chapgen: edit full/kv_cache.h, then run make chapters.
+// Generated from full/kv_cache.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/kv_cache.h and run make chapters.
 // kv_cache.h - remember every position's keys and values, so that a new
 // token attends over them without recomputing them.
 //

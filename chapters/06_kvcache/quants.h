@@ -1,4 +1,4 @@
-// Generated from full/quants.h by tools/chapgen: edit full/quants.h, then run make chapters.
+// Generated from full/quants.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/quants.h and run make chapters.
 // quants.h - half floats and the quantized block formats, bit for bit as ggml
 // stores them (ggml-common.h), so a block read from a GGUF file decodes here.
 //

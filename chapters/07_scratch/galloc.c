@@ -1,4 +1,4 @@
-// Generated from full/galloc.c by tools/chapgen: edit full/galloc.c, then run make chapters.
+// Generated from full/galloc.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/galloc.c and run make chapters.
 // galloc.c - planning the compute buffer (ggml-alloc.c: ggml_dyn_tallocr,
 // ggml_gallocr_allocate_node, ggml_gallocr_free_node, ggml_gallocr_alloc_graph_impl).
 #include "galloc.h"

@@ -1,4 +1,4 @@
-// Generated from full/graph.c by tools/chapgen: edit full/graph.c, then run make chapters.
+// Generated from full/graph.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/graph.c and run make chapters.
 // graph.c - building the graph (ggml.c: ggml_new_graph_custom,
 // ggml_visit_parents, ggml_build_forward_expand, ggml_graph_print) and running
 // it node by node.

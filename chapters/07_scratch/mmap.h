@@ -1,4 +1,4 @@
-// Generated from full/mmap.h by tools/chapgen: edit full/mmap.h, then run make chapters.
+// Generated from full/mmap.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/mmap.h and run make chapters.
 // mmap.h - a file's bytes as memory, without reading it.
 //
 //     struct mg_mmap * m = mg_mmap_open("weights.bin");

@@ -1,4 +1,4 @@
-// Generated from full/tensor.c by tools/chapgen: edit full/tensor.c, then run make chapters.
+// Generated from full/tensor.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/tensor.c and run make chapters.
 // tensor.c - tensor headers, the type table, views and element access.
 //
 // Mirrors the tensor half of ggml.c: ggml_new_tensor_impl, ggml_view_*,

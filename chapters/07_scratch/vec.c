@@ -1,4 +1,4 @@
-// Generated from full/vec.c by tools/chapgen: edit full/vec.c, then run make chapters.
+// Generated from full/vec.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/vec.c and run make chapters.
 // vec.c - dot products of a weight row with a converted activation row, the
 // scalar way ggml-cpu computes them (vec.cpp, quants.c: *_generic).
 //

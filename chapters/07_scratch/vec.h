@@ -1,4 +1,4 @@
-// Generated from full/vec.h by tools/chapgen: edit full/vec.h, then run make chapters.
+// Generated from full/vec.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/vec.h and run make chapters.
 // vec.h - the CPU side of each type: how a weight row of that type meets an
 // activation row in a matmul (ggml-cpu.c, type_traits_cpu[], and the
 // ggml_vec_dot_* kernels of ggml-cpu/vec.cpp and ggml-cpu/quants.c).

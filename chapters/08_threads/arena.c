@@ -1,4 +1,4 @@
-// Generated from full/arena.c by tools/chapgen: edit full/arena.c, then run make chapters.
+// Generated from full/arena.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/arena.c and run make chapters.
 // arena.c - the context: one buffer, object headers in a list, bump allocation.
 //
 // Mirrors ggml.c: ggml_init, ggml_new_object, ggml_used_mem,

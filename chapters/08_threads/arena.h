@@ -1,4 +1,4 @@
-// Generated from full/arena.h by tools/chapgen: edit full/arena.h, then run make chapters.
+// Generated from full/arena.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/arena.h and run make chapters.
 // arena.h - the context as ggml builds it: one buffer, bump allocation.
 //
 //     struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = 1024 * 1024});

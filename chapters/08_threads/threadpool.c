@@ -1,4 +1,4 @@
-// Generated from full/threadpool.c by tools/chapgen: edit full/threadpool.c, then run make chapters.
+// Generated from full/threadpool.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/threadpool.c and run make chapters.
 // threadpool.c - persistent workers, a spinning barrier, and the threaded
 // graph loop (ggml-cpu.c: ggml_threadpool, ggml_barrier, ggml_graph_compute_thread).
 #define _DEFAULT_SOURCE

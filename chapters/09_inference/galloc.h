@@ -1,4 +1,4 @@
-// Generated from full/galloc.h by tools/chapgen: edit full/galloc.h, then run make chapters.
+// Generated from full/galloc.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/galloc.h and run make chapters.
 // galloc.h - the graph allocator: one compute buffer, planned before running.
 //
 //     struct mg_gallocr * ga = mg_gallocr_new(0);   // 0: the CPU default alignment

@@ -1,4 +1,4 @@
-// Generated from full/gguf.c by tools/chapgen: edit full/gguf.c, then run make chapters.
+// Generated from full/gguf.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/gguf.c and run make chapters.
 // gguf.c - reading a GGUF file, and checking all of it before anyone uses it.
 //
 // Mirrors ggml's gguf.cpp (gguf_init_from_file_impl and gguf_reader). The file

@@ -1,4 +1,4 @@
-// Generated from full/gguf.h by tools/chapgen: edit full/gguf.h, then run make chapters.
+// Generated from full/gguf.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/gguf.h and run make chapters.
 // gguf.h - reading GGUF files (the format llama.cpp loads models from).
 //
 //     struct mg_gguf * g = mg_gguf_open("model.gguf");

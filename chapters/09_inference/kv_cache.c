@@ -1,4 +1,4 @@
-// Generated from full/kv_cache.c by tools/chapgen: edit full/kv_cache.c, then run make chapters.
+// Generated from full/kv_cache.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/kv_cache.c and run make chapters.
 // kv_cache.c - the per-layer K/V store and the attention that reads it
 // (llama.cpp: llama_kv_cache::cpy_k/cpy_v/get_k/get_v, build_attn_mha).
 #include "kv_cache.h"

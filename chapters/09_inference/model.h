@@ -1,4 +1,4 @@
-// Generated from full/model.h by tools/chapgen: edit full/model.h, then run make chapters.
+// Generated from full/model.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/model.h and run make chapters.
 // model.h - a Qwen3-family model, loaded from a GGUF file, and its graph.
 //
 //     struct mg_model * m = mg_model_load("MiniMind-3-Q8_0.gguf");

@@ -1,4 +1,4 @@
-// Generated from full/plan.c by tools/chapgen: edit full/plan.c, then run make chapters.
+// Generated from full/plan.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/plan.c and run make chapters.
 // plan.c - per-node task counts and scratch sizes (ggml_graph_plan).
 #include "plan.h"
 #include "compute.h"

@@ -1,4 +1,4 @@
-// Generated from full/plan.h by tools/chapgen: edit full/plan.h, then run make chapters.
+// Generated from full/plan.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/plan.h and run make chapters.
 // plan.h - before running a graph, decide how many shares each node is split
 // into and how much scratch memory the busiest node needs.
 //

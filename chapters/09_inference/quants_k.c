@@ -1,4 +1,4 @@
-// Generated from full/quants_k.c by tools/chapgen: edit full/quants_k.c, then run make chapters.
+// Generated from full/quants_k.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/quants_k.c and run make chapters.
 // quants_k.c - the K-quants: 256-element super-blocks (ggml-quants.c, "2-6 bit
 // quantization in super-blocks").
 //

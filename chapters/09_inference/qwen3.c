@@ -1,4 +1,4 @@
-// Generated from full/qwen3.c by tools/chapgen: edit full/qwen3.c, then run make chapters.
+// Generated from full/qwen3.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/qwen3.c and run make chapters.
 // qwen3.c - the Qwen3 architecture: hyper-parameters, tensors, and the
 // forward pass as a graph (llama.cpp: src/models/qwen3.cpp).
 #include "model.h"

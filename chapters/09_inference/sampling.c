@@ -1,4 +1,4 @@
-// Generated from full/sampling.c by tools/chapgen: edit full/sampling.c, then run make chapters.
+// Generated from full/sampling.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/sampling.c and run make chapters.
 // sampling.c - penalties, filters, temperature and the draw, on a list of
 // candidates (llama.cpp: llama_sampler_penalties_apply, _top_k, _top_p,
 // _min_p, _temp, _dist).

@@ -1,4 +1,4 @@
-// Generated from full/sampling.h by tools/chapgen: edit full/sampling.h, then run make chapters.
+// Generated from full/sampling.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/sampling.h and run make chapters.
 // sampling.h - from logits to the next token (llama.cpp: common_sampler and
 // the samplers of llama-sampler.cpp).
 //

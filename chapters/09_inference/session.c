@@ -1,4 +1,4 @@
-// Generated from full/session.c by tools/chapgen: edit full/session.c, then run make chapters.
+// Generated from full/session.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/session.c and run make chapters.
 // session.c - decode calls: build or reuse a graph, fill its inputs, run it
 // (llama.cpp: llama_context::decode, llm_graph_result::can_reuse).
 #define _POSIX_C_SOURCE 200809L

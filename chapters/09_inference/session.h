@@ -1,4 +1,4 @@
-// Generated from full/session.h by tools/chapgen: edit full/session.h, then run make chapters.
+// Generated from full/session.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/session.h and run make chapters.
 // session.h - running a model: the KV cache, the compute buffers, the thread
 // pool, and decode calls that feed it tokens (llama.cpp's llama_context).
 //

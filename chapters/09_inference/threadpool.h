@@ -1,4 +1,4 @@
-// Generated from full/threadpool.h by tools/chapgen: edit full/threadpool.h, then run make chapters.
+// Generated from full/threadpool.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/threadpool.h and run make chapters.
 // threadpool.h - threads that live as long as the pool and run every graph.
 //
 //     struct mg_threadpool * tp = mg_threadpool_new(4);

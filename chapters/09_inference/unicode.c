@@ -1,4 +1,4 @@
-// Generated from full/unicode.c by tools/chapgen: edit full/unicode.c, then run make chapters.
+// Generated from full/unicode.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/unicode.c and run make chapters.
 // unicode.c - UTF-8, character classes, the GPT-2 byte alphabet and the
 // pre-tokenizers of unicode.h.
 //

@@ -1,4 +1,4 @@
-// Generated from full/unicode.h by tools/chapgen: edit full/unicode.h, then run make chapters.
+// Generated from full/unicode.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/unicode.h and run make chapters.
 // unicode.h - the Unicode a byte-level BPE tokenizer needs: UTF-8, character
 // classes, GPT-2's byte <-> character map, and the pre-tokenizers that cut
 // text into words before BPE sees it.

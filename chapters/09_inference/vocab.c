@@ -1,4 +1,4 @@
-// Generated from full/vocab.c by tools/chapgen: edit full/vocab.c, then run make chapters.
+// Generated from full/vocab.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/vocab.c and run make chapters.
 // vocab.c - the byte-level BPE tokenizer of vocab.h.
 //
 // Mirrors llama.cpp's src/llama-vocab.cpp for vocabularies of type BPE:

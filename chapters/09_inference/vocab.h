@@ -1,4 +1,4 @@
-// Generated from full/vocab.h by tools/chapgen: edit full/vocab.h, then run make chapters.
+// Generated from full/vocab.h by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/vocab.h and run make chapters.
 // vocab.h - the byte-level BPE tokenizer (llama.cpp's llm_tokenizer_bpe):
 // text -> token ids and back, for GGUF files with tokenizer.ggml.model "gpt2"
 // (Qwen3, MiniMind, GPT-2).

@@ -245,8 +245,8 @@ START_TEST(test_unchanged_files_keep_their_mtime) {
     write_text(join(chapter, "arena.c"), "// Generated from full/arena.c by hand: out of date\n");
     set_old_mtime(join(chapter, "arena.c"));
 
-    char * out;
-    ck_assert_int_eq(chapgen(&out, "", join(dir, "chapters")), 0);
+    char * out;   // arena.c is not what chapgen wrote: only --force replaces it
+    ck_assert_int_eq(chapgen(&out, "--force", join(dir, "chapters")), 0);
     ck_assert_ptr_nonnull(strstr(out, "02_two         1 written, 3 unchanged, 0 deleted"));
     ck_assert_int_eq(mtime_of(join(chapter, "tensor.c")), OLD_TIME);
     ck_assert_int_eq(mtime_of(join(chapter, "README.md")), OLD_TIME);
@@ -267,12 +267,21 @@ START_TEST(test_hand_written_files_untouched_stale_ones_deleted) {
     // generated file goes, the directory stays.
     write_text(join(chapters, "02_two/sub/keep.txt"), "hand-written\n");
     write_text(join(chapters, "02_two/sub/old.c"),
-               "// Generated from full/sub/old.c by tools/chapgen: edit full/sub/old.c, then run make chapters.\n");
+               "// Generated from full/sub/old.c by tools/chapgen. In a class, edit this copy freely ...\n");
     set_old_mtime(join(chapters, "01_one/Makefile"));
     set_old_mtime(join(chapters, "02_two/notes.txt"));
     set_old_mtime(join(chapters, "03_three/README.md"));
 
-    ck_assert_int_eq(chapgen(NULL, "", chapters), 0);
+    // old.c has the generated header, but 02_two/.chapgen has no record of
+    // it: it may be someone's, so only --force deletes it.
+    char * out;
+    ck_assert_int_eq(chapgen(&out, "", chapters), 1);
+    ck_assert_msg(strstr(out, "02_two/sub/old.c") && strstr(out, "not recorded in .chapgen"), "%s", out);
+    ck_assert(exists(join(chapters, "02_two/sub/old.c")));
+    ck_assert(exists(join(chapters, "01_one/stale.c")));   // nothing was written
+    free(out);
+
+    ck_assert_int_eq(chapgen(NULL, "--force", chapters), 0);
     ck_assert(!exists(join(chapters, "01_one/stale.c")));
     ck_assert(!exists(join(chapters, "01_one/gone/gone.h")));
     ck_assert_msg(!exists(join(chapters, "01_one/gone")), "the emptied directory should be removed");
@@ -342,13 +351,13 @@ static void check_finds(void (*change)(const char * chapters), const char * what
 
 static void modify_tensor_c(const char * chapters) {
     write_text(join(chapters, "02_two/tensor.c"),
-               "// Generated from full/tensor.c by tools/chapgen: edit full/tensor.c, then run make chapters.\n"
+               "// Generated from full/tensor.c by tools/chapgen. In a class, edit this copy freely ...\n"
                "int edited_by_hand;\n");
 }
 static void delete_late_h(const char * chapters) { ck_assert_int_eq(unlink(join(chapters, "03_three/late.h")), 0); }
 static void add_generated_file(const char * chapters) {
     write_text(join(chapters, "01_one/demos/extra.c"),
-               "// Generated from full/demos/extra.c by tools/chapgen: edit full/demos/extra.c, then run make chapters.\n");
+               "// Generated from full/demos/extra.c by tools/chapgen. In a class, edit this copy freely ...\n");
 }
 static void edit_snippet(const char * chapters) {
     char * readme = read_text(join(chapters, "02_two/README.md"));
@@ -359,7 +368,7 @@ static void edit_snippet(const char * chapters) {
     free(readme);
 }
 
-START_TEST(test_check_finds_modified_file) { check_finds(modify_tensor_c, "differs", "02_two/tensor.c"); }
+START_TEST(test_check_finds_modified_file) { check_finds(modify_tensor_c, "edited", "02_two/tensor.c"); }
 END_TEST
 START_TEST(test_check_finds_missing_file) { check_finds(delete_late_h, "missing", "03_three/late.h"); }
 END_TEST
@@ -386,6 +395,145 @@ START_TEST(test_check_ignores_hand_written_files_and_cleans_up) {
 END_TEST
 
 // ---------------------------------------------------------------------------
+// A student's edits: make chapters never overwrites or deletes them unforced
+
+// A copy of expected/ whose 02_two/tensor.c a student has edited.
+static const char * const student_edit =
+    "// Generated from full/tensor.c by tools/chapgen. In a class, edit this copy freely ...\n"
+    "int tensor_sigmoid(int x) { return x; }   // exercise 1, half done\n";
+
+static char * expected_with_student_edit(char chapters[1024]) {
+    char * dir = copy_of(FIXTURE("expected"));
+    snprintf(chapters, 1024, "%s/chapters", dir);
+    write_text(join(chapters, "02_two/tensor.c"), student_edit);
+    return dir;
+}
+
+START_TEST(test_edited_file_is_refused_and_kept) {
+    char chapters[1024];
+    char * dir = expected_with_student_edit(chapters);
+    // Something else to do too: an untouched file gone missing, which a run
+    // would write; it must not be written either (nothing is, on a refusal).
+    ck_assert_int_eq(unlink(join(chapters, "03_three/late.h")), 0);
+    char * snapshot = temp_dir();
+    ck_assert_int_eq(run(NULL, "cp -R '%s' '%s/copy'", chapters, snapshot), 0);
+
+    char * out;
+    ck_assert_int_eq(chapgen(&out, "", chapters), 1);
+    char line[2048];
+    snprintf(line, sizeof(line), "%s/02_two/tensor.c", chapters);
+    ck_assert_msg(strstr(out, line) && strstr(out, "(edited)"), "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "refusing to overwrite or delete 1 file"));
+    ck_assert_ptr_nonnull(strstr(out, "first: make exercise CHAPTER=02\n"));
+    ck_assert_ptr_nonnull(strstr(out, "commit"));
+    ck_assert_ptr_nonnull(strstr(out, "make chapters FORCE=1"));
+    char report[4096];
+    ck_assert_msg(tree_diff(chapters, join(snapshot, "copy"), report, sizeof(report)) == 0,
+                  "a refused run changed chapters/:\n%s", report);
+    char * kept = read_text(join(chapters, "02_two/tensor.c"));
+    ck_assert_str_eq(kept, student_edit);
+    free(kept), free(out);
+    remove_tree(snapshot);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_force_overwrites_an_edit) {
+    char chapters[1024];
+    char * dir = expected_with_student_edit(chapters);
+    char * out;
+    ck_assert_int_eq(chapgen(&out, "--force", chapters), 0);
+    ck_assert_msg(strstr(out, "--force: replaced or deleted 1 edited file"), "%s", out);
+    char report[4096];
+    ck_assert_msg(tree_diff(chapters, FIXTURE("expected"), report, sizeof(report)) == 0, "%s", report);
+    free(out);
+    // And the forced file is chapgen's again: the next run has nothing to refuse.
+    ck_assert_int_eq(chapgen(NULL, "", chapters), 0);
+    remove_tree(dir);
+}
+END_TEST
+
+// A copy of the fixture's full/ in dir/full, with one line added at the end
+// of one file: full/ as it was when chapters/ was last generated.
+static void old_full(const char * dir, const char * file, const char * line) {
+    ck_assert_int_eq(run(NULL, "cp -R '%s' '%s/full'", FIXTURE("full"), dir), 0);
+    char * text = read_text(join(dir, file));
+    char * longer = malloc(strlen(text) + strlen(line) + 1);
+    strcpy(longer, text);
+    strcat(longer, line);
+    write_text(join(dir, file), longer);
+    free(longer), free(text);
+}
+
+static int chapgen_from(char ** output, const char * options, const char * full, const char * chapters_dir) {
+    return run(output, "'%s' %s --list '%s' '%s' '%s'", CHAPGEN_BIN, options, LIST, full, chapters_dir);
+}
+
+START_TEST(test_untouched_stale_file_is_regenerated) {
+    char * dir = temp_dir();
+    old_full(dir, "full/arena.c", "int arena_old;\n");
+    ck_assert_int_eq(chapgen_from(NULL, "", join(dir, "full"), join(dir, "chapters")), 0);
+    char * before = read_text(join(dir, "chapters/02_two/arena.c"));
+    ck_assert_ptr_nonnull(strstr(before, "int arena_old;"));
+    free(before);
+
+    // full/ moved on; nobody touched the chapters: they follow without --force.
+    char * out;
+    ck_assert_int_eq(chapgen_from(&out, "", FIXTURE("full"), join(dir, "chapters")), 0);
+    ck_assert_msg(strstr(out, "02_two         1 written, 3 unchanged, 0 deleted"), "%s", out);
+    char * after = read_text(join(dir, "chapters/02_two/arena.c"));
+    char * want = read_text(FIXTURE("expected/02_two/arena.c"));
+    ck_assert_str_eq(after, want);
+    free(after), free(want), free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_deleted_upstream_file_with_edits_is_kept) {
+    char * dir = temp_dir();
+    old_full(dir, "full/tensor.h", "");
+    write_text(join(dir, "full/extra.c"), "//@file 01\nint extra;\n");
+    ck_assert_int_eq(chapgen_from(NULL, "", join(dir, "full"), join(dir, "chapters")), 0);
+    const char * edited = "// Generated from full/extra.c by tools/chapgen, then edited\nint extra = 42;\n";
+    write_text(join(dir, "chapters/01_one/extra.c"), edited);
+    char * untouched = strdup(join(dir, "chapters/02_two/extra.c"));
+    ck_assert(exists(untouched));
+
+    // full/extra.c is gone: the untouched copies may go, the edited one may not.
+    char * out;
+    ck_assert_int_eq(chapgen_from(&out, "", FIXTURE("full"), join(dir, "chapters")), 1);
+    ck_assert_msg(strstr(out, "01_one/extra.c") && strstr(out, "edited, no longer generated"), "%s", out);
+    ck_assert_msg(!strstr(out, "02_two/extra.c"), "only the edited file is listed:\n%s", out);
+    char * kept = read_text(join(dir, "chapters/01_one/extra.c"));
+    ck_assert_str_eq(kept, edited);
+    ck_assert(exists(untouched));   // a refusal writes and deletes nothing
+    free(kept), free(out);
+
+    ck_assert_int_eq(chapgen_from(NULL, "--force", FIXTURE("full"), join(dir, "chapters")), 0);
+    ck_assert(!exists(join(dir, "chapters/01_one/extra.c")));
+    ck_assert(!exists(untouched));
+    free(untouched);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_check_tells_edited_from_stale) {
+    char * dir = temp_dir();
+    old_full(dir, "full/arena.c", "int arena_old;\n");
+    ck_assert_int_eq(chapgen_from(NULL, "", join(dir, "full"), join(dir, "chapters")), 0);
+    write_text(join(dir, "chapters/01_one/tensor.c"), student_edit);
+    char * out;
+    ck_assert_int_eq(chapgen(&out, "--check", join(dir, "chapters")), 1);
+    ck_assert_msg(strstr(out, "stale             ") && strstr(out, "02_two/arena.c"), "%s", out);
+    ck_assert_msg(strstr(out, "edited            ") && strstr(out, "01_one/tensor.c"), "%s", out);
+    ck_assert_msg(strstr(out, "1 of them edited by hand") && strstr(out, "In a class that is"), "%s", out);
+    ck_assert_msg(strstr(out, "stale record") && strstr(out, "02_two/.chapgen"), "%s", out);
+    free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // Marker rules on small made-up trees
 
 // A tree with chapters 01 a, 02 b, 03 c and one source file; returns the
@@ -402,6 +550,121 @@ static char * tree_with(const char * rel, const char * text) {
 static int chapgen_tree(char ** output, const char * dir) {
     return run(output, "'%s' --list '%s/chapters.list' '%s/full' '%s/chapters'", CHAPGEN_BIN, dir, dir, dir);
 }
+
+// ---------------------------------------------------------------------------
+// handout.list: what a chapter gets besides its code, so it works alone
+
+// A tree with chapters 01 a, 02 b, 03 c, one source, and files to copy.
+static char * handout_tree(const char * list) {
+    char * dir = tree_with("x.c", "//@file 01\nint x;\n");
+    write_text(join(dir, "handout.list"), list);
+    write_text(join(dir, "tools/rules.mk"), "# the build rules\n");
+    write_text(join(dir, "tests/01_a/test_a.c"), "int test_a;\n");
+    write_text(join(dir, "tests/02_b/test_b.c"), "int test_b;\n");
+    write_text(join(dir, "tests/02_b/.hidden"), "not copied\n");
+    write_text(join(dir, "tests/03_c/test_c.c"), "int test_c;\n");
+    write_text(join(dir, "tests/full/test_full.c"), "int test_full;\n");
+    write_text(join(dir, "exercises/02_b/test_ex.c"), "int test_ex;\n");
+    write_text(join(dir, "exercises/solutions/02_b/1.patch"), "the answer\n");
+    write_text(join(dir, "data/blob.bin"), "");   // makes data/
+    FILE * f = fopen(join(dir, "data/blob.bin"), "wb");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 1000; i++) fputc(i % 7 == 0 ? 0 : i & 0xff, f);   // NUL bytes too
+    fclose(f);
+    return dir;
+}
+
+static const char * const handout_list =
+    "# what a chapter gets\n"
+    "tools/rules.mk       01\n"
+    "tools/grade.mk       01 optional   # not there: fine\n"
+    "tests/{upto}         01\n"
+    "exercises/{chapter}  01 optional\n"
+    "data/blob.bin        03\n";
+
+START_TEST(test_handout_copies_land_in_each_chapter) {
+    char * dir = handout_tree(handout_list);
+    char * out;
+    ck_assert_msg(chapgen_tree(&out, dir) == 0, "%s", out);
+    free(out);
+    const char * ch = join(dir, "chapters");
+    char base[1024];
+    snprintf(base, sizeof(base), "%s", ch);
+    ck_assert(exists(join(base, "01_a/tools/rules.mk")));
+    ck_assert(exists(join(base, "01_a/tests/01_a/test_a.c")));
+    ck_assert(!exists(join(base, "01_a/tests/02_b")));
+    ck_assert(!exists(join(base, "01_a/exercises")));
+    ck_assert(exists(join(base, "02_b/tests/01_a/test_a.c")));
+    ck_assert(exists(join(base, "02_b/tests/02_b/test_b.c")));
+    ck_assert(!exists(join(base, "02_b/tests/02_b/.hidden")));
+    ck_assert(!exists(join(base, "02_b/tests/03_c")));
+    ck_assert(exists(join(base, "02_b/exercises/02_b/test_ex.c")));
+    ck_assert(!exists(join(base, "02_b/exercises/solutions")));
+    ck_assert(!exists(join(base, "03_c/exercises")));
+    ck_assert(exists(join(base, "03_c/tests/03_c/test_c.c")));
+    ck_assert(!exists(join(base, "03_c/tests/full")));
+    ck_assert(!exists(join(base, "02_b/data")));
+    size_t n_src, n_copy;
+    char * src = mg_test_read_file(join(dir, "data/blob.bin"), &n_src);
+    char * copy = mg_test_read_file(join(base, "03_c/data/blob.bin"), &n_copy);
+    ck_assert(n_src == 1000 && n_copy == n_src && memcmp(src, copy, n_src) == 0);
+    free(src), free(copy);
+    // Copies are recorded like the generated files, and checked like them.
+    char * manifest = read_text(join(base, "02_b/.chapgen"));
+    ck_assert_ptr_nonnull(strstr(manifest, " tests/02_b/test_b.c\n"));
+    ck_assert_ptr_nonnull(strstr(manifest, " exercises/02_b/test_ex.c\n"));
+    ck_assert_ptr_nonnull(strstr(manifest, " x.c\n"));
+    free(manifest);
+    ck_assert_int_eq(run(&out, "'%s' --check --list '%s/chapters.list' '%s/full' '%s'", CHAPGEN_BIN, dir, dir, base), 0);
+    free(out);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_handout_copies_follow_their_source) {
+    char * dir = handout_tree(handout_list);
+    ck_assert_int_eq(chapgen_tree(NULL, dir), 0);
+    write_text(join(dir, "tests/01_a/test_a.c"), "int test_a_changed;\n");
+    char * out;
+    ck_assert_int_eq(run(&out, "'%s' --check --list '%s/chapters.list' '%s/full' '%s/chapters'", CHAPGEN_BIN,
+                         dir, dir, dir), 1);
+    ck_assert_msg(strstr(out, "01_a/tests/01_a/test_a.c") && strstr(out, "03_c/tests/01_a/test_a.c") &&
+                  strstr(out, "stale "), "%s", out);
+    free(out);
+    ck_assert_int_eq(chapgen_tree(NULL, dir), 0);   // untouched copies: no --force needed
+    char * now = read_text(join(dir, "chapters/02_b/tests/01_a/test_a.c"));
+    ck_assert_str_eq(now, "int test_a_changed;\n");
+    free(now);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_handout_errors) {
+    static const struct {
+        const char * list, * says;
+    } cases[] = {
+        { "tools/missing.mk 01\n", "missing.mk: no such file" },
+        { "exercises/solutions 02\n", "exercises/solutions/ never goes into a chapter" },
+        { "exercises/{chapter}/../solutions 01\n", "stay inside it" },
+        { "tools/rules.mk\n", "expected 'PATH CHAPTERS [optional]'" },
+        { "tools/rules.mk 07\n", "chapter 07 is not in" },
+        { "x.c 01\n", "x.c is in the chapter already" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char * dir = handout_tree(cases[i].list);
+        write_text(join(dir, "x.c"), "a root file that would land on the source\n");
+        char * out;
+        ck_assert_int_eq(chapgen_tree(&out, dir), 2);
+        char where[1024];
+        snprintf(where, sizeof(where), "%s/handout.list:1: ", dir);
+        ck_assert_msg(strstr(out, where) && strstr(out, cases[i].says), "case %zu: expected '%s' ... '%s', got:\n%s",
+                      i, where, cases[i].says, out);
+        ck_assert_msg(!exists(join(dir, "chapters")), "case %zu: wrote chapters/ despite the error", i);
+        free(out);
+        remove_tree(dir);
+    }
+}
+END_TEST
 
 START_TEST(test_plus_inside_old_ends_with_it) {
     char * dir = tree_with("x.c", "//@file 01\n"
@@ -549,6 +812,20 @@ Suite * mg_test_suite(void) {
     tcase_add_test(check, test_check_finds_stale_snippet);
     tcase_add_test(check, test_check_ignores_hand_written_files_and_cleans_up);
     suite_add_tcase(s, check);
+
+    TCase * work = tcase_create("workspace");
+    tcase_add_test(work, test_edited_file_is_refused_and_kept);
+    tcase_add_test(work, test_force_overwrites_an_edit);
+    tcase_add_test(work, test_untouched_stale_file_is_regenerated);
+    tcase_add_test(work, test_deleted_upstream_file_with_edits_is_kept);
+    tcase_add_test(work, test_check_tells_edited_from_stale);
+    suite_add_tcase(s, work);
+
+    TCase * handout = tcase_create("handout");
+    tcase_add_test(handout, test_handout_copies_land_in_each_chapter);
+    tcase_add_test(handout, test_handout_copies_follow_their_source);
+    tcase_add_test(handout, test_handout_errors);
+    suite_add_tcase(s, handout);
 
     TCase * rules = tcase_create("rules");
     tcase_add_test(rules, test_plus_inside_old_ends_with_it);

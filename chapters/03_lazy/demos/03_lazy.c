@@ -1,4 +1,4 @@
-// Generated from full/demos/03_lazy.c by tools/chapgen: edit full/demos/03_lazy.c, then run make chapters.
+// Generated from full/demos/03_lazy.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/03_lazy.c and run make chapters.
 // Chapter 03 demo: build relu(W x + b) once, compute it for three inputs.
 #include "mg.h"
 

@@ -1,4 +1,4 @@
-// Generated from full/demos/04_graph.c by tools/chapgen: edit full/demos/04_graph.c, then run make chapters.
+// Generated from full/demos/04_graph.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/04_graph.c and run make chapters.
 // Chapter 04 demo: the graph of relu(W x + b) - its order, its table, its
 // drawing - and a bigger graph to draw: a two-layer MLP.
 #include "mg.h"

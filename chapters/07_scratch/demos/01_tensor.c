@@ -1,4 +1,4 @@
-// Generated from full/demos/01_tensor.c by tools/chapgen: edit full/demos/01_tensor.c, then run make chapters.
+// Generated from full/demos/01_tensor.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/01_tensor.c and run make chapters.
 // Chapter 01 demo: a tensor is a header over bytes; views change the header,
 // never the bytes; and a row of floats can be squeezed into blocks.
 #include "mg.h"

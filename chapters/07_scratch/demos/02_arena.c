@@ -1,4 +1,4 @@
-// Generated from full/demos/02_arena.c by tools/chapgen: edit full/demos/02_arena.c, then run make chapters.
+// Generated from full/demos/02_arena.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/02_arena.c and run make chapters.
 // Chapter 02 demo: one buffer holds every tensor; no_alloc contexts get
 // their data later, in one piece; and a mapped file is memory that costs
 // nothing until it is touched.

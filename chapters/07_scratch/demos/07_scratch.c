@@ -1,4 +1,4 @@
-// Generated from full/demos/07_scratch.c by tools/chapgen: edit full/demos/07_scratch.c, then run make chapters.
+// Generated from full/demos/07_scratch.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/07_scratch.c and run make chapters.
 // Chapter 07 demo: a network with F16, Q8_0 and Q4_0 weights. Its matmuls
 // convert their activations in a shared work buffer, planned once as the max
 // over nodes; and their results stay close to a plain F32 computation.

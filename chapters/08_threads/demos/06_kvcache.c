@@ -1,4 +1,4 @@
-// Generated from full/demos/06_kvcache.c by tools/chapgen: edit full/demos/06_kvcache.c, then run make chapters.
+// Generated from full/demos/06_kvcache.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/06_kvcache.c and run make chapters.
 // Chapter 06 demo: one attention layer generating step by step, once with a
 // KV cache and once recomputing everything: the same outputs, very different work.
 #include "mg.h"

@@ -1,4 +1,4 @@
-// Generated from full/demos/05_galloc.c by tools/chapgen: edit full/demos/05_galloc.c, then run make chapters.
+// Generated from full/demos/05_galloc.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/05_galloc.c and run make chapters.
 // Chapter 05 demo: plan the compute buffer of relu(W x + b), then of a deep
 // MLP, and compare the peak with what giving every result its own bytes costs.
 #include "mg.h"

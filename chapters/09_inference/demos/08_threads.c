@@ -1,4 +1,4 @@
-// Generated from full/demos/08_threads.c by tools/chapgen: edit full/demos/08_threads.c, then run make chapters.
+// Generated from full/demos/08_threads.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/08_threads.c and run make chapters.
 // Chapter 08 demo: the same graph on 1, 2 and 4 threads of one persistent
 // pool: bit-identical results, and the time each takes.
 #define _POSIX_C_SOURCE 200809L

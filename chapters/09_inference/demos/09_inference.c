@@ -1,4 +1,4 @@
-// Generated from full/demos/09_inference.c by tools/chapgen: edit full/demos/09_inference.c, then run make chapters.
+// Generated from full/demos/09_inference.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/09_inference.c and run make chapters.
 // Chapter 09 demo: a real model in five parts, each one a section of the
 // chapter's README.
 //

@@ -1,0 +1,118 @@
+// harness.c - main() for every test binary, and the helpers of harness.h.
+#define _DEFAULT_SOURCE   // M_PI
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef MG_TEST_ROOT
+#error "MG_TEST_ROOT must name the project root (set by tools/engine.mk)"
+#endif
+#ifndef MG_TEST_FIXTURES
+#define MG_TEST_FIXTURES MG_TEST_ROOT "/tests/fixtures"
+#endif
+
+// The fixtures are vendored in the repository (tests/fixtures, see its
+// README); $MG_FIXTURES points the tests at another copy.
+static const char * fixtures_dir(void) {
+    const char * dir = getenv("MG_FIXTURES");
+    return dir != NULL && *dir ? dir : MG_TEST_FIXTURES;
+}
+
+const char * mg_test_fixture(const char * rel) {
+    static char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", fixtures_dir(), rel);
+    return path;
+}
+
+const char * mg_test_root(const char * rel) {
+    static char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", MG_TEST_ROOT, rel);
+    return path;
+}
+
+void * mg_test_read_file(const char * path, size_t * size) {
+    FILE * f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char * buf = malloc((size_t) n + 1);
+    if (buf && fread(buf, 1, (size_t) n, f) != (size_t) n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        if (size) *size = (size_t) n;
+    }
+    return buf;
+}
+
+uint64_t mg_test_rand_u64(uint64_t * state) {
+    uint64_t x = *state ? *state : 0x9E3779B97F4A7C15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+float mg_test_rand_uniform(uint64_t * state, float lo, float hi) {
+    double u = (double) (mg_test_rand_u64(state) >> 11) / (double) (1ull << 53);
+    return lo + (float) (u * (hi - lo));
+}
+
+float mg_test_rand_normal(uint64_t * state) {
+    // Box-Muller: good enough for test data.
+    double u1 = ((double) (mg_test_rand_u64(state) >> 11) + 1.0) / (double) (1ull << 53);
+    double u2 = (double) (mg_test_rand_u64(state) >> 11) / (double) (1ull << 53);
+    return (float) (sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+}
+
+void mg_test_fill_uniform(float * x, size_t n, uint64_t * state, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = mg_test_rand_uniform(state, lo, hi);
+}
+
+// Enough JSON for the golden files, whose values are plain numbers and
+// arrays of them: skip to the key, then walk brackets and numbers.
+int mg_test_json_numbers(const char * json, const char * key, double * out, int max) {
+    char quoted[128];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", key);
+    const char * p = strstr(json, quoted);
+    if (p == NULL) return -1;
+    p += strlen(quoted);
+    while (*p == ' ' || *p == ':') p++;
+    int n = 0, depth = 0;
+    do {
+        if (*p == '[') {
+            depth++;
+            p++;
+        } else if (*p == ']') {
+            depth--;
+            p++;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            char *       end;
+            const double v = strtod(p, &end);
+            if (n < max) out[n] = v;
+            n++;
+            p = end;
+        } else if (*p == '\0') {
+            return -1;   // an unterminated array: a broken golden file
+        } else {
+            p++;
+        }
+    } while (depth > 0);
+    return n;
+}
+
+int main(void) {
+    SRunner * sr = srunner_create(mg_test_suite());
+    srunner_run_all(sr, CK_NORMAL);   // prints "100%: Checks: N, Failures: 0, Errors: 0"
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,321 @@
+// readme_check.c - does a README still show what its demo prints?
+//
+//     readme_check README.md demo-output.txt [--from CHAPTER TRACE OUTPUT]...
+//
+// A chapter README quotes its demo between two markers:
+//
+//     <!-- demo-output -->
+//     ```text
+//     [alloc] alloc wx           8 bytes at      0   free: [8, inf)
+//     ...
+//     [alloc] peak 16 bytes for 3 results of 24 bytes
+//     ```
+//     <!-- /demo-output -->
+//
+// Every quoted line must appear in the output, in the same order, and lines
+// that follow each other in the quote must follow each other in the output,
+// except across a line that is just "..." (which stands for any number of
+// lines). Trailing spaces do not count.
+//
+// Numbers in prose are checked too, where a marker line names them:
+//
+//     <!-- numbers 160 150,192 27,312 from 09_inference alloc -->
+//     The decode graph of chapter 09's demo model has 160 nodes whose results
+//     add up to 150,192 bytes; planned, they fit in 27,312.
+//
+// Each listed number must be written in the paragraph that follows (up to a
+// blank line), and printed by the demo (thousands commas do not count). With
+// "from CHAPTER TRACE" the numbers come from another chapter's demo run with
+// MG_TRACE=TRACE: checked against the OUTPUT given by --from CHAPTER TRACE
+// OUTPUT (the top-level make check-numbers does), skipped otherwise (a
+// chapter copied alone has no other chapter).
+//
+// Exit 0 when everything matches, 1 (naming the README line that did not)
+// otherwise. When the chapter's files differ from what make chapters wrote
+// (its .chapgen manifest), the message says that after an exercise a
+// mismatch is expected.
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lines {
+    char ** text;
+    int *   line_no;   // where each line came from, for messages
+    int     n;
+};
+
+static void rstrip(char * s) {
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
+}
+
+static void push(struct lines * l, const char * s, int line_no) {
+    l->text    = realloc(l->text, (size_t) (l->n + 1) * sizeof(char *));
+    l->line_no = realloc(l->line_no, (size_t) (l->n + 1) * sizeof(int));
+    l->text[l->n]    = strdup(s);
+    l->line_no[l->n] = line_no;
+    l->n++;
+}
+
+static void free_lines(struct lines * l) {
+    for (int i = 0; i < l->n; i++) free(l->text[i]);
+    free(l->text);
+    free(l->line_no);
+}
+
+static bool read_lines(const char * path, struct lines * out) {
+    FILE * f = fopen(path, "r");
+    if (f == NULL) return false;
+    char * buf = NULL;
+    size_t cap = 0;
+    int    no  = 0;
+    while (getline(&buf, &cap, f) >= 0) {
+        rstrip(buf);
+        push(out, buf, ++no);
+    }
+    free(buf);
+    fclose(f);
+    return true;
+}
+
+// Does excerpt[from, to) match the output starting at output line at? A "..."
+// line lets the match skip ahead to the next quoted line wherever it is.
+static bool matches_at(const struct lines * ex, int from, int to, const struct lines * out, int at, int * failed) {
+    int o = at;
+    for (int e = from; e < to; e++) {
+        if (strcmp(ex->text[e], "...") == 0) {
+            if (e + 1 == to) return true;
+            while (o < out->n && !matches_at(ex, e + 1, to, out, o, failed)) o++;
+            return o < out->n;
+        }
+        if (o >= out->n || strcmp(ex->text[e], out->text[o]) != 0) {
+            if (e > *failed) *failed = e;
+            return false;
+        }
+        o++;
+    }
+    return true;
+}
+
+// Is s[at, at+n) a whole number, not a piece of a longer one or of a name
+// (Q8_0, Qwen3-0.6B, 0x1F)?
+static bool is_whole(const char * s, size_t at, size_t n) {
+    char before = at > 0 ? s[at - 1] : ' ', after = s[at + n];
+    if (isalnum((unsigned char) before) || before == '_' || before == '.') return false;
+    if (isalnum((unsigned char) after) || after == '_') return false;
+    if ((after == '.' || after == ',') && isdigit((unsigned char) s[at + n + 1])) return false;
+    return true;
+}
+
+static bool contains_number(const char * text, const char * number) {
+    size_t n = strlen(number);
+    for (const char * p = strstr(text, number); p; p = strstr(p + 1, number))
+        if (is_whole(text, (size_t) (p - text), n)) return true;
+    return false;
+}
+
+// The text with the thousands commas of its numbers removed: 150,192 -> 150192.
+static char * without_commas(const char * text) {
+    char * out = strdup(text);
+    size_t o = 0;
+    for (size_t i = 0; text[i]; i++) {
+        if (text[i] == ',' && i > 0 && isdigit((unsigned char) text[i - 1]) && isdigit((unsigned char) text[i + 1]))
+            continue;
+        out[o++] = text[i];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static char * join_lines(const struct lines * l, int from, int to) {
+    size_t size = 1;
+    for (int i = from; i < to; i++) size += strlen(l->text[i]) + 1;
+    char * text = malloc(size);
+    text[0] = '\0';
+    for (int i = from; i < to; i++) strcat(strcat(text, l->text[i]), "\n");
+    return text;
+}
+
+struct other_output {
+    const char * chapter, * trace;
+    char * text;   // commas removed
+};
+
+// Checks one "<!-- numbers ... -->" marker at readme line i. Returns 1 when
+// a number is wrong, 0 when all are right, -1 when it quotes a demo we do
+// not have here (skipped).
+static int check_numbers(const char * path, const struct lines * readme, int i, const char * own_output,
+                         const struct other_output * others, int n_others, int * n_checked) {
+    char * marker = strdup(readme->text[i]);
+    char * words[64];
+    int n = 0;
+    for (char * w = strtok(marker, " "); w && n < 64; w = strtok(NULL, " ")) words[n++] = w;
+    int last = n - 1, from = -1;   // words: <!-- numbers N... [from CHAPTER TRACE] -->
+    for (int k = 2; k < last; k++)
+        if (strcmp(words[k], "from") == 0) from = k;
+    if (n < 4 || strcmp(words[last], "-->") != 0 || (from >= 0 && from != last - 3)) {
+        fprintf(stderr, "%s:%d: expected '<!-- numbers N... [from CHAPTER TRACE] -->'\n", path, i + 1);
+        free(marker);
+        return 1;
+    }
+    const char * output = own_output;
+    if (from >= 0) {
+        output = NULL;
+        for (int k = 0; k < n_others; k++)
+            if (strcmp(others[k].chapter, words[from + 1]) == 0 && strcmp(others[k].trace, words[from + 2]) == 0)
+                output = others[k].text;
+        if (!output) {
+            free(marker);
+            return -1;
+        }
+    }
+    int end = i + 1;
+    while (end < readme->n && readme->text[end][0] != '\0') end++;
+    char * paragraph = join_lines(readme, i + 1, end);
+    int bad = 0;
+    for (int k = 2; k < (from >= 0 ? from : last); k++) {
+        char * plain = without_commas(words[k]);
+        if (!contains_number(paragraph, words[k])) {
+            fprintf(stderr, "%s:%d: %s is listed, but the paragraph below does not say it\n", path, i + 1, words[k]);
+            bad = 1;
+        } else if (!contains_number(output, plain)) {
+            if (from >= 0)
+                fprintf(stderr, "%s:%d: the paragraph says %s, but the demo of %s (MG_TRACE=%s) does not print it\n",
+                        path, i + 1, words[k], words[from + 1], words[from + 2]);
+            else
+                fprintf(stderr, "%s:%d: the paragraph says %s, but the demo does not print it\n", path, i + 1, words[k]);
+            bad = 1;
+        }
+        (*n_checked)++;
+        free(plain);
+    }
+    free(paragraph);
+    free(marker);
+    return bad;
+}
+
+// FNV-1a, 64 bits, as tools/chapgen hashes what it writes.
+static uint64_t hash_file(const char * path, bool * ok) {
+    FILE * f = fopen(path, "rb");
+    uint64_t h = 0xcbf29ce484222325ull;
+    *ok = f != NULL;
+    if (!f) return 0;
+    for (int c; (c = getc(f)) != EOF;) {
+        h ^= (unsigned char) c;
+        h *= 0x100000001b3ull;
+    }
+    fclose(f);
+    return h;
+}
+
+// After a failure: has someone edited this chapter since make chapters wrote
+// it? Its .chapgen (beside the README) says what was written.
+static void say_if_edited(const char * readme_path) {
+    char dir[4096], path[8192], rel[4096];
+    snprintf(dir, sizeof(dir), "%s", readme_path);
+    char * slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else       strcpy(dir, ".");
+    snprintf(path, sizeof(path), "%s/.chapgen", dir);
+    FILE * f = fopen(path, "r");
+    if (!f) return;
+    char line[4352], names[512] = "";
+    int edited = 0;
+    unsigned long long want;
+    while (fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "%16llx %4095s", &want, rel) != 2) continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, rel);
+        bool ok;
+        uint64_t h = hash_file(path, &ok);
+        if (ok && h == want) continue;
+        if (edited++ < 4) {
+            if (names[0]) strncat(names, ", ", sizeof(names) - strlen(names) - 1);
+            strncat(names, rel, sizeof(names) - strlen(names) - 1);
+        }
+    }
+    fclose(f);
+    if (edited == 0) return;
+    fprintf(stderr, "readme_check: note: %d file%s of this chapter changed since make chapters wrote %s (%s%s).\n"
+                    "readme_check: After an exercise the demo may print something else: this mismatch is then\n"
+                    "readme_check: expected, and the tests above are what count.\n",
+            edited, edited == 1 ? "" : "s", edited == 1 ? "it" : "them", names, edited > 4 ? ", ..." : "");
+}
+
+int main(int argc, char ** argv) {
+    struct other_output others[16];
+    int n_others = 0;
+    for (int a = 3; a < argc; a += 4) {
+        struct lines l = {0};
+        if (strcmp(argv[a], "--from") != 0 || a + 3 >= argc || n_others == 16) argc = 0;   // usage below
+        else if (!read_lines(argv[a + 3], &l)) {
+            fprintf(stderr, "readme_check: cannot read %s\n", argv[a + 3]);
+            return 2;
+        } else {
+            char * text = join_lines(&l, 0, l.n);
+            others[n_others++] = (struct other_output) { argv[a + 1], argv[a + 2], without_commas(text) };
+            free(text);
+            free_lines(&l);
+        }
+    }
+    if (argc < 3) {
+        fprintf(stderr, "usage: readme_check README.md demo-output.txt [--from CHAPTER TRACE OUTPUT]...\n");
+        return 2;
+    }
+    struct lines readme = {0}, out = {0};
+    if (!read_lines(argv[1], &readme) || !read_lines(argv[2], &out)) {
+        fprintf(stderr, "readme_check: cannot read %s or %s\n", argv[1], argv[2]);
+        return 2;
+    }
+    char * out_text = join_lines(&out, 0, out.n), * own_output = without_commas(out_text);
+    int n_excerpts = 0, n_lines = 0, bad = 0, n_numbers = 0, n_skipped = 0;
+    for (int i = 0; i < readme.n; i++) {
+        if (strncmp(readme.text[i], "<!-- numbers ", 13) == 0) {
+            int r = check_numbers(argv[1], &readme, i, own_output, others, n_others, &n_numbers);
+            if (r < 0) n_skipped++;
+            else if (r > 0 && !bad) bad = 1;
+            continue;
+        }
+        if (strcmp(readme.text[i], "<!-- demo-output -->") != 0) continue;
+        // The quote is the fenced block right after the marker.
+        int start = i + 2, end = start;
+        while (end < readme.n && strncmp(readme.text[end], "```", 3) != 0) end++;
+        if (i + 1 >= readme.n || strncmp(readme.text[i + 1], "```", 3) != 0 || end >= readme.n) {
+            fprintf(stderr, "%s:%d: a demo-output marker must be followed by a fenced block\n", argv[1], i + 1);
+            bad = 2;
+            break;
+        }
+        n_excerpts++;
+        n_lines += end - start;
+        int  failed = start;
+        bool found  = false;
+        for (int at = 0; at < out.n && !found; at++) found = matches_at(&readme, start, end, &out, at, &failed);
+        if (!found) {
+            fprintf(stderr, "%s:%d: this line of the demo excerpt is not in the demo's output:\n    %s\n", argv[1],
+                    readme.line_no[failed], readme.text[failed]);
+            bad = 1;
+        }
+        i = end;
+    }
+    if (n_excerpts == 0) {
+        fprintf(stderr, "%s: no <!-- demo-output --> excerpt to check\n", argv[1]);
+        bad = 1;
+    }
+    if (!bad) {
+        printf("%s: %d demo excerpt(s), %d lines, match the demo's output", argv[1], n_excerpts, n_lines);
+        if (n_numbers > 0) printf("; so do %d number(s) in the prose", n_numbers);
+        if (n_skipped > 0) printf(" (%d paragraph(s) quoting another chapter's demo: the project's make check-numbers checks them)", n_skipped);
+        printf("\n");
+    } else if (bad == 1) {
+        say_if_edited(argv[1]);
+    }
+    for (int k = 0; k < n_others; k++) free(others[k].text);
+    free(out_text);
+    free(own_output);
+    free_lines(&readme);
+    free_lines(&out);
+    return bad;
+}

@@ -1,0 +1,189 @@
+// test_readme_check.c - tests of tools/readme_check: demo excerpts, numbers in
+// prose (<!-- numbers ... -->), and the hint after an exercise.
+//
+// Each test writes a README and a demo output into a temporary directory and
+// runs the readme_check binary on them the way a chapter's make test does.
+// Built and run by the top-level make test-tools.
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700   // popen, mkdtemp, nftw
+#endif
+
+#include "harness.h"
+
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#ifndef README_CHECK_BIN
+#error "README_CHECK_BIN must name the readme_check binary"
+#endif
+
+static char dir[1024];
+
+static void setup(void) {
+    const char * base = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%s/test_readme_check.XXXXXX", base && *base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static int remove_entry(const char * path, const struct stat * st, int flag, struct FTW * ftw) {
+    (void) st, (void) flag, (void) ftw;
+    remove(path);
+    return 0;
+}
+
+static void teardown(void) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static void write_file(const char * name, const char * text) {
+    char path[2048];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE * f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+// Runs readme_check README.md demo.out plus extra arguments; returns its exit
+// status and (to free) what it printed.
+static int check(char ** output, const char * extra) {
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' README.md demo.out %s 2>&1", dir, README_CHECK_BIN, extra);
+    FILE * p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t len = 0, cap = 1 << 16;
+    char * text = malloc(cap);
+    len = fread(text, 1, cap - 1, p);
+    text[len] = '\0';
+    int status = pclose(p);
+    *output = text;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static const char * const excerpt = "<!-- demo-output -->\n```text\npeak 27312 bytes\n```\n<!-- /demo-output -->\n";
+
+static void readme_with(const char * prose) {
+    char text[4096];
+    snprintf(text, sizeof(text), "# A chapter\n\n%s\n%s", prose, excerpt);
+    write_file("README.md", text);
+}
+
+START_TEST(test_excerpt_and_numbers_match) {
+    write_file("demo.out", "x\npeak 27312 bytes\n160 results of 150192 bytes\n");
+    readme_with("<!-- numbers 160 150,192 -->\nThe graph has 160 results\nof 150,192 bytes.\n");
+    char * out;
+    ck_assert_int_eq(check(&out, ""), 0);
+    ck_assert_msg(strstr(out, "so do 2 number(s) in the prose"), "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_a_number_the_demo_does_not_print) {
+    write_file("demo.out", "peak 27312 bytes\n160 results of 150192 bytes\n");
+    readme_with("<!-- numbers 179,760 -->\nThey add up to 179,760 bytes.\n");
+    char * out;
+    ck_assert_int_eq(check(&out, ""), 1);
+    ck_assert_msg(strstr(out, "README.md:3: the paragraph says 179,760, but the demo does not print it"), "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_a_number_the_paragraph_does_not_say) {
+    write_file("demo.out", "peak 27312 bytes\n");
+    // The prose changed, the marker did not: the marker must follow the prose.
+    readme_with("<!-- numbers 27,312 -->\nThey fit in 28,208.\n");
+    char * out;
+    ck_assert_int_eq(check(&out, ""), 1);
+    ck_assert_msg(strstr(out, "27,312 is listed, but the paragraph below does not say it"), "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_numbers_are_whole) {
+    // 2,731 is in neither 27312 nor Q8_0-like names; 0 is not the 0 of Q8_0.
+    write_file("demo.out", "peak 27312 bytes in Q8_0\n");
+    readme_with("<!-- numbers 2,731 -->\nSome 2,731 bytes.\n");
+    char * out;
+    ck_assert_int_eq(check(&out, ""), 1);
+    free(out);
+    readme_with("<!-- numbers 0 -->\nA 0 here.\n");
+    ck_assert_int_eq(check(&out, ""), 1);
+    free(out);
+    // The paragraph ends at a blank line: a number after it does not count.
+    write_file("demo.out", "peak 27312 bytes\n7\n");
+    readme_with("<!-- numbers 7 -->\nNo seven here.\n\nA 7 in the next paragraph.\n");
+    ck_assert_int_eq(check(&out, ""), 1);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_numbers_from_another_chapter) {
+    write_file("demo.out", "peak 27312 bytes\n");
+    write_file("other.out", "[alloc] peak 27312 bytes for 160 results of 150192 bytes\n");
+    readme_with("<!-- numbers 160 150,192 from 09_inference alloc -->\nChapter 09: 160 nodes, 150,192 bytes.\n");
+    char * out;
+    // Alone, the chapter cannot check it, and says so.
+    ck_assert_int_eq(check(&out, ""), 0);
+    ck_assert_msg(strstr(out, "1 paragraph(s) quoting another chapter's demo"), "%s", out);
+    free(out);
+    ck_assert_int_eq(check(&out, "--from 09_inference alloc other.out"), 0);
+    ck_assert_msg(strstr(out, "so do 2 number(s)"), "%s", out);
+    free(out);
+    // Another trace is another output: not this one.
+    ck_assert_int_eq(check(&out, "--from 09_inference infer other.out"), 0);
+    ck_assert_msg(strstr(out, "quoting another chapter"), "%s", out);
+    free(out);
+    write_file("other.out", "[alloc] peak 28208 bytes for 160 results of 179760 bytes\n");
+    ck_assert_int_eq(check(&out, "--from 09_inference alloc other.out"), 1);
+    ck_assert_msg(strstr(out, "says 150,192, but the demo of 09_inference (MG_TRACE=alloc) does not print it"), "%s",
+                  out);
+    free(out);
+}
+END_TEST
+
+static uint64_t fnv1a(const char * s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        h ^= (unsigned char) *s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+START_TEST(test_an_edited_chapter_is_told_a_mismatch_is_expected) {
+    const char * generated = "// Generated from full/ops.c by tools/chapgen.\nint ops;\n";
+    char manifest[256];
+    snprintf(manifest, sizeof(manifest), "# manifest\n%016llx ops.c\n", (unsigned long long) fnv1a(generated));
+    write_file(".chapgen", manifest);
+    write_file("ops.c", generated);
+    write_file("demo.out", "peak 9999 bytes\n");
+    readme_with("");
+    char * out;
+    ck_assert_int_eq(check(&out, ""), 1);   // untouched: a real mismatch, no excuse offered
+    ck_assert_msg(strstr(out, "not in the demo's output") && !strstr(out, "expected"), "%s", out);
+    free(out);
+    write_file("ops.c", "// Generated from full/ops.c by tools/chapgen.\nint ops, sigmoid;\n");
+    ck_assert_int_eq(check(&out, ""), 1);
+    ck_assert_msg(strstr(out, "1 file of this chapter changed since make chapters wrote it (ops.c)") &&
+                  strstr(out, "mismatch is then") && strstr(out, "expected"), "%s", out);
+    free(out);
+}
+END_TEST
+
+Suite * mg_test_suite(void) {
+    Suite * s = suite_create("readme_check");
+    TCase * tc = tcase_create("readme_check");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_excerpt_and_numbers_match);
+    tcase_add_test(tc, test_a_number_the_demo_does_not_print);
+    tcase_add_test(tc, test_a_number_the_paragraph_does_not_say);
+    tcase_add_test(tc, test_numbers_are_whole);
+    tcase_add_test(tc, test_numbers_from_another_chapter);
+    tcase_add_test(tc, test_an_edited_chapter_is_told_a_mismatch_is_expected);
+    suite_add_tcase(s, tc);
+    return s;
+}
