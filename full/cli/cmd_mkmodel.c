@@ -1,6 +1,7 @@
 //@file full
-// cmd_mkmodel.c - mg mkmodel: a Qwen3-shaped GGUF with random weights and the
-// real MiniMind vocabulary, written by our own GGUF writer. For tests and
+// cmd_mkmodel.c - mg mkmodel: a Qwen3-shaped GGUF with random weights and a
+// real vocabulary (MiniMind's by default, or any byte-level BPE tokenizer.json
+// folder: hf_tokenizer.c), written by our own GGUF writer. For tests and
 // benchmarks: speed depends on the shapes and types, not on the values.
 #include "cli.h"
 #include "gguf_writer.h"
