@@ -756,10 +756,27 @@ START_TEST(test_mkmodel_own_vocab) {
     ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' -p '%s'", out, "<think>hello"),
                      "269 259");   // a user-defined token is matched even without --special
 
+    // --normalize nfc: "e" + U+0301 (bytes 65 CC 81) becomes "é" (C3 A9), as the
+    // tokenizer.json's NFC normalizer would have it; without it the bytes stay.
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' -p '%s'", out, "e\xCC\x81"), "101 204 129");
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' --normalize nfc -p '%s'", out, "e\xCC\x81"),
+                     "195 169");
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' --normalize nfc -p '%s'", out,
+                                  "\xEF\xAC\x81"),
+                     "239 172 129");   // U+FB01 "ﬁ" is not NFC's to change
+    expect_one_line_error("--normalize 'nfkc'", NULL, "tokenize -m '%s' --normalize nfkc -p x", out);
+    expect_one_line_error("--normalize 'nfkc'", NULL, "run -m '%s' --normalize nfkc -p x", out);
+    expect_one_line_error("--normalize 'nfkc'", NULL, "logits -m '%s' --normalize nfkc -p x", out);
+    expect_one_line_error("--normalize 'nfkc'", NULL, "chat -m '%s' --normalize nfkc", out);
+
     r = mg("run -m '%s' -p 'hello world' -n 4 --temp 0 -t 2", out);
     ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "hello world"));
     ck_assert_ptr_nonnull(strstr(r.err, "eval time"));
+    run_free(&r);
+    r = mg("run -m '%s' -p 'caf\x65\xCC\x81' -n 2 --temp 0 -t 2 --normalize nfc", out);
+    ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
+    ck_assert_msg(strncmp(r.out, "caf\xC3\xA9", 5) == 0, "the prompt echoed is not NFC: %.200s", r.out);
     run_free(&r);
 }
 END_TEST
