@@ -110,18 +110,49 @@ static void decompose(uint32_t cpt, struct cpts * out) {
 }
 
 // Step 2: within each run of marks (ccc > 0), a stable sort by ccc. Runs are
-// short (a few marks), so insertion sort.
-static void canonical_order(struct cpts * c) {
-    for (size_t i = 1; i < c->n; i++) {
-        const uint32_t cpt = c->v[i];
+// short (a mark or two), so insertion sort; a long run (text made of nothing
+// but marks) takes a counting sort instead, which stays linear.
+enum { SHORT_RUN = 16 };
+
+static void sort_run_by_counting(uint32_t * v, size_t n) {
+    size_t     start[257] = {0};
+    uint32_t * sorted     = malloc(n * sizeof(v[0]));
+    MG_ASSERT(sorted != NULL);
+    for (size_t i = 0; i < n; i++) start[mg_nfc_ccc(v[i]) + 1]++;
+    for (int c = 1; c < 257; c++) start[c] += start[c - 1];
+    for (size_t i = 0; i < n; i++) sorted[start[mg_nfc_ccc(v[i])]++] = v[i];   // in order: stable
+    memcpy(v, sorted, n * sizeof(v[0]));
+    free(sorted);
+}
+
+static void sort_run_by_insertion(uint32_t * v, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        const uint32_t cpt = v[i];
         const uint8_t  cc  = mg_nfc_ccc(cpt);
-        if (cc == 0) continue;
         size_t j = i;
-        while (j > 0 && mg_nfc_ccc(c->v[j - 1]) > cc) {
-            c->v[j] = c->v[j - 1];
+        while (j > 0 && mg_nfc_ccc(v[j - 1]) > cc) {
+            v[j] = v[j - 1];
             j--;
         }
-        c->v[j] = cpt;
+        v[j] = cpt;
+    }
+}
+
+static void canonical_order(struct cpts * c) {
+    size_t i = 0;
+    while (i < c->n) {
+        if (mg_nfc_ccc(c->v[i]) == 0) {
+            i++;
+            continue;
+        }
+        size_t end = i;
+        while (end < c->n && mg_nfc_ccc(c->v[end]) != 0) end++;
+        if (end - i > SHORT_RUN) {
+            sort_run_by_counting(c->v + i, end - i);
+        } else {
+            sort_run_by_insertion(c->v + i, end - i);
+        }
+        i = end;
     }
 }
 

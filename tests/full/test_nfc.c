@@ -105,6 +105,28 @@ START_TEST(test_tokenizer_cases) {
 }
 END_TEST
 
+// A long run of marks (sorted by counting, not by insertion) gives what the
+// definition gives: marks by class, equal classes in their order. '1' is not a
+// base any of these marks compose with, so nothing composes.
+START_TEST(test_long_mark_run) {
+    enum { N = 1000 };
+    static const uint32_t marks[3] = {0x0301, 0x0323, 0x0308};   // classes 230, 220, 230
+    char text[8 + N * 2], want[8 + N * 2];
+    size_t n = 0, w = 0;
+    text[n++] = '1';
+    want[w++] = '1';
+    for (int i = 0; i < N; i++) n += mg_utf8_encode(marks[i % 3], text + n);
+    for (int i = 0; i < N; i++) {   // first every 220 (U+0323), then the 230s in their order
+        if (marks[i % 3] == 0x0323) w += mg_utf8_encode(0x0323, want + w);
+    }
+    for (int i = 0; i < N; i++) {
+        if (marks[i % 3] != 0x0323) w += mg_utf8_encode(marks[i % 3], want + w);
+    }
+    text[n] = want[w] = '\0';
+    expect_nfc(text, want);
+}
+END_TEST
+
 // The tables against facts of the standard (not of the generator).
 START_TEST(test_tables) {
     ck_assert_int_eq(mg_nfc_ccc('a'), 0);
@@ -124,6 +146,7 @@ Suite * mg_test_suite(void) {
     TCase * tc = tcase_create("nfc");
     tcase_add_test(tc, test_normalization_test_file);
     tcase_add_test(tc, test_tokenizer_cases);
+    tcase_add_test(tc, test_long_mark_run);
     tcase_add_test(tc, test_tables);
     suite_add_tcase(s, tc);
     return s;
