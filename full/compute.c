@@ -417,9 +417,15 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
 // threads and the result does not depend on the thread count.
 static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * a = dst->src[0];
+    //@+ full mul-mat-tiled
+    // full/ hands the work to mul_mat_tiled (above), which takes b and the
+    // broadcast ratios itself; the chapters' row loop below is not compiled here.
+    //@- full mul-mat-tiled
+#if 0 //@old 03..09 mul-mat-rows
     const struct mg_tensor * b = dst->src[1];
     const int64_t r2 = b->ne[2] / a->ne[2];
     const int64_t r3 = b->ne[3] / a->ne[3];
+#endif //@old mul-mat-rows
     MG_ASSERT(a->nb[0] == mg_type_size(a->type) && "rows of a must be contiguous");
 #if 0 //@old 03..06 mul-mat-f32
     MG_ASSERT(a->type == MG_TYPE_F32 && "until chapter 07, mul_mat multiplies F32 only");
@@ -430,9 +436,9 @@ static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor
     MG_ASSERT(cpu != NULL && cpu->vec_dot != NULL && "no dot product for this weight type");
     //@- 07 mul-mat-traits
     //@+ full mul-mat-tiled
-    mul_mat_tiled(p, dst, cpu);   // full/: tiles (above); the chapters take the loop below
-    return;
+    mul_mat_tiled(p, dst, cpu);
     //@- full mul-mat-tiled
+#if 0 //@old 03..09 mul-mat-loop
     int64_t r0, r1;
     mg_split_rows(a->ne[1], p->ith, p->nth, &r0, &r1);
     for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {
@@ -457,6 +463,7 @@ static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor
             }
         }
     }
+#endif //@old mul-mat-loop
 }
 
 // ---------------------------------------------------------------------------

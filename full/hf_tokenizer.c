@@ -274,6 +274,103 @@ static bool read_merges(struct mg_hf_vocab * v, const struct mg_json * tok, cons
 }
 
 // ---------------------------------------------------------------------------
+// The pre-tokenizer: which of llama.cpp's names gives the same pieces
+// ---------------------------------------------------------------------------
+
+// llama.cpp's converter picks tokenizer.ggml.pre by running the HF tokenizer
+// on a probe text and hashing the ids (get_vocab_base_pre). Without the HF
+// library we read tokenizer.json's pre_tokenizer instead and accept exactly
+// the two byte-level regexes vocab.c implements, compared as strings:
+// GPT-2's (HF's ByteLevel with use_regex, MiniMind) and Qwen2's (a Split
+// before a regex-less ByteLevel, Qwen2/2.5/3). Anything else would be
+// tokenized differently from the model's training, so it is refused.
+static const char gpt2_regex[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+static const char qwen2_regex[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+static bool json_is(const struct mg_json * v, const char * str) {
+    return v != NULL && v->type == MG_JSON_STRING && v->len == strlen(str) && memcmp(v->str, str, v->len) == 0;
+}
+
+// A boolean member, or def when it is absent.
+static bool json_flag(const struct mg_json * obj, const char * key, bool def) {
+    const struct mg_json * v = mg_json_get(obj, key);
+    return v != NULL && v->type == MG_JSON_BOOL ? v->boolean : def;
+}
+
+// A ByteLevel step: maps bytes to symbols; with use_regex it also splits by GPT-2's regex.
+static bool check_byte_level(const struct mg_json * step, bool want_regex, const char * path, const char * where) {
+    if (json_flag(step, "add_prefix_space", false)) {
+        mg_set_error("%s: %s: ByteLevel with add_prefix_space is not supported (llama.cpp adds no space)", path,
+                     where);
+        return false;
+    }
+    if (json_flag(step, "use_regex", true) != want_regex) {
+        mg_set_error("%s: %s: ByteLevel with use_regex %s is not supported here (%s)", path, where,
+                     want_regex ? "false" : "true",
+                     want_regex ? "nothing would split the text" : "a Split before it already splits");
+        return false;
+    }
+    return true;
+}
+
+// "gpt-2" or "qwen2" for a Split step's regex, or NULL with the error set.
+static const char * pre_of_split(const struct mg_json * split, const char * path) {
+    const struct mg_json * regex = mg_json_get(mg_json_get(split, "pattern"), "Regex");
+    if (regex == NULL || regex->type != MG_JSON_STRING) {
+        mg_set_error("%s: pre_tokenizer.pretokenizers[0]: a Split needs pattern.Regex (a String pattern is not "
+                     "supported)", path);
+        return NULL;
+    }
+    if (!json_is(mg_json_get(split, "behavior"), "Isolated") || json_flag(split, "invert", false)) {
+        mg_set_error("%s: pre_tokenizer.pretokenizers[0]: only a Split with behavior \"Isolated\" and invert "
+                     "false is supported", path);
+        return NULL;
+    }
+    if (json_is(regex, qwen2_regex)) return "qwen2";
+    if (json_is(regex, gpt2_regex)) return "gpt-2";
+    mg_set_error("%s: pre_tokenizer: the Split regex '%s' is neither Qwen2's nor GPT-2's, the two this engine "
+                 "can reproduce (tokenizer.ggml.pre 'qwen2' or 'gpt-2')", path, regex->str);
+    return NULL;
+}
+
+static bool read_pre_tokenizer(struct mg_hf_vocab * v, const struct mg_json * tok, const char * path) {
+    const struct mg_json * pre = mg_json_get(tok, "pre_tokenizer");
+    const struct mg_json * type = mg_json_get(pre, "type");
+    if (json_is(type, "ByteLevel")) {   // MiniMind, GPT-2
+        if (!check_byte_level(pre, true, path, "pre_tokenizer")) return false;
+        v->pre = "gpt-2";
+        return true;
+    }
+    const struct mg_json * steps = mg_json_get(pre, "pretokenizers");
+    if (json_is(type, "Sequence") && steps != NULL && steps->type == MG_JSON_ARRAY) {
+        if (steps->n == 1 && json_is(mg_json_get(&steps->items[0], "type"), "ByteLevel")) {
+            if (!check_byte_level(&steps->items[0], true, path, "pre_tokenizer.pretokenizers[0]")) return false;
+            v->pre = "gpt-2";
+            return true;
+        }
+        if (steps->n == 2 && json_is(mg_json_get(&steps->items[0], "type"), "Split") &&
+            json_is(mg_json_get(&steps->items[1], "type"), "ByteLevel")) {   // Qwen2, Qwen3
+            v->pre = pre_of_split(&steps->items[0], path);
+            return v->pre != NULL && check_byte_level(&steps->items[1], false, path, "pre_tokenizer.pretokenizers[1]");
+        }
+    }
+    mg_set_error("%s: pre_tokenizer: only ByteLevel, or a Sequence of a regex Split and ByteLevel, is supported "
+                 "(found %s)", path, type && type->type == MG_JSON_STRING ? type->str
+                                   : pre && pre->type != MG_JSON_NULL ? "no type" : "none");
+    return false;
+}
+
+// The normalizer's type ("NFC", "Sequence", ...): GGUF has no key for it and
+// llama.cpp skips it; mg tokenize --normalize nfc can apply NFC.
+static void read_normalizer(struct mg_hf_vocab * v, const struct mg_json * tok) {
+    const struct mg_json * type = mg_json_get(mg_json_get(tok, "normalizer"), "type");
+    if (type != NULL && type->type == MG_JSON_STRING) snprintf(v->normalizer, sizeof(v->normalizer), "%s", type->str);
+}
+
+// ---------------------------------------------------------------------------
 // Special tokens, add_*_token, chat template (SpecialVocab)
 // ---------------------------------------------------------------------------
 
@@ -367,8 +464,10 @@ struct mg_hf_vocab * mg_hf_vocab_load(const char * dir) {
 
     bool ok = tok != NULL && parse_optional(dir, "tokenizer_config.json", &config) &&
               parse_optional(dir, "config.json", &model_config) &&
-              read_tokens(v, tok, model_config, path) && read_merges(v, tok, path);
+              read_tokens(v, tok, model_config, path) && read_merges(v, tok, path) &&
+              read_pre_tokenizer(v, tok, path);
     if (ok) {
+        read_normalizer(v, tok);
         read_specials(v, tok, config, model_config);
         read_chat_template(v, config, dir);
     }
@@ -410,7 +509,7 @@ static const char * const special_keys[MG_HF_SPECIAL_COUNT] = {
 
 bool mg_hf_vocab_add_to_gguf(const struct mg_hf_vocab * v, struct mg_gguf_writer * w, const char * pre) {
     bool ok = mg_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2") &&
-              mg_gguf_writer_set_str(w, "tokenizer.ggml.pre", pre) &&
+              mg_gguf_writer_set_str(w, "tokenizer.ggml.pre", pre != NULL ? pre : v->pre) &&
               mg_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char * const *) v->tokens, v->token_lens,
                                          (size_t) v->n_tokens) &&
               mg_gguf_writer_set_arr_data(w, "tokenizer.ggml.token_type", MG_GGUF_TYPE_INT32, v->token_types,

@@ -8,7 +8,7 @@
 //     //   bos 1 "<|im_start|>", eos 2 "<|im_end|>", unk = pad = 0, the chat template
 //     struct mg_gguf_writer * w = mg_gguf_writer_new();
 //     mg_gguf_writer_set_str(w, "general.architecture", "qwen3");   // ... the model's keys
-//     mg_hf_vocab_add_to_gguf(v, w, "gpt-2");                       // ... then these
+//     mg_hf_vocab_add_to_gguf(v, w, NULL);   // ... then these (v->pre: "gpt-2" from its regex)
 //     mg_hf_vocab_free(v);
 //
 // Only byte-level BPE tokenizers (model type "BPE", GGUF model "gpt2": Qwen,
@@ -64,17 +64,21 @@ struct mg_hf_vocab {
     int       add_sep;
     char *    chat_template; // NULL when there is none
     size_t    chat_template_len;
+    const char * pre;        // tokenizer.ggml.pre for tokenizer.json's pre_tokenizer: "gpt-2" or "qwen2"
+    char      normalizer[32];   // tokenizer.json's normalizer type ("NFC"), "" when none
 };
 
 // Read dir/tokenizer.json, and dir/tokenizer_config.json, dir/config.json and
 // dir/chat_template.jinja when they exist. NULL, with mg_last_error() naming
-// the file and what is wrong, on failure.
+// the file and what is wrong, on failure, and for a pre_tokenizer whose
+// splitting vocab.c cannot reproduce (only GPT-2's and Qwen2's regexes).
 struct mg_hf_vocab * mg_hf_vocab_load(const char * dir);
 void                 mg_hf_vocab_free(struct mg_hf_vocab * v);
 
 // Set tokenizer.ggml.* and tokenizer.chat_template in w, in the converter's
 // order: model "gpt2", pre, tokens, token_type (i32), merges, the special ids,
-// add_bos/add_eos/add_sep, chat_template. pre names the pre-tokenizer ("gpt-2",
-// "qwen2", ...): llama.cpp's converter picks it by hashing the tokenizer's
-// output on a test text, which needs the HF tokenizer itself.
+// add_bos/add_eos/add_sep, chat_template. pre names the pre-tokenizer; NULL
+// takes v->pre, which load chose by comparing tokenizer.json's regex with the
+// GPT-2 and Qwen2 ones (llama.cpp's converter hashes the HF tokenizer's
+// output on a probe text instead, which needs the HF library).
 bool mg_hf_vocab_add_to_gguf(const struct mg_hf_vocab * v, struct mg_gguf_writer * w, const char * pre);

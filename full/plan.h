@@ -16,7 +16,7 @@
 #include "graph.h"
 
 //@+ 08 plan-threadpool
-struct mg_threadpool;
+#include "threadpool.h"   // mg_graph_compute, which runs on plan.threadpool
 //@- 08 plan-threadpool
 
 struct mg_cplan {
@@ -35,5 +35,7 @@ size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks);
 
 struct mg_cplan mg_graph_plan(const struct mg_cgraph * g, int n_threads);
 
-// Run g: every node's init (if any) and then its forward pass, in order.
+#if 0 //@old 07..07 compute-decl
+// Run g: every node's init (if any) and then its forward pass, in order (plan.c).
 void mg_graph_compute(struct mg_cgraph * g, const struct mg_cplan * plan);
+#endif //@old compute-decl

@@ -359,7 +359,9 @@ static struct mg_tensor * attend(struct mg_context * ctx, const struct mg_kv_cac
         return mg_reshape_2d(ctx, out, out->ne[0] * out->ne[1], out->ne[2]);
     }
     //@- full flash-attn
-    MG_UNUSED(kv);
+#if 0 //@old 09..09 attn-kv
+    MG_UNUSED(kv);   // one path here; full/ also picks flash attention by kv->v_trans
+#endif //@old attn-kv
     return mg_attn(ctx, q, k, v, mask, scale);
 }
 

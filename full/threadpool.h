@@ -21,6 +21,14 @@
 #include <stdint.h>
 
 struct mg_threadpool;
+struct mg_cgraph;
+struct mg_cplan;
+
+// Run g on plan->threadpool, or on a pool made for this one call when it is
+// NULL: every thread walks all nodes, computes its share of each (init, then
+// forward pass) and waits at a barrier before the next (threadpool.c;
+// ggml-cpu.c: ggml_graph_compute).
+void mg_graph_compute(struct mg_cgraph * g, const struct mg_cplan * plan);
 
 struct mg_threadpool * mg_threadpool_new(int n_threads);   // n_threads >= 1, counting the caller
 void                   mg_threadpool_free(struct mg_threadpool * tp);

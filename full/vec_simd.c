@@ -40,6 +40,46 @@
 // per-row work (unpacking, transposing) is shared by the columns and the
 // per-column work (broadcasts, scales) by the 8 rows: Q4_0 8 x 4 tiles run
 // at about 22 multiply-adds a cycle, where one row at a time ran at 8.
+//
+// Reading guide. The file has five parts, each under a banner of dashes;
+// search for the banner's first words:
+//
+//   "Helpers shared by the kernels"  the F16 table, horizontal sums, nibble
+//                                    unpacking, the int8 dot products
+//                                    (dot_u8_s8, dot_s8_s8) with and without VNNI
+//   "Activation converters"          F32 rows -> F16, BF16, Q8_0, Q8_1, Q8_K, which
+//                                    mul_mat does once per column of b
+//   "Float rows"                     F32, F16 (dot_float, tile_float), BF16
+//   "32-element blocks"              Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL: ONE set of
+//                                    kernels, the type a compile-time constant
+//                                    argument (unpack_codes switches on it)
+//   "K-quants x Q8_K"                Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: a kernel each
+//
+// The macros only make entry points: ENTRY_POINTS(name, kernel) writes
+// mg_vec_dot_<name>_simd (one column) and mg_vec_dot_cols_<name>_simd (2-4
+// columns) around one always-inline kernel; ENTRY_POINTS_32 adds the tile for
+// the 32-element family, TILE_BY_ROWS a row-by-row tile for the types without
+// one. The code to read is the kernel they name. Step into one, for example
+// Q8_0 weights and one token (decoding: the tile entry point hands Q8_0 rows
+// to it one by one, see one_column_by_rows):
+//
+//   mg_vec_dot_q8_0_q8_0_simd          ENTRY_POINTS_32(q8_0_q8_0, MG_TYPE_Q8_0)
+//     dot_blocks_32(MG_TYPE_Q8_0, ...) the row, 4 blocks a step, 4 accumulators
+//       add_4_blocks_32                per block: load_block_codes, block_lanes
+//                                      (32 int8 products into 8 int32 lanes);
+//                                      sum_lanes_4 (4 blocks' integer sums S),
+//                                      one FMA: acc += dW * dA * S
+//   scalar twin: mg_vec_dot_q8_0_q8_0 (vec.c, ggml's *_generic order); ggml:
+//   ggml_vec_dot_q8_0_q8_0 (ggml-cpu/arch/x86/quants.c)
+//
+// then the same type for a prompt, 8 rows x up to 4 columns:
+// mg_vec_dot_tile_q8_0_q8_0_simd -> tile_32 -> tile_block_32 (tile_codes
+// transposes 8 rows' codes so that row r is lane r). For the
+// K-quants read dot_q4_K_q8_K, then tile_q4_K -> tile_block_q4_K (ggml:
+// ggml_vec_dot_q4_K_q8_K; its tile is the counterpart of
+// ggml_gemm_q4_K_8x8_q8_K, ggml-cpu/arch/x86/repack.cpp). Each kernel is
+// pinned by tests/full/test_vec_simd.c (SIMD against scalar, and cols and
+// tiles bit-identical to vec_dot).
 #include "vec.h"
 
 #if defined(MG_SIMD)

@@ -28,5 +28,5 @@ size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks);
 
 struct mg_cplan mg_graph_plan(const struct mg_cgraph * g, int n_threads);
 
-// Run g: every node's init (if any) and then its forward pass, in order.
+// Run g: every node's init (if any) and then its forward pass, in order (plan.c).
 void mg_graph_compute(struct mg_cgraph * g, const struct mg_cplan * plan);

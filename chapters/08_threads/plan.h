@@ -15,7 +15,7 @@
 
 #include "graph.h"
 
-struct mg_threadpool;
+#include "threadpool.h"   // mg_graph_compute, which runs on plan.threadpool
 
 struct mg_cplan {
     size_t work_size;   // bytes: the max over nodes, plus a cache line per share
@@ -30,6 +30,3 @@ int    mg_node_n_tasks(const struct mg_tensor * node, int n_threads);
 size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks);
 
 struct mg_cplan mg_graph_plan(const struct mg_cgraph * g, int n_threads);
-
-// Run g: every node's init (if any) and then its forward pass, in order.
-void mg_graph_compute(struct mg_cgraph * g, const struct mg_cplan * plan);

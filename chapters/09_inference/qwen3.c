@@ -267,7 +267,7 @@ static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, st
 // softmax(K^T Q / sqrt(D) + mask) V over the cache, by whichever path the cache is laid out for.
 static struct mg_tensor * attend(struct mg_context * ctx, const struct mg_kv_cache * kv, struct mg_tensor * q,
                                  struct mg_tensor * k, struct mg_tensor * v, struct mg_tensor * mask, float scale) {
-    MG_UNUSED(kv);
+    MG_UNUSED(kv);   // one path here; full/ also picks flash attention by kv->v_trans
     return mg_attn(ctx, q, k, v, mask, scale);
 }
 

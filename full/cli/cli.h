@@ -110,3 +110,8 @@ void cli_stream_flush(struct mg_detok * d);
 // llama.cpp-style summary of a run, on stderr.
 void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt, double prompt_ms, int n_eval,
                        double eval_ms);
+
+// --normalize MODE for a prompt (cli_normalize.c): NULL leaves *text as it
+// is; "nfc" replaces *text (malloc'd) and *len with their NFC form; text NULL
+// only checks MODE. False after printing why.
+bool cli_normalize(const char * cmd, const char * mode, char ** text, size_t * len);

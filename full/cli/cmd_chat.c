@@ -27,12 +27,16 @@ struct chat {
     struct mg_sampler * sampler;
     int                 n_predict;
     bool                think;
+    const char *        normalize;   // --normalize: NULL or "nfc"
 };
 
 // Evaluate text (special tokens parsed) after what the cache holds; false when it does not fit.
-static bool feed(struct chat * c, const char * text) {
-    const size_t len    = strlen(text);
-    int32_t *    tokens = malloc((len + 1) * sizeof(int32_t));
+static bool feed(struct chat * c, const char * turn_text) {
+    size_t len  = strlen(turn_text);
+    char * text = malloc(len + 1);
+    memcpy(text, turn_text, len + 1);
+    cli_normalize("chat", c->normalize, &text, &len);   // the mode was checked at the start
+    int32_t * tokens = malloc((len + 1) * sizeof(int32_t));
     const int32_t n = mg_tokenize(c->m->vocab, text, (int32_t) len, tokens, (int32_t) len + 1, false, true);
     bool ok = n <= 0;
     if (n > 0) {
@@ -40,6 +44,7 @@ static bool feed(struct chat * c, const char * text) {
         ok = mg_decode(c->s, tokens, n, false);
     }
     free(tokens);
+    free(text);
     return ok;
 }
 
@@ -84,7 +89,7 @@ int cmd_chat(int argc, char ** argv) {
     const char * cmd = "chat";
     struct cli_engine_opts   e   = cli_engine_defaults();
     struct cli_sampling_opts smp = cli_sampling_defaults();
-    const char * system = NULL;
+    const char * system = NULL, * normalize = NULL;
     bool think = false, no_think = false;
     int  n_predict = 512;
     struct cli_option opts[32];
@@ -92,6 +97,7 @@ int cmd_chat(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--system", CLI_STRING, &system, "a system message"};
     opts[n_opts++] = (struct cli_option) {NULL, "--think", CLI_FLAG, &think, "let the model think first"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-think", CLI_FLAG, &no_think, "skip thinking"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
     opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "at most this many tokens per answer (512)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     n_opts += cli_sampling_options(&smp, opts + n_opts);
@@ -103,7 +109,8 @@ int cmd_chat(int argc, char ** argv) {
         fprintf(stderr, "mg %s: --think and --no-think contradict each other\n", cmd);
         return 1;
     }
-    struct chat c = {.n_predict = n_predict};
+    if (!cli_normalize(cmd, normalize, NULL, NULL)) return 1;
+    struct chat c = {.n_predict = n_predict, .normalize = normalize};
     c.m = cli_load_model(cmd, e.model, NULL);
     if (c.m == NULL) return 1;
     const char * tmpl = mg_vocab_chat_template(c.m->vocab);

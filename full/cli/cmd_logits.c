@@ -21,7 +21,7 @@ static const char * usage =
 int cmd_logits(int argc, char ** argv) {
     const char * cmd = "logits";
     struct cli_engine_opts e = cli_engine_defaults();
-    const char * prompt = NULL, * prompt_file = NULL, * out_path = NULL;
+    const char * prompt = NULL, * prompt_file = NULL, * out_path = NULL, * normalize = NULL;
     bool all = false, special = false;
     int  top = 10;
     struct cli_option opts[24];
@@ -32,6 +32,7 @@ int cmd_logits(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--all", CLI_FLAG, &all, "every position's logits, not only the last"};
     opts[n_opts++] = (struct cli_option) {NULL, "--top", CLI_INT, &top, "how many top logits to print (default 10)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--special", CLI_FLAG, &special, "parse special tokens in the prompt"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     const char * positional[1];
     int n_positional;
@@ -40,6 +41,10 @@ int cmd_logits(int argc, char ** argv) {
     size_t len;
     char * text = cli_prompt_text(cmd, prompt, prompt_file, &len);
     if (text == NULL) return 1;
+    if (!cli_normalize(cmd, normalize, &text, &len)) {
+        free(text);
+        return 1;
+    }
 
     int                 status = 1;
     struct mg_session * s      = NULL;

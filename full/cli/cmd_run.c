@@ -19,7 +19,7 @@ int cmd_run(int argc, char ** argv) {
     const char * cmd = "run";
     struct cli_engine_opts   e   = cli_engine_defaults();
     struct cli_sampling_opts smp = cli_sampling_defaults();
-    const char * prompt = NULL, * prompt_file = NULL;
+    const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL;
     int  n_predict = 128;
     bool ignore_eos = false, no_display_prompt = false;
 
@@ -33,6 +33,7 @@ int cmd_run(int argc, char ** argv) {
                                           "do not stop at end-of-generation tokens"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &no_display_prompt,
                                           "print only the generated text"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     n_opts += cli_sampling_options(&smp, opts + n_opts);
     const char * positional[1];
@@ -42,6 +43,10 @@ int cmd_run(int argc, char ** argv) {
     size_t text_len;
     char * text = cli_prompt_text(cmd, prompt, prompt_file, &text_len);
     if (text == NULL) return 1;
+    if (!cli_normalize(cmd, normalize, &text, &text_len)) {
+        free(text);
+        return 1;
+    }
 
     // Everything below is released at `done`, whichever way the run ends.
     int                 status  = 1;

@@ -15,7 +15,7 @@ static const char * usage =
 
 int cmd_tokenize(int argc, char ** argv) {
     const char * cmd = "tokenize";
-    const char * model = NULL, * prompt = NULL, * prompt_file = NULL;
+    const char * model = NULL, * prompt = NULL, * prompt_file = NULL, * normalize = NULL;
     bool json = false, pieces = false, special = false, add_special = false;
     const struct cli_option opts[] = {
         {"-m", "--model", CLI_STRING, &model, "GGUF file whose vocabulary to use"},
@@ -25,6 +25,7 @@ int cmd_tokenize(int argc, char ** argv) {
         {NULL, "--pieces", CLI_FLAG, &pieces, "print each token's text next to its id"},
         {NULL, "--special", CLI_FLAG, &special, "recognise special tokens (<|im_start|>, ...) in the text"},
         {NULL, "--add-special", CLI_FLAG, &add_special, "add BOS/EOS where the vocabulary asks for them"},
+        {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"},
     };
     const char * positional[1];
     int n_positional;
@@ -38,6 +39,10 @@ int cmd_tokenize(int argc, char ** argv) {
     size_t len;
     char * text = cli_prompt_text(cmd, prompt, prompt_file, &len);
     if (text == NULL) return 1;
+    if (!cli_normalize(cmd, normalize, &text, &len)) {
+        free(text);
+        return 1;
+    }
     struct mg_gguf * g = mg_gguf_open(model);
     struct mg_vocab * vocab = g ? mg_vocab_load(g) : NULL;
     if (vocab == NULL) {

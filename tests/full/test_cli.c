@@ -824,6 +824,172 @@ START_TEST(test_parallel_equals_run) {
     ck_assert_msg(strstr(par.err, "3 sequences") != NULL, "no summary: %s", par.err);
     run_free(&par);
     expect_one_line_error("prompt", NULL, "parallel -m '%s' -n 4", path);
+// mkmodel with a vocabulary of the test's own: tokenizer.json -> GGUF -> ids
+// ---------------------------------------------------------------------------
+
+// GPT-2's byte-to-symbol map (llama.cpp unicode_byte_to_utf8): printable
+// bytes stand for themselves, the 68 others for U+0100, U+0101, ... in order.
+static uint32_t byte_symbol(int b) {
+    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) return (uint32_t) b;
+    int n = 0;
+    for (int c = 0; c < b; c++) {
+        if (!((c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF))) n++;
+    }
+    return 256 + (uint32_t) n;
+}
+
+// A byte-level BPE tokenizer.json with Qwen2's pre-tokenizer: token id b is
+// byte b's symbol (so "Ġ", the space, is 32), then one token per merge in
+// rank order, then four added tokens. splitter is the Split step's regex as
+// JSON spells it.
+static const char * const tiny_merges[] = {"h e", "l l", "he ll", "hell o", "\\u0120 w", "o r", "\\u0120w or",
+                                           "l d", "\\u0120wor ld", "\\u0120 1"};
+static const char * const tiny_merged[] = {"he", "ll", "hell", "hello", "\\u0120w", "or", "\\u0120wor", "ld",
+                                           "\\u0120world", "\\u01201"};
+enum { N_TINY_MERGES = 10, TINY_ADDED = 256 + N_TINY_MERGES, N_TINY_VOCAB = TINY_ADDED + 4 };
+
+static void write_tiny_tokenizer(const char * dir_path, const char * splitter) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir_path);
+    FILE * f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"version\": \"1.0\",\n \"added_tokens\": [\n");
+    static const char * const added[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>"};
+    for (int i = 0; i < 4; i++) {
+        fprintf(f, "  {\"id\": %d, \"content\": \"%s\", \"special\": %s}%s\n", TINY_ADDED + i, added[i],
+                i < 3 ? "true" : "false", i < 3 ? "," : "");
+    }
+    fprintf(f, " ],\n \"normalizer\": {\"type\": \"NFC\"},\n \"pre_tokenizer\": {\"type\": \"Sequence\", "
+               "\"pretokenizers\": [\n  {\"type\": \"Split\", \"pattern\": {\"Regex\": \"%s\"}, \"behavior\": "
+               "\"Isolated\", \"invert\": false},\n  {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+               "\"trim_offsets\": false, \"use_regex\": false}]},\n", splitter);
+    fprintf(f, " \"model\": {\"type\": \"BPE\", \"vocab\": {");
+    for (int b = 0; b < 256; b++) fprintf(f, "%s\"\\u%04x\": %d", b ? ", " : "", (unsigned) byte_symbol(b), b);
+    for (int i = 0; i < N_TINY_MERGES; i++) fprintf(f, ", \"%s\": %d", tiny_merged[i], 256 + i);
+    fprintf(f, "},\n  \"merges\": [");
+    for (int i = 0; i < N_TINY_MERGES; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", tiny_merges[i]);
+    fprintf(f, "]}}\n");
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/tokenizer_config.json", dir_path);
+    f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"add_bos_token\": false, \"bos_token\": null, \"eos_token\": \"<|im_end|>\", "
+               "\"pad_token\": \"<|endoftext|>\"}\n");
+    fclose(f);
+}
+
+#define QWEN2_REGEX_JSON                                                                                       \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*" \
+    "|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+"
+
+// The ids of `mg tokenize ARGS`, space-separated, into buf.
+static const char * tokenize_ids(char * buf, size_t size, const char * fmt, const char * model, const char * text) {
+    char args[1024];
+    snprintf(args, sizeof(args), fmt, model, text);
+    struct run r = mg("%s", args);
+    ck_assert_msg(r.status == 0, "mg %s: exit status %d: %.1500s", args, r.status, r.err);
+    size_t o = 0;
+    buf[0] = '\0';
+    for (const char * p = r.out; *p && o + 16 < size;) {
+        char * end;
+        const long id = strtol(p, &end, 10);
+        ck_assert_msg(end != p && *end == '\n', "mg %s: not one id per line: %.500s", args, r.out);
+        o += (size_t) snprintf(buf + o, size - o, "%s%ld", o ? " " : "", id);
+        p = end + 1;
+    }
+    run_free(&r);
+    return buf;
+}
+
+START_TEST(test_mkmodel_own_vocab) {
+    const char * vocab = path_in_dir("vocab");
+    ck_assert_int_eq(mkdir(vocab, 0700), 0);
+    write_tiny_tokenizer(vocab, QWEN2_REGEX_JSON);
+    const char * out = path_in_dir("own.gguf");
+    struct run r = mg("mkmodel --n-layer 1 --n-embd 64 --n-head 2 --n-head-kv 1 --n-ff 128 --n-ctx 256 --type q8_0 "
+                      "--vocab '%s' -o '%s'", vocab, out);
+    ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "270 tokens, pre-tokenizer qwen2"), "%s", r.out);
+    ck_assert_msg(strstr(r.out, "normalizes text (NFC)"), "%s", r.out);
+    run_free(&r);
+
+    // mg info: the shape asked for, one embedding row per token (added ones too).
+    check_info_counts(out);
+    r = mg("info '%s'", out);
+    ck_assert_int_eq(r.status, 0);
+    static const char * const want[] = {
+        "qwen3.block_count                            u32  1\n",
+        "qwen3.embedding_length                       u32  64\n",
+        "qwen3.attention.head_count_kv                u32  1\n",
+        "qwen3.attention.key_length                   u32  32\n",   // n_embd / n_head
+        "qwen3.context_length                         u32  256\n",
+        "tokenizer.ggml.pre                           str  qwen2\n",
+        "tokenizer.ggml.tokens                        arr  [270 strings]\n",
+        "tokenizer.ggml.merges                        arr  [10 strings]\n",
+        "tokenizer.ggml.eos_token_id                  u32  268\n",
+        "tokenizer.ggml.padding_token_id              u32  266\n",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        ck_assert_msg(strstr(r.out, want[i]), "no line '%.*s' in:\n%.3000s", (int) strlen(want[i]) - 1, want[i], r.out);
+    }
+    ck_assert_msg(strstr(r.out, "tokenizer.ggml.bos_token_id") == NULL, "bos_token is null: no bos key");
+    const char * embd = line_with(r.out, "token_embd.weight");
+    ck_assert_msg(embd && strstr(embd, "270") && strstr(embd, "270") < strchr(embd, '\n'), "%.200s", embd);
+    run_free(&r);
+
+    // The ids, worked out by hand from the merges and Qwen2's rules: digits
+    // one by one, so " 123" is "Ġ" "1" "2" "3" and the merge "Ġ 1" never
+    // applies (GPT-2's regex would give "Ġ1" = 265); bytes are their own ids.
+    char ids[512];
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' -p '%s'", out, "hello world 123"),
+                     "259 264 32 49 50 51");
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' -p '%s'", out, "\xE4\xBD\xA0"),   // 你
+                     "228 189 160");
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' --special -p '%s'", out,
+                                  "<|im_start|>hello<|im_end|>"),
+                     "267 259 268");
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' -p '%s'", out, "<think>hello"),
+                     "269 259");   // a user-defined token is matched even without --special
+
+    // --normalize nfc: "e" + U+0301 (bytes 65 CC 81) becomes "é" (C3 A9), as the
+    // tokenizer.json's NFC normalizer would have it; without it the bytes stay.
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' -p '%s'", out, "e\xCC\x81"), "101 204 129");
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' --normalize nfc -p '%s'", out, "e\xCC\x81"),
+                     "195 169");
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' --normalize nfc -p '%s'", out,
+                                  "\xEF\xAC\x81"),
+                     "239 172 129");   // U+FB01 "ﬁ" is not NFC's to change
+    expect_one_line_error("--normalize 'nfkc'", NULL, "tokenize -m '%s' --normalize nfkc -p x", out);
+    expect_one_line_error("--normalize 'nfkc'", NULL, "run -m '%s' --normalize nfkc -p x", out);
+    expect_one_line_error("--normalize 'nfkc'", NULL, "logits -m '%s' --normalize nfkc -p x", out);
+    expect_one_line_error("--normalize 'nfkc'", NULL, "chat -m '%s' --normalize nfkc", out);
+
+    r = mg("run -m '%s' -p 'hello world' -n 4 --temp 0 -t 2", out);
+    ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "hello world"));
+    ck_assert_ptr_nonnull(strstr(r.err, "eval time"));
+    run_free(&r);
+    r = mg("run -m '%s' -p 'caf\x65\xCC\x81' -n 2 --temp 0 -t 2 --normalize nfc", out);
+    ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
+    ck_assert_msg(strncmp(r.out, "caf\xC3\xA9", 5) == 0, "the prompt echoed is not NFC: %.200s", r.out);
+    run_free(&r);
+}
+END_TEST
+
+// A pre-tokenizer vocab.c cannot reproduce (Llama 3's regex) is refused by name.
+START_TEST(test_mkmodel_refuses_other_regex) {
+    const char * vocab = path_in_dir("vocab");
+    ck_assert_int_eq(mkdir(vocab, 0700), 0);
+    write_tiny_tokenizer(vocab, "\\\\p{N}{1,3}");
+    const char * out = path_in_dir("bad.gguf");
+    expect_one_line_error("tokenizer.json: pre_tokenizer: the Split regex '\\p{N}{1,3}'", "neither Qwen2's nor GPT-2's",
+                          "mkmodel --preset tiny --vocab '%s' -o '%s'", vocab, out);
+    ck_assert_int_ne(access(out, F_OK), 0);
+    expect_one_line_error("--n-head 4 is not a multiple of --n-head-kv 3", NULL,
+                          "mkmodel --preset tiny --n-head-kv 3 -o '%s'", out);
+    expect_one_line_error("--n-layer", NULL, "mkmodel --n-embd 64 --n-head 2 --n-ff 128 -o '%s'", out);
+    expect_one_line_error("--head-dim 7: must be even", NULL, "mkmodel --preset tiny --head-dim 7 -o '%s'", out);
+    ck_assert_int_ne(access(out, F_OK), 0);
 }
 END_TEST
 
@@ -858,6 +1024,8 @@ Suite * mg_test_suite(void) {
     tcase_add_loop_test(mkmodel, test_mkmodel_round_trip, 0, N_MK_TYPES);
     tcase_add_test(mkmodel, test_mkmodel_refuses);
     tcase_add_test(mkmodel, test_mkmodel_tokenizer_metadata);
+    tcase_add_test(mkmodel, test_mkmodel_own_vocab);
+    tcase_add_test(mkmodel, test_mkmodel_refuses_other_regex);
     suite_add_tcase(s, mkmodel);
 
     TCase * bench = tcase_create("bench");

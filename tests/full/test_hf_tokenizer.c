@@ -37,7 +37,7 @@ static void write_text(const char * path, const char * text) {
 // The vocabulary's keys, written by our writer and read back.
 static struct mg_gguf * vocab_to_gguf(const struct mg_hf_vocab * v, const char * path) {
     struct mg_gguf_writer * w = mg_gguf_writer_new();
-    ck_assert_msg(mg_hf_vocab_add_to_gguf(v, w, "gpt-2"), "%s", mg_last_error());
+    ck_assert_msg(mg_hf_vocab_add_to_gguf(v, w, NULL), "%s", mg_last_error());   // the pre v's regex chose
     ck_assert_msg(mg_gguf_writer_write(w, path), "%s", mg_last_error());
     mg_gguf_writer_free(w);
     struct mg_gguf * g = mg_gguf_open(path);
@@ -82,6 +82,8 @@ START_TEST(test_minimind_equals_fixture) {
     // The README's facts, from the structure itself.
     ck_assert_int_eq(v->n_tokens, 6400);
     ck_assert_int_eq(v->n_merges, 6108);
+    ck_assert_str_eq(v->pre, "gpt-2");       // ByteLevel with use_regex, as the fixture's converter wrote
+    ck_assert_str_eq(v->normalizer, "");
     ck_assert_str_eq(v->tokens[1], "<|im_start|>");
     ck_assert_str_eq(v->tokens[25], "<think>");
     for (int id = 0; id < 40; id++) {
@@ -119,6 +121,7 @@ START_TEST(test_converter_rules) {
     write_text(in_dir("tokenizer.json"),
                "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2, \"<|x|>\": 3},\n"
                "  \"merges\": [[\"a\", \"b\"], [\"a b\", \"c\"]]},\n"
+               " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false},\n"
                " \"added_tokens\": [\n"
                "  {\"id\": 3, \"content\": \"<|x|>\", \"special\": false},\n"
                "  {\"id\": 4, \"content\": \"<a\\u2581b>\", \"special\": false},\n"
@@ -179,6 +182,78 @@ START_TEST(test_converter_rules) {
     remove(in_dir("tokenizer_config.json"));
     remove(in_dir("chat_template.jinja"));
     remove(in_dir("v.gguf"));
+    rmdir(dir);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// The pre-tokenizer, chosen from tokenizer.json's regex
+// ---------------------------------------------------------------------------
+
+// The regexes as tokenizer.json spells them (JSON-escaped): HF's ByteLevel
+// pattern, and Qwen2/Qwen3's Split pattern.
+#define GPT2_JSON "'s|'t|'re|'ve|'m|'ll|'d| ?\\\\p{L}+| ?\\\\p{N}+| ?[^\\\\s\\\\p{L}\\\\p{N}]+|\\\\s+(?!\\\\S)|\\\\s+"
+#define QWEN2_JSON                                                                                         \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*" \
+    "|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+"
+#define SPLIT(regex) \
+    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"" regex "\"}, \"behavior\": \"Isolated\", \"invert\": false}"
+#define BYTE_LEVEL(use_regex) "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": " use_regex "}"
+
+// Load a one-token tokenizer.json with this pre_tokenizer (and normalizer).
+static struct mg_hf_vocab * load_with(const char * pre_tokenizer, const char * normalizer) {
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"normalizer\": %s, \"pre_tokenizer\": %s,\n"
+             " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+             normalizer, pre_tokenizer);
+    write_text(in_dir("tokenizer.json"), text);
+    return mg_hf_vocab_load(dir);
+}
+
+static void expect_pre(const char * pre_tokenizer, const char * want) {
+    struct mg_hf_vocab * v = load_with(pre_tokenizer, "null");
+    ck_assert_msg(v != NULL, "%s: %s", pre_tokenizer, mg_last_error());
+    ck_assert_str_eq(v->pre, want);
+    mg_hf_vocab_free(v);
+}
+
+static void expect_refused(const char * pre_tokenizer, const char * message) {
+    ck_assert_ptr_null(load_with(pre_tokenizer, "null"));
+    ck_assert_msg(strstr(mg_last_error(), "tokenizer.json: pre_tokenizer") && strstr(mg_last_error(), message),
+                  "%s", mg_last_error());
+}
+
+START_TEST(test_pre_tokenizer_choice) {
+    make_dir();
+    expect_pre(BYTE_LEVEL("true"), "gpt-2");                                       // MiniMind, GPT-2
+    expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [" BYTE_LEVEL("true") "]}", "gpt-2");
+    expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT(QWEN2_JSON) ", " BYTE_LEVEL("false") "]}",
+               "qwen2");                                                             // Qwen2, Qwen3
+    expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT(GPT2_JSON) ", " BYTE_LEVEL("false") "]}",
+               "gpt-2");
+
+    // Llama 3's regex (\p{N}{1,3}) splits numbers differently: refused, with the regex named.
+    expect_refused("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT("\\\\p{N}{1,3}") ", " BYTE_LEVEL("false")
+                   "]}",
+                   "the Split regex '\\p{N}{1,3}' is neither Qwen2's nor GPT-2's");
+    // One character off Qwen2's (no trailing \s+): still refused, the strings differ.
+    expect_refused("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT("(?i:'s|'t|'re|'ve|'m|'ll|'d)") ", "
+                   BYTE_LEVEL("false") "]}",
+                   "is neither Qwen2's nor GPT-2's");
+    expect_refused("{\"type\": \"Metaspace\"}", "(found Metaspace)");
+    expect_refused("null", "(found none)");
+    expect_refused("{\"type\": \"ByteLevel\", \"add_prefix_space\": true}", "add_prefix_space");
+    expect_refused(BYTE_LEVEL("false"), "use_regex false");
+    expect_refused("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT(QWEN2_JSON) ", " BYTE_LEVEL("true") "]}",
+                   "use_regex true");
+
+    // The normalizer's type is kept (GGUF cannot carry it).
+    struct mg_hf_vocab * v = load_with(BYTE_LEVEL("true"), "{\"type\": \"NFC\"}");
+    ck_assert_msg(v != NULL, "%s", mg_last_error());
+    ck_assert_str_eq(v->normalizer, "NFC");
+    mg_hf_vocab_free(v);
+    remove(in_dir("tokenizer.json"));
     rmdir(dir);
 }
 END_TEST
@@ -298,6 +373,7 @@ Suite * mg_test_suite(void) {
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_minimind_equals_fixture);
     tcase_add_test(tc, test_converter_rules);
+    tcase_add_test(tc, test_pre_tokenizer_choice);
     tcase_add_test(tc, test_json_values);
     tcase_add_test(tc, test_json_strings);
     tcase_add_test(tc, test_json_errors);
