@@ -824,6 +824,10 @@ START_TEST(test_parallel_equals_run) {
     ck_assert_msg(strstr(par.err, "3 sequences") != NULL, "no summary: %s", par.err);
     run_free(&par);
     expect_one_line_error("prompt", NULL, "parallel -m '%s' -n 4", path);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // mkmodel with a vocabulary of the test's own: tokenizer.json -> GGUF -> ids
 // ---------------------------------------------------------------------------
 
