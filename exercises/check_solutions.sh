@@ -71,11 +71,14 @@ for list in exercises/[0-9][0-9]_*/exercises.list; do
         scores_are full
     done
 
+    if [ -z "$done_ids" ]; then
+        echo "check-solutions: $ch: no solution applied ($(( $(date +%s) - t0 )) s)"; continue
+    fi
     if ! mk test > "$work.test.log" 2>&1; then
         fail "make test fails with the solutions of$done_ids applied:"
         grep -E '^[0-9]+%: Checks|:[FE]:|error|differ' "$work.test.log" | head -n 20 >&2
     fi
-    echo "check-solutions: $ch:$done_ids applied, graded and tested ($(( $(date +%s) - t0 )) s)"
+    echo "check-solutions: $ch:$done_ids applied and graded, make test run ($(( $(date +%s) - t0 )) s)"
 done
 
 [ "$failed" = 0 ] && echo "check-solutions: all solutions pass"
