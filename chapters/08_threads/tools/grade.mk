@@ -40,7 +40,7 @@ EX            ?=
 define GRADE_ONE
 	label="$$id $$name ($$level) "; \
 	dots=$$(printf '%*s' $$((36 - $${#label})) '' | tr ' ' .); \
-	score=0; why=""; \
+	score=0; why=""; rm -f $(GRADE_DIR)/$$id.log; \
 	if [ "$$lib_ok" != 1 ]; then \
 		why="the chapter does not build: see $(GRADE_DIR)/lib.log"; \
 	elif ! $(GRADE_CC) -I. -I$(TESTS_DIR) -I$(EXERCISES_DIR) $(EXERCISES_DIR)/$$file \
@@ -54,7 +54,7 @@ define GRADE_ONE
 	printf '%s%s %3s/%s\n' "$$label" "$$dots" "$$score" "$$points"; \
 	if [ -n "$$why" ]; then \
 		echo "    $$why"; \
-		grep -E '^[0-9]+%: Checks' $(GRADE_DIR)/$$id.log | sed 's/^/    /'; \
+		grep -E '^[0-9]+%: Checks' $(GRADE_DIR)/$$id.log 2> /dev/null | sed 's/^/    /'; \
 		grep -E ':[FE]:|error:|undefined reference' $(GRADE_DIR)/$$id.log 2> /dev/null | head -n 3 | \
 			sed -e 's/^.*:[FE]:[^:]*:\([^:]*\):[0-9]*: /\1: /' -e 's|^[^ ]*/||' -e 's/^/    /'; \
 	fi; \
