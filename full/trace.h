@@ -29,7 +29,7 @@ enum mg_trace_category {
     MG_TRACE_THREADS = 1 << 5,   // which thread took which rows; wake-ups
     //@- 08 trace-threads
     //@+ 09 trace-infer
-    MG_TRACE_INFER   = 1 << 6,   // decode calls, graph reuse, sampling
+    MG_TRACE_INFER   = 1 << 6,   // decode calls, graph reuse
     MG_TRACE_BPE     = 1 << 7,   // the tokenizer: special tokens, pieces, every merge
     MG_TRACE_SAMPLE  = 1 << 8,   // the sampler's candidates after each stage
     //@- 09 trace-infer
