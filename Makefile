@@ -6,6 +6,7 @@
 #   make chapters        regenerate chapters/ from full/ (after editing full/);
 #                        it keeps edited chapter files unless FORCE=1
 #   make check-chapters  fail if chapters/ is not what full/ generates
+#   make check-zh        the top and exercises/ README.zh.md keep in step with README.md
 #   make handout CHAPTER=05   build/handout/05_galloc.tar.gz: the chapter alone
 #   make exercise CHAPTER=05  work/05_galloc/: a student's copy to work in
 #   make check-handout   chapters 01 and 09 unpacked alone must build, run, test, graph
@@ -23,7 +24,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test tour chapters check-chapters handout exercise check-handout check-numbers graph bench asan tsan clean deps test-tools check-solutions $(CHAPTER_DIRS)
+.PHONY: run test tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench asan tsan clean deps test-tools check-solutions $(CHAPTER_DIRS)
 
 run: deps
 	$(MAKE) -C full run
@@ -86,10 +87,21 @@ $(BUILD)/test_readme_check: tests/tools/test_readme_check.c tests/harness.c test
 		-DREADME_CHECK_BIN='"$(CURDIR)/$(BUILD)/readme_check"' \
 		-Itests tests/tools/test_readme_check.c tests/harness.c $$(pkg-config --libs check) -lm -o $@
 
-test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check
+test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check check-zh
 	@echo "=================== tools"
 	./$(BUILD)/test_chapgen
 	./$(BUILD)/test_readme_check
+
+# The Chinese READMEs beside the top-level and exercises/ ones (the chapters'
+# and full/'s are checked by their own make test): each must keep every
+# section, snippet, excerpt and numbers line of its English twin. A README
+# without a README.zh.md beside it is not checked.
+ZH_TWINS := README.md exercises/README.md
+check-zh: $(BUILD)/readme_check
+	@failed=0; for en in $(ZH_TWINS); do \
+		zh=$${en%.md}.zh.md; [ -f "$$zh" ] || continue; \
+		./$(BUILD)/readme_check --parity "$$en" "$$zh" || failed=1; \
+	done; exit $$failed
 
 graph: deps
 	$(MAKE) -C full graph

@@ -1052,13 +1052,26 @@ static bool line_is(const struct line * ln, const char * text) {
     return copy.len - start == n && memcmp(copy.text + start, text, n) == 0;
 }
 
-// Refills every snippet region of the chapter's README.md, which lives in
-// dir; messages name it as it appears under shown_dir. Only a writing run
-// writes it (a planning run still finds every error). Returns whether it changed.
+// The hand-written lessons whose snippet regions chapgen fills: the English
+// one and, where there is one, its Chinese twin (the same regions: readme_check
+// --parity sees to that).
+static const char * const readme_names[] = { "README.md", "README.zh.md" };
+#define N_READMES ((int) (sizeof(readme_names) / sizeof(readme_names[0])))
+
+static bool is_readme(const char * rel) {
+    for (int i = 0; i < N_READMES; i++)
+        if (strcmp(rel, readme_names[i]) == 0) return true;
+    return false;
+}
+
+// Refills every snippet region of the chapter's lesson `name` (README.md or
+// README.zh.md), which lives in dir; messages name it as it appears under
+// shown_dir. Only a writing run writes it (a planning run still finds every
+// error). Returns whether it changed.
 static bool fill_readme_snippets(const struct chapter * ch, const char * dir, const char * shown_dir,
-                                 enum run_mode mode) {
-    char * path = path_join(dir, "README.md");
-    char * shown = path_join(shown_dir, "README.md");
+                                 const char * name, enum run_mode mode) {
+    char * path = path_join(dir, name);
+    char * shown = path_join(shown_dir, name);
     struct buf text = { 0 }, out = { 0 };
     bool changed = false;
     if (read_file(path, &text)) {
@@ -1128,7 +1141,8 @@ static void generate_chapter(const struct chapter * ch, const char * dir, const 
     }
     struct stale_ctx ctx = { ch->number, dir, shown_dir, &outs, &manifest, mode, stats };
     walk_files(dir, NULL, delete_if_stale, &ctx);
-    if (fill_readme_snippets(ch, dir, shown_dir, mode)) stats->written++;
+    for (int i = 0; i < N_READMES; i++)
+        if (fill_readme_snippets(ch, dir, shown_dir, readme_names[i], mode)) stats->written++;
     if (mode == RUN_WRITE) {
         struct buf text = { 0 };
         char * path = path_join(dir, MANIFEST_NAME);
@@ -1189,7 +1203,7 @@ static bool files_equal(const char * a, const char * b) {
 static void report_missing_or_different(const char * fresh, const char * rel, void * arg) {
     struct compare_ctx * ctx = arg;
     char * real = path_join(ctx->real_dir, rel);
-    bool readme = strcmp(rel, "README.md") == 0;   // hand-written, copied in for its snippets
+    bool readme = is_readme(rel);   // hand-written, copied in for its snippets
     struct stat st;
     if (!readme) ctx->files++;
     if (!files_equal(fresh, real)) {
@@ -1222,12 +1236,16 @@ static int check_chapters(const char * out_dir) {
     for (int i = 0; i < n_chapters; i++) {
         char * real = path_join(out_dir, chapters[i].dir);
         char * fresh = path_join(temp_dir, chapters[i].dir);
-        char * real_readme = path_join(real, "README.md");
-        char * fresh_readme = path_join(fresh, "README.md");
         char * real_manifest = path_join(real, MANIFEST_NAME);
         char * fresh_manifest = path_join(fresh, MANIFEST_NAME);
-        struct buf readme = { 0 };
-        if (read_file(real_readme, &readme)) write_if_changed(fresh_readme, &readme);
+        for (int k = 0; k < N_READMES; k++) {
+            char * real_readme = path_join(real, readme_names[k]);
+            char * fresh_readme = path_join(fresh, readme_names[k]);
+            struct buf readme = { 0 };
+            if (read_file(real_readme, &readme)) write_if_changed(fresh_readme, &readme);
+            free(readme.data);
+            free(real_readme), free(fresh_readme);
+        }
 
         struct chapter_stats unused = { 0 };
         generate_chapter(&chapters[i], fresh, real, RUN_WRITE, &unused);
@@ -1243,8 +1261,7 @@ static int check_chapters(const char * out_dir) {
         total.edited += ctx.edited;
         total.files += ctx.files;
         manifest_free(&ctx.manifest);
-        free(readme.data);
-        free(real), free(fresh), free(real_readme), free(fresh_readme), free(real_manifest), free(fresh_manifest);
+        free(real), free(fresh), free(real_manifest), free(fresh_manifest);
     }
     remove_temp_dir();
     if (total.stale > 0) {

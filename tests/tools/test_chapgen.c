@@ -313,6 +313,23 @@ START_TEST(test_snippets_are_filled_and_dedented) {
 }
 END_TEST
 
+// The Chinese lesson beside README.md has the same regions, filled the same way.
+static const char * const zh_readme = "[English](README.md) | 中文\n\n# 第 02 章\n\n"
+                                      "<!-- snippet tensor.c better -->\n```c\n过时的内容\n```\n<!-- /snippet -->\n";
+
+START_TEST(test_zh_snippets_are_filled_too) {
+    char * dir = copy_of(FIXTURE("chapters"));
+    write_text(join(dir, "chapters/02_two/README.zh.md"), zh_readme);
+    ck_assert_int_eq(chapgen(NULL, "", join(dir, "chapters")), 0);
+    char * zh = read_text(join(dir, "chapters/02_two/README.zh.md"));
+    ck_assert_ptr_null(strstr(zh, "过时的内容"));
+    ck_assert_ptr_nonnull(strstr(zh, "# 第 02 章\n\n<!-- snippet tensor.c better -->\n"
+                                     "```c\nreturn n * (n + 1) / 2;\n```\n<!-- /snippet -->\n"));
+    free(zh);
+    remove_tree(dir);
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // --check
 
@@ -368,6 +385,8 @@ static void edit_snippet(const char * chapters) {
     free(readme);
 }
 
+static void add_stale_zh_readme(const char * chapters) { write_text(join(chapters, "02_two/README.zh.md"), zh_readme); }
+
 START_TEST(test_check_finds_modified_file) { check_finds(modify_tensor_c, "edited", "02_two/tensor.c"); }
 END_TEST
 START_TEST(test_check_finds_missing_file) { check_finds(delete_late_h, "missing", "03_three/late.h"); }
@@ -375,6 +394,10 @@ END_TEST
 START_TEST(test_check_finds_extra_file) { check_finds(add_generated_file, "extra", "01_one/demos/extra.c"); }
 END_TEST
 START_TEST(test_check_finds_stale_snippet) { check_finds(edit_snippet, "stale snippets", "02_two/README.md"); }
+END_TEST
+START_TEST(test_check_finds_stale_zh_snippet) {
+    check_finds(add_stale_zh_readme, "stale snippets", "02_two/README.zh.md");
+}
 END_TEST
 
 START_TEST(test_check_ignores_hand_written_files_and_cleans_up) {
@@ -802,6 +825,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(gen, test_unchanged_files_keep_their_mtime);
     tcase_add_test(gen, test_hand_written_files_untouched_stale_ones_deleted);
     tcase_add_test(gen, test_snippets_are_filled_and_dedented);
+    tcase_add_test(gen, test_zh_snippets_are_filled_too);
     suite_add_tcase(s, gen);
 
     TCase * check = tcase_create("check");
@@ -810,6 +834,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(check, test_check_finds_missing_file);
     tcase_add_test(check, test_check_finds_extra_file);
     tcase_add_test(check, test_check_finds_stale_snippet);
+    tcase_add_test(check, test_check_finds_stale_zh_snippet);
     tcase_add_test(check, test_check_ignores_hand_written_files_and_cleans_up);
     suite_add_tcase(s, check);
 

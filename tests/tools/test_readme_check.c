@@ -1,5 +1,7 @@
 // test_readme_check.c - tests of tools/readme_check: demo excerpts, numbers in
-// prose (<!-- numbers ... -->), and the hint after an exercise.
+// prose (<!-- numbers ... -->), the hint after an exercise, and --parity (a
+// Chinese README.zh.md keeps every section, snippet, excerpt and numbers line
+// of its README.md).
 //
 // Each test writes a README and a demo output into a temporary directory and
 // runs the readme_check binary on them the way a chapter's make test does.
@@ -174,6 +176,116 @@ START_TEST(test_an_edited_chapter_is_told_a_mismatch_is_expected) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// --parity
+
+// An English lesson with one of each item, and its complete Chinese twin.
+static const char * const en_lesson =
+    "English | [中文](README.zh.md)\n\n# Chapter 05: the graph allocator\n\n## The problem\n\nProse.\n\n"
+    "```c\n# not a heading: inside a fence\n```\n\n"
+    "<!-- snippet galloc.c reuse-parent -->\n```c\nint x;\n```\n<!-- /snippet -->\n\n"
+    "### Planning\n\n<!-- numbers 160 27,312 -->\nThe graph has 160 nodes in 27,312 bytes.\n\n"
+    "## What the demo prints\n\n"
+    "<!-- demo-output -->\n```text\npeak 27312 bytes\n```\n<!-- /demo-output -->\n";
+static const char * const zh_lesson =
+    "[English](README.md) | 中文\n\n# 第 05 章：图分配器\n\n## 问题\n\n正文。\n\n"
+    "<!-- snippet galloc.c reuse-parent -->\n```c\nint x;\n```\n<!-- /snippet -->\n\n"
+    "### 规划\n\n<!-- numbers 160 27,312 -->\n这个计算图有 160 个节点，放进 27,312 字节。\n\n"
+    "## demo 的输出\n\n"
+    "<!-- demo-output -->\n```text\npeak 27312 bytes\n```\n<!-- /demo-output -->\n";
+
+static int parity(char ** output) {
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' --parity README.md README.zh.md 2>&1", dir, README_CHECK_BIN);
+    FILE * p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t cap = 1 << 16;
+    char * text = malloc(cap);
+    size_t len = fread(text, 1, cap - 1, p);
+    text[len] = '\0';
+    int status = pclose(p);
+    *output = text;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The Chinese lesson with `from` replaced by `to` (which must be there).
+static void zh_lesson_with(const char * from, const char * to) {
+    const char * at = strstr(zh_lesson, from);
+    ck_assert_msg(at != NULL, "the test's zh lesson has no '%s'", from);
+    char text[4096];
+    snprintf(text, sizeof(text), "%.*s%s%s", (int) (at - zh_lesson), zh_lesson, to, at + strlen(from));
+    write_file("README.zh.md", text);
+}
+
+// Refused, with a message that has `says` in it.
+static void refused(const char * says) {
+    char * out;
+    ck_assert_int_eq(parity(&out), 1);
+    ck_assert_msg(strstr(out, says), "expected '%s' in:\n%s", says, out);
+    free(out);
+}
+
+START_TEST(test_parity_a_complete_twin_passes) {
+    write_file("README.md", en_lesson);
+    write_file("README.zh.md", zh_lesson);
+    char * out;
+    ck_assert_int_eq(parity(&out), 0);
+    ck_assert_msg(strstr(out, "README.zh.md: in step with README.md: 4 headings, 1 snippet region(s), "
+                              "1 demo excerpt(s), 1 numbers line(s)"), "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(test_parity_a_missing_snippet_is_refused) {
+    write_file("README.md", en_lesson);
+    zh_lesson_with("<!-- snippet galloc.c reuse-parent -->\n```c\nint x;\n```\n<!-- /snippet -->\n", "");
+    refused("README.zh.md: lacks the snippet region <!-- snippet galloc.c reuse-parent --> (README.md:13)");
+    // Another tag is not the same region.
+    zh_lesson_with("reuse-parent", "reuse-other");
+    refused("README.zh.md: lacks the snippet region <!-- snippet galloc.c reuse-parent --> (README.md:13)");
+}
+END_TEST
+
+START_TEST(test_parity_a_missing_or_changed_demo_block_is_refused) {
+    write_file("README.md", en_lesson);
+    zh_lesson_with("<!-- demo-output -->\n```text\npeak 27312 bytes\n```\n<!-- /demo-output -->\n", "");
+    refused("README.zh.md: lacks the demo-output block that starts \"peak 27312 bytes\" (README.md:26)");
+    // A demo's words are quoted unchanged: a translated excerpt is not the same block.
+    zh_lesson_with("```text\npeak 27312 bytes\n", "```text\n峰值 27312 字节\n");
+    refused("README.zh.md: lacks the demo-output block that starts \"peak 27312 bytes\" (README.md:26)");
+}
+END_TEST
+
+START_TEST(test_parity_a_missing_heading_is_refused) {
+    write_file("README.md", en_lesson);
+    zh_lesson_with("### 规划\n\n", "");
+    refused("README.zh.md: lacks a level-3 heading (### Planning) (README.md:19)");
+    // A heading of another level is not the same section either.
+    zh_lesson_with("### 规划", "## 规划");
+    refused("README.zh.md: lacks a level-3 heading (### Planning) (README.md:19)");
+    refused("README.zh.md:15: a level-2 heading (## 规划) is not in README.md");
+}
+END_TEST
+
+START_TEST(test_parity_a_missing_numbers_line_is_refused) {
+    write_file("README.md", en_lesson);
+    zh_lesson_with("<!-- numbers 160 27,312 -->\n", "");
+    refused("README.zh.md: lacks the numbers line <!-- numbers 160 27,312 --> (README.md:21)");
+    zh_lesson_with("<!-- numbers 160 27,312 -->", "<!-- numbers 160 -->");
+    refused("README.zh.md: lacks the numbers line <!-- numbers 160 27,312 --> (README.md:21)");
+}
+END_TEST
+
+START_TEST(test_parity_the_first_lines_link_to_each_other) {
+    write_file("README.md", en_lesson + strlen("English | [中文](README.zh.md)\n\n"));
+    write_file("README.zh.md", zh_lesson);
+    refused("README.md:1: the first line must link to the Chinese lesson: English | [中文](README.zh.md)");
+    write_file("README.md", en_lesson);
+    zh_lesson_with("[English](README.md) | 中文\n", "中文\n");
+    refused("README.zh.md:1: the first line must link to the English lesson: [English](README.md) | 中文");
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("readme_check");
     TCase * tc = tcase_create("readme_check");
@@ -184,6 +296,12 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_numbers_are_whole);
     tcase_add_test(tc, test_numbers_from_another_chapter);
     tcase_add_test(tc, test_an_edited_chapter_is_told_a_mismatch_is_expected);
+    tcase_add_test(tc, test_parity_a_complete_twin_passes);
+    tcase_add_test(tc, test_parity_a_missing_snippet_is_refused);
+    tcase_add_test(tc, test_parity_a_missing_or_changed_demo_block_is_refused);
+    tcase_add_test(tc, test_parity_a_missing_heading_is_refused);
+    tcase_add_test(tc, test_parity_a_missing_numbers_line_is_refused);
+    tcase_add_test(tc, test_parity_the_first_lines_link_to_each_other);
     suite_add_tcase(s, tc);
     return s;
 }

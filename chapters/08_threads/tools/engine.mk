@@ -64,7 +64,9 @@ run-demo: $(BUILD)/demo_$(DEMO)
 
 # Tests: each test_*.c is one Check suite (see tests/harness.h), built against
 # this chapter's library; then the README's demo excerpt is compared with the
-# demo's real output (tools/readme_check.c).
+# demo's real output (tools/readme_check.c), and so is the Chinese lesson's
+# (README.zh.md, where there is one), which must also keep every section,
+# snippet, excerpt and numbers line of README.md (readme_check --parity).
 #
 # ROOT is compiled into the tests (MG_TEST_ROOT, where they find the fixtures):
 # $(BUILD)/root.txt changes when ROOT does, so a chapter copied elsewhere
@@ -95,6 +97,11 @@ test: deps $(TEST_BINS) $(BUILD)/demo_$(DEMO) $(BUILD)/readme_check $(EXTRA_ALL)
 		echo "== README.md excerpt vs ./$(BUILD)/demo_$(DEMO)"; \
 		MG_TRACE=$(TRACE) ./$(BUILD)/demo_$(DEMO) $(DEMO_ARGS) > $(BUILD)/demo.out 2>&1 && \
 		./$(BUILD)/readme_check README.md $(BUILD)/demo.out || failed=1; \
+		if [ -f README.zh.md ]; then \
+			echo "== README.zh.md: excerpt vs the same output, and in step with README.md"; \
+			./$(BUILD)/readme_check README.zh.md $(BUILD)/demo.out || failed=1; \
+			./$(BUILD)/readme_check --parity README.md README.zh.md || failed=1; \
+		fi; \
 	fi; \
 	exit $$failed
 

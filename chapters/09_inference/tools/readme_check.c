@@ -1,6 +1,7 @@
 // readme_check.c - does a README still show what its demo prints?
 //
 //     readme_check README.md demo-output.txt [--from CHAPTER TRACE OUTPUT]...
+//     readme_check --parity README.md README.zh.md
 //
 // A chapter README quotes its demo between two markers:
 //
@@ -29,6 +30,13 @@
 // MG_TRACE=TRACE: checked against the OUTPUT given by --from CHAPTER TRACE
 // OUTPUT (the top-level make check-numbers does), skipped otherwise (a
 // chapter copied alone has no other chapter).
+//
+// --parity keeps a Chinese lesson in step with its English one: README.zh.md
+// must have the English file's headings (by level, in order: their text is
+// in another language), its snippet regions, its demo-output blocks (byte for
+// byte) and its numbers lines, in the same order; and each file's first line
+// links to the other ("English | [中文](README.zh.md)" and "[English](README.md)
+// | 中文"). Each difference is named with the English line it comes from.
 //
 // Exit 0 when everything matches, 1 (naming the README line that did not)
 // otherwise. When the chapter's files differ from what make chapters wrote
@@ -245,7 +253,168 @@ static void say_if_edited(const char * readme_path) {
             edited, edited == 1 ? "" : "s", edited == 1 ? "it" : "them", names, edited > 4 ? ", ..." : "");
 }
 
+// ---------------------------------------------------------------------------
+// --parity: the Chinese README has every section, snippet, excerpt and
+// numbers line of the English one
+
+enum item_kind { ITEM_HEADING, ITEM_SNIPPET, ITEM_DEMO, ITEM_NUMBERS };
+
+struct item {
+    enum item_kind kind;
+    char * key;      // what must be equal in both files
+    int    line_no;  // where the item starts, for messages
+    const char * text;   // its first line, for messages
+};
+
+struct items {
+    struct item * v;
+    int n;
+};
+
+static void add_item(struct items * it, enum item_kind kind, char * key, int line_no, const char * text) {
+    it->v = realloc(it->v, (size_t) (it->n + 1) * sizeof(struct item));
+    it->v[it->n++] = (struct item) { kind, key, line_no, text };
+}
+
+// A heading's level (1..6) or 0: "## The problem" is 2.
+static int heading_level(const char * s) {
+    int k = 0;
+    while (s[k] == '#') k++;
+    return k >= 1 && k <= 6 && s[k] == ' ' ? k : 0;
+}
+
+// The headings (outside fenced code), snippet markers, demo-output blocks
+// (marker, fence and every quoted line) and numbers markers of a README.
+static void collect_items(const struct lines * l, struct items * it) {
+    bool in_fence = false;
+    for (int i = 0; i < l->n; i++) {
+        const char * s = l->text[i];
+        if (strncmp(s, "```", 3) == 0) {
+            in_fence = !in_fence;
+            continue;
+        }
+        if (in_fence) continue;
+        int level = heading_level(s);
+        char key[32];
+        if (level > 0) {
+            snprintf(key, sizeof(key), "heading %d", level);
+            add_item(it, ITEM_HEADING, strdup(key), l->line_no[i], s);
+        } else if (strncmp(s, "<!-- snippet ", 13) == 0) {
+            add_item(it, ITEM_SNIPPET, strdup(s), l->line_no[i], s);
+        } else if (strncmp(s, "<!-- numbers ", 13) == 0) {
+            add_item(it, ITEM_NUMBERS, strdup(s), l->line_no[i], s);
+        } else if (strcmp(s, "<!-- demo-output -->") == 0) {
+            // The block: the marker, the opening fence, the quote, the closing fence.
+            int end = i + 1;
+            if (end < l->n && strncmp(l->text[end], "```", 3) == 0) {
+                end++;
+                while (end < l->n && strncmp(l->text[end], "```", 3) != 0) end++;
+            }
+            if (end >= l->n) end = l->n - 1;
+            add_item(it, ITEM_DEMO, join_lines(l, i, end + 1), l->line_no[i], s);
+            i = end;
+        }
+    }
+}
+
+static void free_items(struct items * it) {
+    for (int i = 0; i < it->n; i++) free(it->v[i].key);
+    free(it->v);
+}
+
+static void describe(const struct item * x, const struct lines * l, char * out, size_t size) {
+    switch (x->kind) {
+    case ITEM_HEADING: snprintf(out, size, "a level-%d heading (%s)", heading_level(x->text), x->text); break;
+    case ITEM_SNIPPET: snprintf(out, size, "the snippet region %s", x->text); break;
+    case ITEM_NUMBERS: snprintf(out, size, "the numbers line %s", x->text); break;
+    case ITEM_DEMO: {
+        // Name the block by its first quoted line.
+        int at = x->line_no + 1;   // line_no is 1-based: index line_no is the fence, the quote follows
+        const char * first = at < l->n ? l->text[at] : "";
+        snprintf(out, size, "the demo-output block that starts \"%.80s\"", first);
+        break;
+    }
+    }
+}
+
+static const char * base_name(const char * path) {
+    const char * slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+// Does the first line of a README link to its twin: "[LABEL](TWIN)"?
+static bool links_to(const struct lines * l, const char * label, const char * twin) {
+    char want[1024];
+    snprintf(want, sizeof(want), "[%s](%s)", label, base_name(twin));
+    return l->n > 0 && strstr(l->text[0], want) != NULL;
+}
+
+static int parity(const char * en_path, const char * zh_path) {
+    struct lines en = { 0 }, zh = { 0 };
+    if (!read_lines(en_path, &en) || !read_lines(zh_path, &zh)) {
+        fprintf(stderr, "readme_check: cannot read %s or %s\n", en_path, zh_path);
+        return 2;
+    }
+    int bad = 0;
+    if (!links_to(&en, "中文", zh_path)) {
+        fprintf(stderr, "%s:1: the first line must link to the Chinese lesson: English | [中文](%s)\n", en_path,
+                base_name(zh_path));
+        bad = 1;
+    }
+    if (!links_to(&zh, "English", en_path)) {
+        fprintf(stderr, "%s:1: the first line must link to the English lesson: [English](%s) | 中文\n", zh_path,
+                base_name(en_path));
+        bad = 1;
+    }
+    struct items a = { 0 }, b = { 0 };
+    collect_items(&en, &a);
+    collect_items(&zh, &b);
+    // The longest common subsequence of the two item lists: what is outside
+    // it is missing from (or extra in) the Chinese file.
+    int (*lcs)[b.n + 1] = calloc((size_t) (a.n + 1), sizeof(*lcs));
+    for (int i = a.n - 1; i >= 0; i--)
+        for (int j = b.n - 1; j >= 0; j--)
+            lcs[i][j] = strcmp(a.v[i].key, b.v[j].key) == 0 ? lcs[i + 1][j + 1] + 1
+                        : lcs[i + 1][j] >= lcs[i][j + 1]      ? lcs[i + 1][j]
+                                                              : lcs[i][j + 1];
+    char what[512];
+    int counts[4] = { 0 };
+    for (int i = 0, j = 0; i < a.n || j < b.n;) {
+        if (i < a.n && j < b.n && strcmp(a.v[i].key, b.v[j].key) == 0) {
+            counts[a.v[i].kind]++;
+            i++, j++;
+        } else if (i < a.n && (j == b.n || lcs[i + 1][j] >= lcs[i][j + 1])) {
+            describe(&a.v[i], &en, what, sizeof(what));
+            fprintf(stderr, "%s: lacks %s (%s:%d)%s\n", zh_path, what, en_path, a.v[i].line_no,
+                    a.v[i].kind == ITEM_DEMO ? "; a demo-output block is copied byte for byte" : "");
+            bad = 1;
+            i++;
+        } else {
+            describe(&b.v[j], &zh, what, sizeof(what));
+            fprintf(stderr, "%s:%d: %s is not in %s (or not at this place)\n", zh_path, b.v[j].line_no, what, en_path);
+            bad = 1;
+            j++;
+        }
+    }
+    if (!bad)
+        printf("%s: in step with %s: %d headings, %d snippet region(s), %d demo excerpt(s), %d numbers line(s)\n",
+               zh_path, en_path, counts[ITEM_HEADING], counts[ITEM_SNIPPET], counts[ITEM_DEMO], counts[ITEM_NUMBERS]);
+    free(lcs);
+    free_items(&a);
+    free_items(&b);
+    free_lines(&en);
+    free_lines(&zh);
+    return bad;
+}
+
 int main(int argc, char ** argv) {
+    if (argc >= 2 && strcmp(argv[1], "--parity") == 0) {
+        if (argc != 4) {
+            fprintf(stderr, "usage: readme_check --parity README.md README.zh.md\n");
+            return 2;
+        }
+        return parity(argv[2], argv[3]);
+    }
     struct other_output others[16];
     int n_others = 0;
     for (int a = 3; a < argc; a += 4) {
@@ -262,7 +431,8 @@ int main(int argc, char ** argv) {
         }
     }
     if (argc < 3) {
-        fprintf(stderr, "usage: readme_check README.md demo-output.txt [--from CHAPTER TRACE OUTPUT]...\n");
+        fprintf(stderr, "usage: readme_check README.md demo-output.txt [--from CHAPTER TRACE OUTPUT]...\n"
+                        "       readme_check --parity README.md README.zh.md\n");
         return 2;
     }
     struct lines readme = {0}, out = {0};
