@@ -22,7 +22,8 @@
 # otherwise (the grader says why and goes on). The scores also go to
 # $(BUILD)/grade/results, one "id score points" line each, for
 # `make check-solutions`. `make grade` fails unless every graded exercise
-# scores full marks. `make test` never runs these tests.
+# scores full marks. A test case gets 60 s (CK_DEFAULT_TIMEOUT) unless it sets
+# its own. `make test` never runs these tests.
 
 # The chapter's exercises: exercises/NN_name, found by the chapter's number so
 # that a student's renamed copy of the folder still finds them.
