@@ -165,8 +165,9 @@ static bool needs_bytes(const struct mg_gallocr * ga, const struct mg_tensor * t
 
 // Ops whose kernels may write their result over an input of the same size:
 // element i of the output depends only on element i (or the row) of the input
-// (ggml_op_can_inplace).
-static bool op_can_inplace(enum mg_op op) {
+// (ggml_op_can_inplace). No default: with -Wswitch, a new op without a rule
+// here is a compile error.
+bool mg_op_can_inplace(enum mg_op op) {
     switch (op) {
         case MG_OP_ADD: case MG_OP_SUB: case MG_OP_MUL: case MG_OP_DIV:
         case MG_OP_SCALE: case MG_OP_SQR: case MG_OP_SQRT:
@@ -176,9 +177,24 @@ static bool op_can_inplace(enum mg_op op) {
         case MG_OP_ROPE:
         //@- 06 attention-ops
             return true;
-        default:
+        case MG_OP_NONE:                    // a leaf is not computed
+        case MG_OP_VIEW: case MG_OP_RESHAPE:
+        case MG_OP_PERMUTE: case MG_OP_TRANSPOSE:   // views hold no bytes of their own
+        case MG_OP_MUL_MAT:                 // every output reads a whole row of both inputs
+        case MG_OP_SUM_ROWS:                // the result is smaller than the input
+        case MG_OP_CONT: case MG_OP_CPY:    // reads in one layout, writes in another
+        case MG_OP_GET_ROWS:                // reads rows picked by index
+        //@+ 09 set-rows
+        case MG_OP_SET_ROWS:                // its result is a view of the cache
+        //@- 09 set-rows
+        //@+ full fused-ops
+        case MG_OP_SWIGLU:                  // two inputs; ggml's list has no GLU op either
+        case MG_OP_FLASH_ATTN:              // reads all of K and V for every output
+        //@- full fused-ops
+        case MG_OP_COUNT:
             return false;
     }
+    return false;   // a value outside the enum
 }
 
 static void trace_step(struct mg_gallocr * ga, const char * what, const struct mg_tensor * t, size_t size, size_t offset) {
@@ -203,7 +219,7 @@ static bool same_layout(const struct mg_tensor * a, const struct mg_tensor * b) 
 // neither a leaf nor an output nor viewed (ggml: ggml_are_same_layout).
 static struct mg_tensor * dying_parent(struct mg_gallocr * ga, const struct mg_cgraph * g, const struct mg_tensor * t,
                                        size_t size) {
-    if (!ga->reuse_parent || !op_can_inplace(t->op)) return NULL;
+    if (!ga->reuse_parent || !mg_op_can_inplace(t->op)) return NULL;
     for (int i = 0; i < MG_MAX_SRC; i++) {
         struct mg_tensor * p = t->src[i];
         if (p == NULL || p->op == MG_OP_NONE || p->view_src != NULL) continue;

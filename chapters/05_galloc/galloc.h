@@ -66,6 +66,10 @@ void                mg_gallocr_free(struct mg_gallocr * ga);
 // allocator, as in the trace above.
 void mg_gallocr_set_reuse_parent(struct mg_gallocr * ga, bool reuse);
 
+// The rule behind parent reuse: may op's result be written over its first
+// input (ggml_op_can_inplace)? Every op has an answer (tests/05_galloc/test_op_inplace.c).
+bool mg_op_can_inplace(enum mg_op op);
+
 // Plan: walk g in order and give every result that needs bytes an offset.
 // Returns the buffer size the plan needs (its peak).
 size_t mg_gallocr_reserve(struct mg_gallocr * ga, struct mg_cgraph * g);
