@@ -18,6 +18,7 @@
 //@- 04 graph-include
 //@+ 05 galloc-include
 #include "galloc.h"
+#include "svg.h"
 //@- 05 galloc-include
 //@+ 06 kv-include
 #include "kv_cache.h"

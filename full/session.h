@@ -69,3 +69,6 @@ const struct mg_model * mg_session_model(const struct mg_session * s);
 
 // Write the current graph as <name>.dot into $MG_DOT (see graph.h).
 bool mg_session_dump_dot(const struct mg_session * s, const char * name);
+
+// Write the current graph's compute-buffer plan as <name>.svg into $MG_SVG (see galloc.h).
+bool mg_session_dump_svg(const struct mg_session * s, const char * name);

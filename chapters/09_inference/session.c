@@ -235,3 +235,7 @@ const struct mg_model * mg_session_model(const struct mg_session * s) {
 bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
     return s->graph != NULL && mg_graph_dump_dot_env(s->graph, name);
 }
+
+bool mg_session_dump_svg(const struct mg_session * s, const char * name) {
+    return s->graph != NULL && mg_gallocr_dump_svg_env(s->galloc, s->graph, name);
+}

@@ -85,6 +85,7 @@ int cmd_run(int argc, char ** argv) {
     }
     const double prompt_ms = cli_now_ms() - t0;
     mg_session_dump_dot(s, "prompt");
+    mg_session_dump_svg(s, "prompt-alloc");
 
     struct mg_detok detok;
     mg_detok_init(&detok, false);
@@ -105,7 +106,10 @@ int cmd_run(int argc, char ** argv) {
             goto done;
         }
         eval_ms += cli_now_ms() - t0;
-        if (n_eval++ == 0) mg_session_dump_dot(s, "decode");
+        if (n_eval++ == 0) {
+            mg_session_dump_dot(s, "decode");
+            mg_session_dump_svg(s, "decode-alloc");
+        }
     }
     cli_stream_flush(&detok);
     printf("\n");

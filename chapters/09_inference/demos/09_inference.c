@@ -108,6 +108,7 @@ int main(int argc, char ** argv) {
     printf("text: %s\n", text);
     printf("decode graph: %d nodes; graphs built %d, reused %d\n", st.n_nodes, st.n_graphs_built, st.n_graphs_reused);
     mg_session_dump_dot(s, "decode");
+    mg_session_dump_svg(s, "decode-alloc");   // MG_SVG=dir: its compute buffer, as a memory map
 
     printf("\n== Drawing ==\n");
     draw_one_layer(m);
