@@ -29,6 +29,7 @@
 //@- 07 plan-include
 //@+ 08 threadpool-include
 #include "threadpool.h"
+#include "timeline.h"
 //@- 08 threadpool-include
 //@+ 09 inference-include
 #include "gguf.h"

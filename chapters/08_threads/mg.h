@@ -16,3 +16,4 @@
 #include "plan.h"
 #include "vec.h"
 #include "threadpool.h"
+#include "timeline.h"

@@ -16,6 +16,7 @@
 #include "plan.h"
 #include "vec.h"
 #include "threadpool.h"
+#include "timeline.h"
 #include "gguf.h"
 #include "vocab.h"
 #include "model.h"

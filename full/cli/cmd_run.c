@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "vocab.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ int cmd_run(int argc, char ** argv) {
     const char * cmd = "run";
     struct cli_engine_opts   e   = cli_engine_defaults();
     struct cli_sampling_opts smp = cli_sampling_defaults();
-    const char * prompt = NULL, * prompt_file = NULL;
+    const char * prompt = NULL, * prompt_file = NULL, * trace_json = NULL;
     int  n_predict = 128;
     bool ignore_eos = false, no_display_prompt = false;
 
@@ -33,12 +34,22 @@ int cmd_run(int argc, char ** argv) {
                                           "do not stop at end-of-generation tokens"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &no_display_prompt,
                                           "print only the generated text"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_STRING, &trace_json,
+                                          "write every thread's time per node as a Chrome trace (Perfetto)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     n_opts += cli_sampling_options(&smp, opts + n_opts);
     const char * positional[1];
     int n_positional;
     if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
     if (!cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
+    if (trace_json != NULL) {   // fail now, not after the whole run
+        FILE * f = fopen(trace_json, "w");
+        if (f == NULL) {
+            fprintf(stderr, "mg %s: --trace-json: cannot write %s: %s\n", cmd, trace_json, strerror(errno));
+            return 1;
+        }
+        fclose(f);
+    }
     size_t text_len;
     char * text = cli_prompt_text(cmd, prompt, prompt_file, &text_len);
     if (text == NULL) return 1;
@@ -48,6 +59,7 @@ int cmd_run(int argc, char ** argv) {
     struct mg_session * s       = NULL;
     struct mg_sampler * sampler = NULL;
     int32_t *           tokens  = NULL;
+    struct mg_timeline * timeline = NULL;
     double              load_ms;
     struct mg_model *   m = cli_load_model(cmd, e.model, &load_ms);
     if (m == NULL) goto done;
@@ -55,6 +67,11 @@ int cmd_run(int argc, char ** argv) {
     if (s == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
         goto done;
+    }
+
+    if (trace_json != NULL) {
+        timeline = mg_timeline_new();
+        mg_session_set_timeline(s, timeline);
     }
 
     // Tokenize as llama-completion does: special tokens parsed, BOS added if the vocabulary asks.
@@ -115,10 +132,19 @@ int cmd_run(int argc, char ** argv) {
     printf("\n");
     cli_print_timings(s, load_ms, n_prompt, prompt_ms, n_eval, eval_ms);
     status = 0;
+    if (timeline != NULL) {
+        if (mg_timeline_write_json(timeline, trace_json)) {
+            fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd, trace_json);
+        } else {
+            fprintf(stderr, "mg %s: --trace-json: %s\n", cmd, mg_last_error());
+            status = 1;
+        }
+    }
 
 done:
     mg_sampler_free(sampler);
     mg_session_free(s);
+    mg_timeline_free(timeline);   // after the session: its pool records into it
     mg_model_free(m);
     free(tokens);
     free(text);
