@@ -408,6 +408,12 @@ int mg_gallocr_n_reserves(const struct mg_gallocr * ga) {
     return ga->n_reserves;
 }
 
+//@+ full galloc-buffer
+const struct mg_buffer * mg_gallocr_get_buffer(const struct mg_gallocr * ga) {
+    return ga->buffer;
+}
+//@- full galloc-buffer
+
 bool mg_gallocr_get_offset(const struct mg_gallocr * ga, const struct mg_cgraph * g, const struct mg_tensor * t,
                            size_t * offset) {
     if (!mg_graph_contains(g, t)) return false;

@@ -86,6 +86,10 @@ void mg_gallocr_place(struct mg_gallocr * ga, struct mg_cgraph * g, void * base)
 size_t mg_gallocr_get_buffer_size(const struct mg_gallocr * ga);   // the last plan's peak
 size_t mg_gallocr_get_sum_size   (const struct mg_gallocr * ga);   // what chapter 04 would have used
 int    mg_gallocr_n_reserves     (const struct mg_gallocr * ga);   // how many times it planned
+//@+ full galloc-buffer
+// The buffer mg_gallocr_alloc_graph placed the last graph in (NULL before any).
+const struct mg_buffer * mg_gallocr_get_buffer(const struct mg_gallocr * ga);
+//@- full galloc-buffer
 
 // The offset the last plan gave t in the buffer; false if it gave t none
 // (a leaf with its own data, or a view).

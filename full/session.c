@@ -5,6 +5,10 @@
 #include "session.h"
 #include "arena.h"
 #include "galloc.h"
+//@+ full memory-model
+#include "gguf.h"
+#include "memmap.h"
+//@- full memory-model
 #include "plan.h"
 #include "threadpool.h"
 #include "trace.h"
@@ -247,6 +251,32 @@ const struct mg_cgraph * mg_session_graph(const struct mg_session * s) {
 bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
     return s->graph != NULL && mg_graph_dump_dot_env(s->graph, name);
 }
+
+//@+ full memory-model
+// The mapping's first byte, from any tensor's place in the file.
+static const void * mapping_base(const struct mg_gguf * g) {
+    if (mg_gguf_n_tensors(g) == 0) return NULL;
+    const struct mg_gguf_tensor_info * t = mg_gguf_tensor(g, 0);
+    return (const char *) t->data - t->offset - mg_gguf_data_offset(g);
+}
+
+void mg_session_memory_model(const struct mg_session * s, struct mg_memory_model * mm) {
+    const struct mg_model *  m  = s->model;
+    const struct mg_buffer * cb = mg_gallocr_get_buffer(s->galloc);
+    memset(mm, 0, sizeof(*mm));
+    mm->region[MG_MEM_MODEL_HEADERS] = (struct mg_memory_region) {"model tensor headers", NULL, mg_used_mem(m->ctx)};
+    mm->region[MG_MEM_MAPPED_FILE]   = (struct mg_memory_region) {"mapped GGUF file", mapping_base(m->gguf),
+                                                                  mg_gguf_file_size(m->gguf)};
+    mm->region[MG_MEM_REPACKED]      = (struct mg_memory_region) {"repacked weights", m->repack_buf, m->n_repacked_bytes};
+    mm->region[MG_MEM_GRAPH_HEADERS] = (struct mg_memory_region) {"graph tensor headers", NULL,
+                                                                  s->graph_ctx ? mg_used_mem(s->graph_ctx) : 0};
+    mm->region[MG_MEM_COMPUTE]       = (struct mg_memory_region) {"compute buffer", cb ? cb->data : NULL, cb ? cb->size : 0};
+    mm->region[MG_MEM_WORK]          = (struct mg_memory_region) {"work buffer", s->work, s->work_capacity};
+    mm->region[MG_MEM_KV]            = (struct mg_memory_region) {"KV cache", s->kv->buf->data, s->kv->buf->size};
+    mg_memory_model_count(mm, m->ctx, MG_MEM_MODEL_HEADERS);
+    if (s->graph_ctx != NULL) mg_memory_model_count(mm, s->graph_ctx, MG_MEM_GRAPH_HEADERS);
+}
+//@- full memory-model
 
 void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl) {
     mg_threadpool_set_timeline(s->threadpool, tl);

@@ -75,5 +75,12 @@ bool mg_session_dump_dot(const struct mg_session * s, const char * name);
 struct mg_timeline;
 void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl);
 
+//@+ full memory-model
+// The memory of this session and its model, region by region, with the
+// pointers between them counted (memmap.h). Call after a decode.
+struct mg_memory_model;
+void mg_session_memory_model(const struct mg_session * s, struct mg_memory_model * mm);
+//@- full memory-model
+
 // Write the current graph's compute-buffer plan as <name>.svg into $MG_SVG (see galloc.h).
 bool mg_session_dump_svg(const struct mg_session * s, const char * name);

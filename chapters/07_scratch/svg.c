@@ -66,6 +66,10 @@ void mg_svg_text(struct mg_svg * svg, double x, double y, double size, const cha
     fprintf(svg->f, "</text>\n");
 }
 
+void mg_svg_raw(struct mg_svg * svg, const char * text) {
+    fputs(text, svg->f);
+}
+
 bool mg_svg_end(struct mg_svg * svg) {
     fprintf(svg->f, "</svg>\n");
     const bool ok = !ferror(svg->f);

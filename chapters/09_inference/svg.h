@@ -37,5 +37,8 @@ void mg_svg_line(struct mg_svg * svg, double x1, double y1, double x2, double y2
 void mg_svg_text(struct mg_svg * svg, double x, double y, double size, const char * anchor, const char * fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+// Text written as is (e.g. <defs> for arrow heads): the caller makes it valid.
+void mg_svg_raw(struct mg_svg * svg, const char * text);
+
 // Close the picture and the file.
 bool mg_svg_end(struct mg_svg * svg);

@@ -1,6 +1,7 @@
 //@file full
 // cmd_run.c - mg run: a prompt in, its continuation streamed out (llama-completion).
 #include "cli.h"
+#include "memmap.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -20,7 +21,7 @@ int cmd_run(int argc, char ** argv) {
     const char * cmd = "run";
     struct cli_engine_opts   e   = cli_engine_defaults();
     struct cli_sampling_opts smp = cli_sampling_defaults();
-    const char * prompt = NULL, * prompt_file = NULL, * trace_json = NULL;
+    const char * prompt = NULL, * prompt_file = NULL, * trace_json = NULL, * memory_map = NULL;
     int  n_predict = 128;
     bool ignore_eos = false, no_display_prompt = false;
 
@@ -36,16 +37,20 @@ int cmd_run(int argc, char ** argv) {
                                           "print only the generated text"};
     opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_STRING, &trace_json,
                                           "write every thread's time per node as a Chrome trace (Perfetto)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_STRING, &memory_map,
+                                          "draw the run's memory regions and the pointers between them (SVG)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     n_opts += cli_sampling_options(&smp, opts + n_opts);
     const char * positional[1];
     int n_positional;
     if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
     if (!cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
-    if (trace_json != NULL) {   // fail now, not after the whole run
-        FILE * f = fopen(trace_json, "w");
+    const char * outputs[2][2] = {{"--trace-json", trace_json}, {"--memory-map", memory_map}};
+    for (int i = 0; i < 2; i++) {   // fail now, not after the whole run
+        if (outputs[i][1] == NULL) continue;
+        FILE * f = fopen(outputs[i][1], "w");
         if (f == NULL) {
-            fprintf(stderr, "mg %s: --trace-json: cannot write %s: %s\n", cmd, trace_json, strerror(errno));
+            fprintf(stderr, "mg %s: %s: cannot write %s: %s\n", cmd, outputs[i][0], outputs[i][1], strerror(errno));
             return 1;
         }
         fclose(f);
@@ -131,7 +136,18 @@ int cmd_run(int argc, char ** argv) {
     cli_stream_flush(&detok);
     printf("\n");
     cli_print_timings(s, load_ms, n_prompt, prompt_ms, n_eval, eval_ms);
+    struct mg_memory_model mm;
+    mg_session_memory_model(s, &mm);
+    mg_memory_model_print(stderr, &mm);
     status = 0;
+    if (memory_map != NULL) {
+        if (mg_memory_model_dump_svg(&mm, memory_map)) {
+            fprintf(stderr, "mg %s: wrote %s\n", cmd, memory_map);
+        } else {
+            fprintf(stderr, "mg %s: --memory-map: %s\n", cmd, mg_last_error());
+            status = 1;
+        }
+    }
     if (timeline != NULL) {
         if (mg_timeline_write_json(timeline, trace_json)) {
             fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd, trace_json);

@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "mg.h"
 #include "json.h"
+#include "memmap.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -138,11 +139,107 @@ START_TEST(test_session_trace_counts_the_graph) {
 }
 END_TEST
 
+// The memory model's table, against the structs it measures: every region's
+// size as the model, the session and the file say, and every pointer counted
+// by walking the model's tensors and the graph's nodes and leafs.
+static bool in_region(const struct mg_memory_model * mm, enum mg_mem_region r, const void * p) {
+    const char * base = mm->region[r].base;
+    return base != NULL && (const char *) p >= base && (const char *) p < base + mm->region[r].bytes;
+}
+
+static void check_memory_model(const char * model_file) {
+    struct mg_model * m = mg_model_load(model_file);
+    ck_assert_msg(m != NULL, "%s", mg_last_error());
+    struct mg_session_params p = mg_session_default_params();
+    p.n_threads = 1;
+    p.n_ctx     = 64;
+    struct mg_session * s = mg_session_new(m, p);
+    const int32_t prompt[3] = {1968, 311, 234}, next = 832;
+    ck_assert(mg_decode(s, prompt, 3, false) && mg_decode(s, &next, 1, false));
+    struct mg_memory_model mm;
+    mg_session_memory_model(s, &mm);
+    const struct mg_session_stats st = mg_session_get_stats(s);
+
+    ck_assert_uint_eq(mm.region[MG_MEM_MODEL_HEADERS].bytes, mg_used_mem(m->ctx));
+    ck_assert_uint_eq(mm.region[MG_MEM_MAPPED_FILE].bytes, mg_gguf_file_size(m->gguf));
+    ck_assert_uint_eq(mm.region[MG_MEM_REPACKED].bytes, m->n_repacked_bytes);
+    ck_assert_uint_eq(mm.region[MG_MEM_COMPUTE].bytes, st.compute_buffer_size);
+    ck_assert_uint_eq(mm.region[MG_MEM_WORK].bytes, st.work_size);
+    ck_assert_uint_eq(mm.region[MG_MEM_KV].bytes, st.kv_size);
+
+    // Weights: into the mapping exactly where the file puts them; the repacked
+    // ones also into their copy.
+    int n_weights = 0, n_in_file = 0, n_repacked = 0;
+    for (const struct mg_tensor * t = mg_get_first_tensor(m->ctx); t != NULL; t = mg_get_next_tensor(m->ctx, t)) {
+        n_weights++;
+        const struct mg_gguf_tensor_info * info = mg_gguf_find_tensor(m->gguf, t->name);
+        n_in_file += info != NULL && info->data == t->data;
+        n_repacked += t->repacked != NULL && in_region(&mm, MG_MEM_REPACKED, t->repacked);
+    }
+    ck_assert_int_eq(mm.n_tensors[MG_MEM_MODEL_HEADERS], n_weights);
+    ck_assert_int_eq(n_in_file, n_weights);
+    ck_assert_int_eq(mm.pointers[MG_MEM_MODEL_HEADERS][MG_MEM_MAPPED_FILE], n_in_file);
+    ck_assert_int_eq(n_repacked, m->n_repacked);
+    ck_assert_int_eq(mm.pointers[MG_MEM_MODEL_HEADERS][MG_MEM_REPACKED], m->n_repacked);
+
+    // The graph: every node and input reaches the compute buffer or the KV cache.
+    const struct mg_cgraph * g = mg_session_graph(s);
+    int n_compute = 0, n_kv = 0, n_graph = 0, n_caches = 0;
+    for (int k = 0; k < g->n_nodes + g->n_leafs; k++) {
+        const struct mg_tensor * t = k < g->n_nodes ? g->nodes[k] : g->leafs[k - g->n_nodes];
+        if (mg_get_tensor(m->ctx, t->name) == t) continue;   // a weight: counted above
+        if (t->op == MG_OP_NONE && in_region(&mm, MG_MEM_KV, t->data)) {
+            n_caches++;   // a layer's K or V itself: its header is the cache's, not the graph's
+            continue;
+        }
+        n_graph++;
+        n_compute += in_region(&mm, MG_MEM_COMPUTE, t->data);
+        n_kv += in_region(&mm, MG_MEM_KV, t->data);
+    }
+    ck_assert_int_eq(n_caches, 2 * m->hp.n_layer);
+    ck_assert_int_eq(n_compute + n_kv, n_graph);
+    ck_assert_int_eq(mm.pointers[MG_MEM_GRAPH_HEADERS][MG_MEM_COMPUTE], n_compute);
+    ck_assert_int_eq(mm.pointers[MG_MEM_GRAPH_HEADERS][MG_MEM_KV], n_kv);
+    ck_assert_int_ge(n_kv, 2 * m->hp.n_layer);   // at least a view of every layer's K and V
+    ck_assert_int_ge(mm.n_tensors[MG_MEM_GRAPH_HEADERS], n_graph);
+
+    char dir[] = "/tmp/mg_test_memmap_XXXXXX", path[96];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/mem.svg", dir);
+    ck_assert(mg_memory_model_dump_svg(&mm, path));
+    size_t size;
+    char * svg = mg_test_read_file(path, &size);
+    ck_assert_ptr_nonnull(svg);
+    int n_regions = 0, n_arrows = 0;
+    for (const char * q = svg; (q = strstr(q, "class=\"region\"")) != NULL; q++) n_regions++;
+    for (const char * q = svg; (q = strstr(q, "class=\"pointers\"")) != NULL; q++) n_arrows++;
+    ck_assert_int_eq(n_regions, MG_MEM_N);
+    ck_assert_int_eq(n_arrows, (n_in_file > 0) + (m->n_repacked > 0) + (n_compute > 0) + (n_kv > 0));
+    ck_assert(strcmp(svg + size - 7, "</svg>\n") == 0);
+    free(svg);
+    unlink(path);
+    rmdir(dir);
+    mg_session_free(s);
+    mg_model_free(m);
+}
+
+START_TEST(test_memory_model_q8_0) {
+    check_memory_model(model_path());
+}
+END_TEST
+
+START_TEST(test_memory_model_repacked) {
+    check_memory_model(mg_test_fixture("models/tiny-q4_k_m.gguf"));   // Q4_K: repacked copies
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("pictures");
     TCase * tc = tcase_create("session");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_session_trace_counts_the_graph);
+    tcase_add_test(tc, test_memory_model_q8_0);
+    tcase_add_test(tc, test_memory_model_repacked);
     suite_add_tcase(s, tc);
     return s;
 }
