@@ -8,6 +8,7 @@
 //@+ full memory-model
 #include "gguf.h"
 #include "memmap.h"
+#include "timeline.h"
 //@- full memory-model
 #include "plan.h"
 #include "threadpool.h"
@@ -42,6 +43,9 @@ struct mg_session {
     float *                 logits;   // what mg_get_logits returns
     size_t                  logits_capacity;
     struct mg_session_stats stats;
+    //@+ full dot-extras
+    struct mg_timeline *    timeline;   // what mg_session_set_timeline gave, for the drawings' times
+    //@- full dot-extras
 };
 
 static double now_ms(void) {
@@ -248,9 +252,37 @@ const struct mg_cgraph * mg_session_graph(const struct mg_session * s) {
     return s->graph;
 }
 
+#if 0 //@old 09..09 session-dot
 bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
     return s->graph != NULL && mg_graph_dump_dot_env(s->graph, name);
 }
+#endif //@old session-dot
+//@+ full dot-extras
+// With each node's offset, its time when a timeline records, and the layer
+// clusters; $MG_DOT_LAYERS=N (mg --dot-layers N) draws only the first N layers.
+bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
+    const char * dir = getenv("MG_DOT");
+    if (s->graph == NULL || dir == NULL || dir[0] == '\0') return false;
+    const char * layers = getenv("MG_DOT_LAYERS");
+    double * us = s->timeline != NULL ? malloc(((size_t) s->graph->n_nodes + 1) * sizeof(double)) : NULL;
+    if (us != NULL && !mg_timeline_node_us(s->timeline, s->graph, us)) {
+        free(us);
+        us = NULL;
+    }
+    const struct mg_dot_extras x = {.galloc = s->galloc, .node_us = us,
+                                    .max_layers = layers != NULL && layers[0] != '\0' ? atoi(layers) : -1};
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s.dot", dir, name);
+    const bool ok = mg_graph_dump_dot_ext(s->graph, path, &x);
+    free(us);
+    if (!ok) {
+        fprintf(stderr, "MG_DOT: %s\n", mg_last_error());
+        return false;
+    }
+    fprintf(stderr, "wrote %s\n", path);
+    return true;
+}
+//@- full dot-extras
 
 //@+ full memory-model
 // The mapping's first byte, from any tensor's place in the file.
@@ -280,6 +312,9 @@ void mg_session_memory_model(const struct mg_session * s, struct mg_memory_model
 
 void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl) {
     mg_threadpool_set_timeline(s->threadpool, tl);
+    //@+ full dot-extras
+    s->timeline = tl;
+    //@- full dot-extras
 }
 
 bool mg_session_dump_svg(const struct mg_session * s, const char * name) {

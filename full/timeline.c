@@ -109,6 +109,51 @@ static int table_of(struct mg_timeline * tl, const struct mg_cgraph * g) {
     return tl->n_tables++;
 }
 
+//@+ full timeline-node-times
+static bool table_describes(const struct node_table * t, const struct mg_cgraph * g) {
+    if (t->n_nodes != g->n_nodes) return false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct node_info info;
+        describe_node(&info, g->nodes[i]);
+        if (t->nodes[i].op != info.op || strcmp(t->nodes[i].name, info.name) != 0 ||
+            memcmp(t->nodes[i].ne, info.ne, sizeof(info.ne)) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool mg_timeline_node_us(const struct mg_timeline * tl, const struct mg_cgraph * g, double * out) {
+    int table = -1;
+    for (int t = tl->n_tables - 1; t >= 0 && table < 0; t--) {
+        if (table_describes(&tl->tables[t], g)) table = t;
+    }
+    if (table < 0) return false;
+    double * slowest = calloc((size_t) g->n_nodes + 1, sizeof(double));   // this run's, per node
+    MG_ASSERT(slowest != NULL);
+    int n_runs = 0;
+    for (int i = 0; i < g->n_nodes; i++) out[i] = 0.0;
+    for (int r = 0; r < tl->n_runs; r++) {
+        if (tl->runs[r].table != table) continue;
+        n_runs++;
+        for (int i = 0; i < g->n_nodes; i++) slowest[i] = 0.0;
+        const struct pool_tracks * pt = &tl->pools[tl->runs[r].pool];
+        for (int th = 0; th < tl->runs[r].n_active; th++) {
+            for (int k = 0; k < pt->tracks[th].n; k++) {
+                const struct mg_timeline_slice * s = &pt->tracks[th].slices[k];
+                if (s->run != r || s->kind != MG_SLICE_NODE) continue;
+                const double us = (double) (s->t1 - s->t0) / 1e3;
+                if (us > slowest[s->node]) slowest[s->node] = us;
+            }
+        }
+        for (int i = 0; i < g->n_nodes; i++) out[i] += slowest[i];
+    }
+    for (int i = 0; i < g->n_nodes; i++) out[i] /= n_runs;
+    free(slowest);
+    return n_runs > 0;
+}
+//@- full timeline-node-times
+
 void mg_timeline_begin_graph(struct mg_timeline * tl, int pool, const struct mg_cgraph * g, int n_active) {
     if (tl->n_runs == tl->cap_runs) {
         tl->cap_runs = tl->cap_runs ? 2 * tl->cap_runs : 64;

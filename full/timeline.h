@@ -69,6 +69,13 @@ bool mg_timeline_write_json(const struct mg_timeline * tl, const char * path);
 // drawing, barrier waits grey. False, with mg_last_error(), if it cannot be written.
 bool mg_timeline_dump_svg(const struct mg_timeline * tl, int pool, const char * title, const char * path);
 
+//@+ full timeline-node-times
+// Each node's wall time in microseconds, averaged over the recorded runs of
+// the graph g describes now (the slowest thread's slice per run, since the
+// barrier waits for it), into out[n_nodes]; false if g never ran recorded.
+bool mg_timeline_node_us(const struct mg_timeline * tl, const struct mg_cgraph * g, double * out);
+//@- full timeline-node-times
+
 // The slice recorder: one NULL test when tracing is off.
 static inline uint64_t mg_timeline_now(const struct mg_timeline_track * tr) {
     if (tr == NULL) return 0;

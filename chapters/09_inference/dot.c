@@ -141,6 +141,8 @@ bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path) {
                "<tr><td bgcolor=\"#9fc5e8\">element-wise</td></tr>"
                "<tr><td bgcolor=\"#b4a7d6\">row reduction</td></tr>"
                "<tr><td bgcolor=\"#eeeeee\">view (free)</td></tr>"
+               "<tr><td bgcolor=\"#ffffff\">data movement</td></tr>"
+               "<tr><td bgcolor=\"#ffe599\">attention (rope)</td></tr>"
                "</table>>];\n  }\n");
     fprintf(f, "}\n");
     const bool ok = fclose(f) == 0;

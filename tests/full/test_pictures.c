@@ -233,6 +233,98 @@ START_TEST(test_memory_model_repacked) {
 }
 END_TEST
 
+// The DOT drawing of a decode step with the extras: offsets, times, one
+// cluster per layer, and --dot-layers cutting the drawing after layer 0.
+static char * dump_decode_dot(struct mg_session * s, const char * dir, const char * layers) {
+    setenv("MG_DOT", dir, 1);
+    if (layers != NULL) setenv("MG_DOT_LAYERS", layers, 1); else unsetenv("MG_DOT_LAYERS");
+    ck_assert(mg_session_dump_dot(s, "decode"));
+    unsetenv("MG_DOT");
+    unsetenv("MG_DOT_LAYERS");
+    char path[128];
+    snprintf(path, sizeof(path), "%s/decode.dot", dir);
+    size_t size;
+    char * text = mg_test_read_file(path, &size);
+    ck_assert_ptr_nonnull(text);
+    unlink(path);
+    return text;
+}
+
+START_TEST(test_dot_layers_offsets_and_times) {
+    struct mg_model * m = mg_model_load(model_path());
+    ck_assert_msg(m != NULL, "%s", mg_last_error());
+    struct mg_session_params p = mg_session_default_params();
+    p.n_threads = 2;
+    p.n_ctx     = 64;
+    struct mg_session *  s  = mg_session_new(m, p);
+    struct mg_timeline * tl = mg_timeline_new();
+    mg_session_set_timeline(s, tl);
+    const int32_t prompt[3] = {1968, 311, 234}, next = 832;
+    ck_assert(mg_decode(s, prompt, 3, false) && mg_decode(s, &next, 1, false));
+    const struct mg_cgraph * g = mg_session_graph(s);
+    const size_t buffer = mg_session_get_stats(s).compute_buffer_size;
+    char dir[] = "/tmp/mg_test_dot_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+
+    // Whole: a cluster per layer, every node drawn, each computed one with its place and time.
+    char * all = dump_decode_dot(s, dir, NULL);
+    int n_clusters = 0;
+    for (const char * q = all; (q = strstr(q, "subgraph cluster_layer")) != NULL; q++) n_clusters++;
+    ck_assert_int_eq(n_clusters, m->hp.n_layer);
+    for (int i = 0; i < g->n_nodes; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "\n  n%d [", i);
+        const char * line = strstr(all, key);
+        ck_assert_msg(line != NULL, "node %d is not drawn", i);
+        const char * eol = strchr(line + 1, '\n');
+        const char * at  = strstr(line, " | at ");
+        const char * us  = strstr(line, " us}");
+        if (g->nodes[i]->view_src == NULL) {
+            ck_assert_msg(at != NULL && at < eol, "node %d has no offset", i);
+            size_t offset = 0;
+            ck_assert(sscanf(at, " | at %zu in the compute buffer", &offset) == 1);
+            ck_assert_uint_le(offset + mg_nbytes(g->nodes[i]), buffer);
+            ck_assert_msg(us != NULL && us < eol, "node %d has no time", i);
+        } else {
+            ck_assert_msg(at == NULL || at > eol, "view %d drawn with an offset of its own", i);
+        }
+    }
+    free(all);
+
+    // --dot-layers 1: layer 0 and what comes before it; nothing that needs layer 1.
+    char * one = dump_decode_dot(s, dir, "1");
+    int n_drawn = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "\n  n%d [", i);
+        const bool drawn = strstr(one, key) != NULL;
+        n_drawn += drawn;
+        if (drawn) ck_assert_int_le(mg_graph_node_layer(g, i), 0);
+        if (strcmp(g->nodes[i]->name, "l_out-0") == 0) ck_assert(drawn);
+        if (mg_graph_node_layer(g, i) == 1) ck_assert(!drawn);
+    }
+    ck_assert_int_gt(n_drawn, 20);
+    ck_assert_int_lt(n_drawn, g->n_nodes / 2);
+    // Every edge joins two drawn boxes.
+    for (const char * q = one; (q = strstr(q, " -> ")) != NULL; q++) {
+        const char * bol = q;
+        while (bol > one && bol[-1] != '\n') bol--;
+        char from[16], to[16], key[32];
+        ck_assert(sscanf(bol, " %15s -> %15s", from, to) == 2);
+        snprintf(key, sizeof(key), "\n  %s [", from);
+        ck_assert_msg(strstr(one, key) != NULL, "an edge from %s, which is not drawn", from);
+        snprintf(key, sizeof(key), "\n  %s [", to);
+        ck_assert_msg(strstr(one, key) != NULL, "an edge to %s, which is not drawn", to);
+    }
+    ck_assert_int_eq(strstr(one, "subgraph cluster_layer1") == NULL, 1);
+    free(one);
+    rmdir(dir);
+    mg_session_free(s);
+    mg_timeline_free(tl);
+    mg_model_free(m);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("pictures");
     TCase * tc = tcase_create("session");
@@ -240,6 +332,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_session_trace_counts_the_graph);
     tcase_add_test(tc, test_memory_model_q8_0);
     tcase_add_test(tc, test_memory_model_repacked);
+    tcase_add_test(tc, test_dot_layers_offsets_and_times);
     suite_add_tcase(s, tc);
     return s;
 }
