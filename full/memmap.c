@@ -88,7 +88,7 @@ static const char * region_colour(enum mg_mem_region r) {
 
 static void draw_region(struct mg_svg * svg, const struct mg_memory_model * mm, enum mg_mem_region r, size_t largest) {
     const struct box_at b = place(r);
-    char attrs[96];
+    char attrs[192];
     snprintf(attrs, sizeof(attrs), "class=\"region\" data-region=\"%d\" data-bytes=\"%zu\"", (int) r, mm->region[r].bytes);
     mg_svg_rect(svg, b.x, b.y, b.w, BOX_H, region_colour(r), attrs, mm->region[r].name);
     // A bar for the size, in proportion to the largest region.
@@ -109,7 +109,7 @@ static void draw_region(struct mg_svg * svg, const struct mg_memory_model * mm, 
 static void draw_arrow(struct mg_svg * svg, enum mg_mem_region from, enum mg_mem_region to, int n, const char * what) {
     const struct box_at a = place(from), b = place(to);
     const double x1 = a.x + a.w, y1 = a.y + BOX_H / 2, x2 = b.x, y2 = b.y + BOX_H / 2;
-    char attrs[96];
+    char attrs[192];
     snprintf(attrs, sizeof(attrs), "class=\"pointers\" data-from=\"%d\" data-to=\"%d\" data-count=\"%d\" "
                                    "marker-end=\"url(#arrow)\"", (int) from, (int) to, n);
     mg_svg_line(svg, x1, y1, x2 - 2, y2, "#444444", false, attrs);
