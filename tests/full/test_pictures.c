@@ -4,16 +4,18 @@
 // The trace is read with full/'s JSON parser (json.h): every slice has a
 // non-negative time, each thread's slices nest, and a decode step's slices
 // are one per node each thread computed, counted from the session's graph.
-#define _POSIX_C_SOURCE 200809L   // mkdtemp
+#define _POSIX_C_SOURCE 200809L   // mkdtemp, readlink
 #include "harness.h"
 #include "mg.h"
 #include "json.h"
 #include "memmap.h"
 
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char * model_path(void) {
@@ -325,6 +327,79 @@ START_TEST(test_dot_layers_offsets_and_times) {
 }
 END_TEST
 
+// mg itself: $MG_BIN, else the mg beside this test's build folder (as test_cli.c finds it).
+static const char * find_mg(void) {
+    static char bin[4096];
+    const char * env = getenv("MG_BIN");
+    if (env != NULL && *env != '\0') return env;
+    char self[4000];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        snprintf(bin, sizeof(bin), "%s/mg", dirname(dirname(self)));
+        if (access(bin, X_OK) == 0) return bin;
+    }
+    snprintf(bin, sizeof(bin), "%s", mg_test_root("full/build/mg"));
+    return bin;
+}
+
+static int run_mg(const char * args, const char * err_path) {
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "exec '%s' %s > /dev/null 2> '%s' < /dev/null", find_mg(), args, err_path);
+    const int ws = system(cmd);
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+}
+
+static bool ends_an_svg(const char * path) {
+    size_t size;
+    char * text = mg_test_read_file(path, &size);
+    const bool ok = text != NULL && strncmp(text, "<?xml", 5) == 0 && size > 7 && strcmp(text + size - 7, "</svg>\n") == 0;
+    free(text);
+    return ok;
+}
+
+// `mg run` with every picture option: each file is written and parses, the
+// summary ends with the memory table, and an unwritable path is an error
+// that names its option before anything runs.
+START_TEST(test_mg_run_writes_every_picture) {
+    ck_assert_msg(access(find_mg(), X_OK) == 0, "the mg binary is not built: %s (make -C full builds it)", find_mg());
+    char dir[] = "/tmp/mg_test_run_pictures_XXXXXX", args[4096], err[128], path[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(err, sizeof(err), "%s/stderr.txt", dir);
+    snprintf(args, sizeof(args), "run -m '%s' -p 'The quick brown fox' -n 3 --temp 0 -t 2 --svg '%s' --trace-json '%s/t.json' "
+             "--memory-map '%s/m.svg'", mg_test_fixture("models/tiny-q4_k_m.gguf"), dir, dir, dir);
+    ck_assert_int_eq(run_mg(args, err), 0);
+    const char * svgs[] = {"prompt-alloc.svg", "decode-alloc.svg", "m.svg"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, svgs[i]);
+        ck_assert_msg(ends_an_svg(path), "%s is not a whole SVG", path);
+    }
+    snprintf(path, sizeof(path), "%s/t.json", dir);
+    struct mg_json * doc = mg_json_parse_file(path);
+    ck_assert_msg(doc != NULL, "%s", mg_last_error());
+    const struct mg_json * ev = mg_json_get(doc, "traceEvents");
+    ck_assert(ev != NULL && ev->type == MG_JSON_ARRAY && ev->n > 100);
+    int n_graphs = 0;   // the prompt and two decode steps, on each of the 2 threads
+    for (size_t i = 0; i < ev->n; i++) n_graphs += strcmp(str_of(mg_json_get(&ev->items[i], "name")), "graph") == 0;
+    ck_assert_int_eq(n_graphs, 3 * 2);
+    mg_json_free(doc);
+    char * text = mg_test_read_file(err, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "mg: memory model"));
+    ck_assert_ptr_nonnull(strstr(text, "mg:   repacked weights"));
+    free(text);
+
+    snprintf(args, sizeof(args), "run -m '%s' -p x -n 1 --memory-map '%s/no/such/dir/m.svg'",
+             mg_test_fixture("models/tiny-q4_k_m.gguf"), dir);
+    ck_assert_int_eq(run_mg(args, err), 1);
+    text = mg_test_read_file(err, NULL);
+    ck_assert_msg(strstr(text, "--memory-map: cannot write") != NULL, "%s", text);
+    free(text);
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("pictures");
     TCase * tc = tcase_create("session");
@@ -333,6 +408,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_memory_model_q8_0);
     tcase_add_test(tc, test_memory_model_repacked);
     tcase_add_test(tc, test_dot_layers_offsets_and_times);
+    tcase_add_test(tc, test_mg_run_writes_every_picture);
     suite_add_tcase(s, tc);
     return s;
 }
