@@ -634,6 +634,8 @@ static void forward_set_rows(const struct mg_compute_params * p, struct mg_tenso
 // Dispatch
 // ---------------------------------------------------------------------------
 
+// The rows a node's work is split by (threads take shares of them). No
+// default: a new op must say how it splits (-Wswitch).
 int64_t mg_compute_n_rows(const struct mg_tensor * t) {
     switch (t->op) {
         case MG_OP_MUL_MAT:  return t->src[0]->ne[1];
@@ -646,8 +648,34 @@ int64_t mg_compute_n_rows(const struct mg_tensor * t) {
         //@+ 09 set-rows
         case MG_OP_SET_ROWS: return mg_nrows(t->src[0]);
         //@- 09 set-rows
-        default:             return mg_nrows(t);
+        //@+ 06 attention-ops
+        case MG_OP_ROPE:
+        //@- 06 attention-ops
+        //@+ full fused-ops
+        case MG_OP_SWIGLU:
+        //@- full fused-ops
+        case MG_OP_NONE:
+        case MG_OP_VIEW:
+        case MG_OP_RESHAPE:
+        case MG_OP_PERMUTE:
+        case MG_OP_TRANSPOSE:
+        case MG_OP_ADD:
+        case MG_OP_SUB:
+        case MG_OP_MUL:
+        case MG_OP_DIV:
+        case MG_OP_SCALE:
+        case MG_OP_SQR:
+        case MG_OP_SQRT:
+        case MG_OP_RELU:
+        case MG_OP_SILU:
+        case MG_OP_GELU:
+        case MG_OP_SUM_ROWS:
+        case MG_OP_RMS_NORM:
+        case MG_OP_SOFT_MAX: return mg_nrows(t);   // one row of the result per row
+        case MG_OP_COUNT:    break;
     }
+    MG_ASSERT(false && "MG_OP_COUNT is not an op");
+    return 0;
 }
 
 void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t) {

@@ -9,6 +9,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "graph.h"
 
+//@+ full dot-extras
+#include "galloc.h"
+//@- full dot-extras
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -22,30 +26,154 @@ static void put_escaped(FILE * f, const char * s) {
     }
 }
 
-static const char * op_colour(enum mg_op op) {
+// The colour of an op's family. No default: with -Wswitch, an op added to
+// enum mg_op without a colour here is a compile error.
+const char * mg_op_dot_colour(enum mg_op op) {
     switch (op) {
-        case MG_OP_MUL_MAT:  return "#f6b26b";   // the expensive ones
+        case MG_OP_MUL_MAT:   return "#f6b26b";   // the expensive ones
         case MG_OP_RMS_NORM:
         case MG_OP_SOFT_MAX:
-        case MG_OP_SUM_ROWS: return "#b4a7d6";   // row reductions
+        case MG_OP_SUM_ROWS:  return "#b4a7d6";   // row reductions
+        case MG_OP_NONE:                          // (a leaf is drawn by put_leaf: never asked)
         case MG_OP_VIEW:
         case MG_OP_RESHAPE:
         case MG_OP_PERMUTE:
-        case MG_OP_TRANSPOSE: return "#eeeeee";  // free: no arithmetic
+        case MG_OP_TRANSPOSE: return "#eeeeee";   // free: no arithmetic
         case MG_OP_CPY:
         case MG_OP_CONT:
-        case MG_OP_GET_ROWS: return "#ffffff";   // data movement
+        case MG_OP_GET_ROWS:  return "#ffffff";   // data movement
+        case MG_OP_ADD:
+        case MG_OP_SUB:
+        case MG_OP_MUL:
+        case MG_OP_DIV:
+        case MG_OP_SCALE:
+        case MG_OP_SQR:
+        case MG_OP_SQRT:
+        case MG_OP_RELU:
+        case MG_OP_SILU:
+        case MG_OP_GELU:      return "#9fc5e8";   // element-wise arithmetic
         //@+ 06 attention-ops
-        case MG_OP_ROPE:     return "#ffe599";
+        case MG_OP_ROPE:      return "#ffe599";   // attention's own ops
         //@- 06 attention-ops
-        default:             return "#9fc5e8";   // element-wise arithmetic
+        //@+ 09 set-rows
+        case MG_OP_SET_ROWS:  return "#ffffff";
+        //@- 09 set-rows
+        //@+ full fused-ops
+        case MG_OP_SWIGLU:     return "#9fc5e8";
+        case MG_OP_FLASH_ATTN: return "#ffe599";
+        //@- full fused-ops
+        case MG_OP_COUNT:     break;
     }
+    return NULL;   // MG_OP_COUNT, or a value outside the enum
 }
 
 static void put_shape(FILE * f, const struct mg_tensor * t) {
     fprintf(f, "%s [%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "] %zu B", mg_type_name(t->type), t->ne[0], t->ne[1],
             t->ne[2], t->ne[3], mg_nbytes(t));
 }
+
+//@+ full dot-extras
+// What mg_graph_dump_dot_ext adds to one drawing: set for its duration.
+static _Thread_local const struct mg_dot_extras * extras;
+static _Thread_local int *  node_layer;   // [n_nodes]: the layer of each node, -1 outside the layers
+static _Thread_local int *  leaf_layer;   // [n_leafs]
+static _Thread_local bool * node_drawn;   // [n_nodes]: false when cut by max_layers
+static _Thread_local bool * leaf_drawn;   // [n_leafs]
+
+// The N of a name like "ffn_out-3" (llama.cpp's naming, qwen3.c) or "blk.3.attn_q.weight" or
+// "cache_k_l3", ignoring a view's " (reshaped)" tail; -1 for any other name.
+static int layer_in_name(const char * name) {
+    int n = -1, len = 0;
+    if (sscanf(name, "blk.%d.%n", &n, &len) == 1 && len > 0) return n;
+    if (sscanf(name, "cache_%*c_l%d%n", &n, &len) == 1 && (name[len] == '\0' || name[len] == ' ')) return n;
+    const char * end = strstr(name, " (");
+    if (end == NULL) end = name + strlen(name);
+    const char * p = end;
+    while (p > name && p[-1] >= '0' && p[-1] <= '9') p--;
+    if (p == end || p == name || p[-1] != '-') return -1;
+    return atoi(p);
+}
+
+// A node with no layer in its name ("node_12", " (reshaped)") belongs to the
+// layer its readers are in (the norm before attn_norm-0), or, with none, to
+// its sources' (the graph's end reads the last layer but is no layer: named
+// nodes outside the layers keep -1).
+static bool has_own_name(const struct mg_tensor * t) {
+    return t->name[0] != '\0' && t->name[0] != ' ' && strncmp(t->name, "node_", 5) != 0;
+}
+
+static int index_of_node(const struct mg_cgraph * g, const struct mg_tensor * t) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i] == t) return i;
+    }
+    return -1;
+}
+
+static int index_of_leaf(const struct mg_cgraph * g, const struct mg_tensor * t) {
+    for (int i = 0; i < g->n_leafs; i++) {
+        if (g->leafs[i] == t) return i;
+    }
+    return -1;
+}
+
+static void assign_layers(const struct mg_cgraph * g) {
+    for (int i = 0; i < g->n_leafs; i++) leaf_layer[i] = layer_in_name(g->leafs[i]->name);
+    for (int i = 0; i < g->n_nodes; i++) node_layer[i] = has_own_name(g->nodes[i]) ? layer_in_name(g->nodes[i]->name) : -2;
+    // Unnamed nodes: the smallest layer among their readers, from the end back.
+    for (int i = g->n_nodes - 1; i >= 0; i--) {
+        if (node_layer[i] != -2) continue;
+        int layer = -2;
+        for (int k = i + 1; k < g->n_nodes; k++) {
+            for (int j = 0; j < MG_MAX_SRC; j++) {
+                if (g->nodes[k]->src[j] == g->nodes[i] && (layer == -2 || node_layer[k] < layer)) layer = node_layer[k];
+            }
+        }
+        node_layer[i] = layer;
+    }
+    // Unnamed nodes nobody reads: their sources' largest layer.
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (node_layer[i] != -2) continue;
+        node_layer[i] = -1;
+        for (int j = 0; j < MG_MAX_SRC; j++) {
+            const int s = g->nodes[i]->src[j] != NULL ? index_of_node(g, g->nodes[i]->src[j]) : -1;
+            if (s >= 0 && s < i && node_layer[s] > node_layer[i]) node_layer[i] = node_layer[s];
+        }
+    }
+}
+
+// max_layers cuts layers >= max_layers and everything computed from them;
+// a leaf is drawn when a drawn node reads it.
+static void choose_drawn(const struct mg_cgraph * g, int max_layers) {
+    for (int i = 0; i < g->n_leafs; i++) leaf_drawn[i] = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct mg_tensor * t = g->nodes[i];
+        bool drawn = max_layers < 0 || node_layer[i] < max_layers;
+        for (int j = 0; j < MG_MAX_SRC && drawn; j++) {
+            const int s = t->src[j] != NULL ? index_of_node(g, t->src[j]) : -1;
+            if (s >= 0 && !node_drawn[s]) drawn = false;
+        }
+        node_drawn[i] = drawn;
+        for (int j = 0; j < MG_MAX_SRC && drawn; j++) {
+            const int l = t->src[j] != NULL ? index_of_leaf(g, t->src[j]) : -1;
+            if (l >= 0) leaf_drawn[l] = true;
+        }
+        const int v = drawn && t->view_src != NULL ? index_of_leaf(g, t->view_src) : -1;
+        if (v >= 0) leaf_drawn[v] = true;
+    }
+}
+
+// The fourth field of a node's box: where the allocator put it, how long it took.
+static void put_annotations(FILE * f, const struct mg_cgraph * g, int i) {
+    if (extras == NULL) return;
+    size_t offset;
+    if (extras->galloc != NULL && mg_gallocr_get_offset(extras->galloc, g, g->nodes[i], &offset)) {
+        fprintf(f, " | at %zu in the compute buffer", offset);
+    }
+    if (extras->node_us != NULL && extras->node_us[i] > 0) fprintf(f, " | %.1f us", extras->node_us[i]);
+}
+
+static void put_boxes(FILE * f, const struct mg_cgraph * g);
+//@- full dot-extras
 
 // An id that is the same on every run: n<index> for nodes, l<index> for leafs.
 static void put_id(FILE * f, const struct mg_cgraph * g, const struct mg_tensor * t) {
@@ -79,14 +207,19 @@ static void put_leaf(FILE * f, const struct mg_cgraph * g, int i) {
 
 static void put_node(FILE * f, const struct mg_cgraph * g, int i) {
     const struct mg_tensor * t = g->nodes[i];
-    fprintf(f, "  n%d [shape=record, style=filled, fillcolor=\"%s\"", i, op_colour(t->op));
+    fprintf(f, "  n%d [shape=record, style=filled, fillcolor=\"%s\"", i, mg_op_dot_colour(t->op));
     //@+ 05 tensor-flags
     if (t->flags & MG_TENSOR_FLAG_OUTPUT) fprintf(f, ", penwidth=3");
     //@- 05 tensor-flags
-    fprintf(f, ", label=\"{#%d %s | ", i, mg_op_name(t->op));
+    fprintf(f, ", label=\"{#%d %s ", i, mg_op_name(t->op));
+    put_escaped(f, mg_op_symbol(t->op));   // "ADD x+y": the op table's symbol says what it computes
+    fprintf(f, " | ");
     put_escaped(f, t->name);
     fprintf(f, " | ");
     put_shape(f, t);
+    //@+ full dot-extras
+    put_annotations(f, g, i);
+    //@- full dot-extras
     fprintf(f, "}\"];\n");
 }
 
@@ -119,9 +252,17 @@ bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path) {
     }
     fprintf(f, "digraph G {\n  newrank=true;\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
     fprintf(f, "  // %d nodes, %d leafs\n", g->n_nodes, g->n_leafs);
+#if 0 //@old 04..09 dot-boxes
     for (int i = 0; i < g->n_leafs; i++) put_leaf(f, g, i);
     for (int i = 0; i < g->n_nodes; i++) put_node(f, g, i);
     for (int i = 0; i < g->n_nodes; i++) put_edges(f, g, i);
+#endif //@old dot-boxes
+    //@+ full dot-extras
+    put_boxes(f, g);
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (extras == NULL || node_drawn[i]) put_edges(f, g, i);
+    }
+    //@- full dot-extras
     fprintf(f, "  subgraph cluster_legend {\n    label=\"legend\"; fontsize=10; style=dashed;\n"
                "    legend [shape=plaintext, label=<<table border=\"0\" cellspacing=\"2\">"
                "<tr><td bgcolor=\"#f4cccc\">weight / constant</td></tr>"
@@ -130,6 +271,10 @@ bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path) {
                "<tr><td bgcolor=\"#9fc5e8\">element-wise</td></tr>"
                "<tr><td bgcolor=\"#b4a7d6\">row reduction</td></tr>"
                "<tr><td bgcolor=\"#eeeeee\">view (free)</td></tr>"
+               "<tr><td bgcolor=\"#ffffff\">data movement</td></tr>"
+               //@+ 06 attention-ops
+               "<tr><td bgcolor=\"#ffe599\">attention (rope)</td></tr>"
+               //@- 06 attention-ops
                "</table>>];\n  }\n");
     fprintf(f, "}\n");
     const bool ok = fclose(f) == 0;
@@ -149,3 +294,61 @@ bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name) {
     fprintf(stderr, "wrote %s\n", path);
     return true;
 }
+
+//@+ full dot-extras
+// Boxes: without extras as the chapters draw them; with extras, each layer's
+// boxes inside a cluster of their own, and only the drawn ones.
+static void put_boxes(FILE * f, const struct mg_cgraph * g) {
+    if (extras == NULL) {
+        for (int i = 0; i < g->n_leafs; i++) put_leaf(f, g, i);
+        for (int i = 0; i < g->n_nodes; i++) put_node(f, g, i);
+        return;
+    }
+    int n_layers = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (node_layer[i] + 1 > n_layers) n_layers = node_layer[i] + 1;
+    }
+    for (int layer = -1; layer < n_layers; layer++) {
+        bool any = false;
+        for (int i = 0; i < g->n_nodes; i++) any = any || (node_drawn[i] && node_layer[i] == layer);
+        if (!any) continue;   // a layer cut by max_layers
+        if (layer >= 0) fprintf(f, "  subgraph cluster_layer%d {\n  label=\"layer %d\"; style=rounded; color=\"#999999\";\n", layer, layer);
+        for (int i = 0; i < g->n_leafs; i++) {
+            if (leaf_drawn[i] && leaf_layer[i] == layer) put_leaf(f, g, i);
+        }
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (node_drawn[i] && node_layer[i] == layer) put_node(f, g, i);
+        }
+        if (layer >= 0) fprintf(f, "  }\n");
+    }
+}
+
+bool mg_graph_dump_dot_ext(const struct mg_cgraph * g, const char * path, const struct mg_dot_extras * x) {
+    node_layer = malloc((size_t) (g->n_nodes + 1) * sizeof(int));
+    leaf_layer = malloc((size_t) (g->n_leafs + 1) * sizeof(int));
+    node_drawn = malloc((size_t) (g->n_nodes + 1) * sizeof(bool));
+    leaf_drawn = malloc((size_t) (g->n_leafs + 1) * sizeof(bool));
+    MG_ASSERT(node_layer != NULL && leaf_layer != NULL && node_drawn != NULL && leaf_drawn != NULL);
+    assign_layers(g);
+    choose_drawn(g, x->max_layers);
+    extras = x;
+    const bool ok = mg_graph_dump_dot(g, path);
+    extras = NULL;
+    free(node_layer);
+    free(leaf_layer);
+    free(node_drawn);
+    free(leaf_drawn);
+    return ok;
+}
+
+int mg_graph_node_layer(const struct mg_cgraph * g, int i) {
+    node_layer = malloc((size_t) (g->n_nodes + 1) * sizeof(int));
+    leaf_layer = malloc((size_t) (g->n_leafs + 1) * sizeof(int));
+    MG_ASSERT(node_layer != NULL && leaf_layer != NULL);
+    assign_layers(g);
+    const int layer = node_layer[i];
+    free(node_layer);
+    free(leaf_layer);
+    return layer;
+}
+//@- full dot-extras

@@ -77,3 +77,26 @@ bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path);
 // If $MG_DOT names a directory, write g there as <name>.dot (and say so on
 // stderr). This is how demos and `mg --dot` leave drawings behind.
 bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name);
+
+//@+ full dot-extras
+// What a drawing may add (mg_graph_dump_dot_ext): each node's offset in the
+// compute buffer (galloc: the graph's last plan), its time (node_us[i], e.g.
+// from a timeline), and, for graphs whose tensors are named by layer
+// ("attn_norm-3", "blk.3.attn_q.weight", as llama.cpp names them), one
+// cluster per layer, drawing only layers below max_layers (-1: all) so that
+// one layer of a real model stays readable.
+struct mg_gallocr;
+struct mg_dot_extras {
+    const struct mg_gallocr * galloc;     // NULL: no offsets
+    const double *            node_us;    // [n_nodes], NULL: no times
+    int                       max_layers;
+};
+bool mg_graph_dump_dot_ext(const struct mg_cgraph * g, const char * path, const struct mg_dot_extras * x);
+
+// The layer node i is drawn in (-1: outside the layers), as the clusters above.
+int mg_graph_node_layer(const struct mg_cgraph * g, int i);
+//@- full dot-extras
+
+// The fill colour of an op's box ("#f6b26b" for mul_mat): one per op family.
+// NULL only for MG_OP_COUNT; every op has one (tests/04_graph/test_op_colours.c).
+const char * mg_op_dot_colour(enum mg_op op);

@@ -18,6 +18,7 @@
 //@- 04 graph-include
 //@+ 05 galloc-include
 #include "galloc.h"
+#include "svg.h"
 //@- 05 galloc-include
 //@+ 06 kv-include
 #include "kv_cache.h"
@@ -28,6 +29,7 @@
 //@- 07 plan-include
 //@+ 08 threadpool-include
 #include "threadpool.h"
+#include "timeline.h"
 //@- 08 threadpool-include
 //@+ 09 inference-include
 #include "gguf.h"

@@ -32,9 +32,22 @@ size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks) {
             // each share's slice rounded up to whole cache lines.
             return (size_t) n_tasks * ((mg_flash_attn_work_size(node) + MG_CACHE_LINE - 1) / MG_CACHE_LINE * MG_CACHE_LINE);
         //@- full fused-ops
-        default:
-            return 0;
+        //@+ 09 set-rows
+        case MG_OP_SET_ROWS:
+        //@- 09 set-rows
+        //@+ full fused-ops
+        case MG_OP_SWIGLU:
+        //@- full fused-ops
+        case MG_OP_ROPE:
+        case MG_OP_NONE: case MG_OP_VIEW: case MG_OP_RESHAPE: case MG_OP_PERMUTE: case MG_OP_TRANSPOSE:
+        case MG_OP_CONT: case MG_OP_CPY: case MG_OP_GET_ROWS:
+        case MG_OP_ADD: case MG_OP_SUB: case MG_OP_MUL: case MG_OP_DIV:
+        case MG_OP_SCALE: case MG_OP_SQR: case MG_OP_SQRT: case MG_OP_RELU: case MG_OP_SILU: case MG_OP_GELU:
+        case MG_OP_SUM_ROWS: case MG_OP_RMS_NORM:
+        case MG_OP_COUNT:
+            return 0;   // no scratch: they read their inputs and write their result directly
     }
+    return 0;   // a value outside the enum
 }
 //@- 07 work-size
 

@@ -5,6 +5,11 @@
 #include "session.h"
 #include "arena.h"
 #include "galloc.h"
+//@+ full memory-model
+#include "gguf.h"
+#include "memmap.h"
+#include "timeline.h"
+//@- full memory-model
 #include "plan.h"
 #include "threadpool.h"
 #include "trace.h"
@@ -50,6 +55,9 @@ struct mg_session {
     int32_t * logits_row;        // token i's row in logits, or -1
     int       logits_rows_n;
     //@- full seqs
+    //@+ full dot-extras
+    struct mg_timeline *    timeline;   // what mg_session_set_timeline gave, for the drawings' times
+    //@- full dot-extras
 };
 
 static double now_ms(void) {
@@ -466,6 +474,75 @@ const struct mg_model * mg_session_model(const struct mg_session * s) {
     return s->model;
 }
 
+const struct mg_cgraph * mg_session_graph(const struct mg_session * s) {
+    return s->graph;
+}
+
+#if 0 //@old 09..09 session-dot
 bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
     return s->graph != NULL && mg_graph_dump_dot_env(s->graph, name);
+}
+#endif //@old session-dot
+//@+ full dot-extras
+// With each node's offset, its time when a timeline records, and the layer
+// clusters; $MG_DOT_LAYERS=N (mg --dot-layers N) draws only the first N layers.
+bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
+    const char * dir = getenv("MG_DOT");
+    if (s->graph == NULL || dir == NULL || dir[0] == '\0') return false;
+    const char * layers = getenv("MG_DOT_LAYERS");
+    double * us = s->timeline != NULL ? malloc(((size_t) s->graph->n_nodes + 1) * sizeof(double)) : NULL;
+    if (us != NULL && !mg_timeline_node_us(s->timeline, s->graph, us)) {
+        free(us);
+        us = NULL;
+    }
+    const struct mg_dot_extras x = {.galloc = s->galloc, .node_us = us,
+                                    .max_layers = layers != NULL && layers[0] != '\0' ? atoi(layers) : -1};
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s.dot", dir, name);
+    const bool ok = mg_graph_dump_dot_ext(s->graph, path, &x);
+    free(us);
+    if (!ok) {
+        fprintf(stderr, "MG_DOT: %s\n", mg_last_error());
+        return false;
+    }
+    fprintf(stderr, "wrote %s\n", path);
+    return true;
+}
+//@- full dot-extras
+
+//@+ full memory-model
+// The mapping's first byte, from any tensor's place in the file.
+static const void * mapping_base(const struct mg_gguf * g) {
+    if (mg_gguf_n_tensors(g) == 0) return NULL;
+    const struct mg_gguf_tensor_info * t = mg_gguf_tensor(g, 0);
+    return (const char *) t->data - t->offset - mg_gguf_data_offset(g);
+}
+
+void mg_session_memory_model(const struct mg_session * s, struct mg_memory_model * mm) {
+    const struct mg_model *  m  = s->model;
+    const struct mg_buffer * cb = mg_gallocr_get_buffer(s->galloc);
+    memset(mm, 0, sizeof(*mm));
+    mm->region[MG_MEM_MODEL_HEADERS] = (struct mg_memory_region) {"model tensor headers", NULL, mg_used_mem(m->ctx)};
+    mm->region[MG_MEM_MAPPED_FILE]   = (struct mg_memory_region) {"mapped GGUF file", mapping_base(m->gguf),
+                                                                  mg_gguf_file_size(m->gguf)};
+    mm->region[MG_MEM_REPACKED]      = (struct mg_memory_region) {"repacked weights", m->repack_buf, m->n_repacked_bytes};
+    mm->region[MG_MEM_GRAPH_HEADERS] = (struct mg_memory_region) {"graph tensor headers", NULL,
+                                                                  s->graph_ctx ? mg_used_mem(s->graph_ctx) : 0};
+    mm->region[MG_MEM_COMPUTE]       = (struct mg_memory_region) {"compute buffer", cb ? cb->data : NULL, cb ? cb->size : 0};
+    mm->region[MG_MEM_WORK]          = (struct mg_memory_region) {"work buffer", s->work, s->work_capacity};
+    mm->region[MG_MEM_KV]            = (struct mg_memory_region) {"KV cache", s->kv->buf->data, s->kv->buf->size};
+    mg_memory_model_count(mm, m->ctx, MG_MEM_MODEL_HEADERS);
+    if (s->graph_ctx != NULL) mg_memory_model_count(mm, s->graph_ctx, MG_MEM_GRAPH_HEADERS);
+}
+//@- full memory-model
+
+void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl) {
+    mg_threadpool_set_timeline(s->threadpool, tl);
+    //@+ full dot-extras
+    s->timeline = tl;
+    //@- full dot-extras
+}
+
+bool mg_session_dump_svg(const struct mg_session * s, const char * name) {
+    return s->graph != NULL && mg_gallocr_dump_svg_env(s->galloc, s->graph, name);
 }

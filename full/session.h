@@ -96,6 +96,21 @@ int  mg_session_cells_used(const struct mg_session * s);             // cells ho
 
 struct mg_session_stats mg_session_get_stats(const struct mg_session * s);
 const struct mg_model * mg_session_model(const struct mg_session * s);
+const struct mg_cgraph * mg_session_graph(const struct mg_session * s);   // the last graph run (NULL before any)
 
 // Write the current graph as <name>.dot into $MG_DOT (see graph.h).
 bool mg_session_dump_dot(const struct mg_session * s, const char * name);
+
+// Record every graph the session runs into tl (timeline.h; NULL: stop).
+struct mg_timeline;
+void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl);
+
+//@+ full memory-model
+// The memory of this session and its model, region by region, with the
+// pointers between them counted (memmap.h). Call after a decode.
+struct mg_memory_model;
+void mg_session_memory_model(const struct mg_session * s, struct mg_memory_model * mm);
+//@- full memory-model
+
+// Write the current graph's compute-buffer plan as <name>.svg into $MG_SVG (see galloc.h).
+bool mg_session_dump_svg(const struct mg_session * s, const char * name);

@@ -5,6 +5,7 @@
 #include "threadpool.h"
 #include "compute.h"
 #include "plan.h"
+#include "timeline.h"
 #include "trace.h"
 
 #include <pthread.h>
@@ -50,6 +51,12 @@ struct mg_threadpool {
     _Alignas(MG_CACHE_LINE) atomic_int barrier_phase;
 
     struct mg_threadpool_stats stats;
+
+    // Where the threads record their slices (NULL: they do not), and how many
+    // workers have finished recording the current graph.
+    struct mg_timeline * timeline;
+    int                  timeline_pool;
+    atomic_int           timeline_done;
 };
 
 static void cpu_relax(void) {
@@ -80,6 +87,15 @@ static void barrier(struct mg_threadpool * tp) {
 }
 //@- 08 barrier
 
+// A barrier, and on the timeline the wait at it (with one thread nobody waits).
+// n_active is read before the barrier: after the last one the caller may start the next graph.
+static void timed_barrier(struct mg_threadpool * tp, struct mg_timeline_track * tr, int node) {
+    const bool     waits = tp->n_active > 1;
+    const uint64_t t0    = mg_timeline_now(tr);
+    barrier(tp);
+    if (waits) mg_timeline_record(tr, MG_SLICE_BARRIER, node, t0);
+}
+
 static void trace_shares(int i, const struct mg_tensor * node, int n_tasks) {
     if (!mg_trace_on(MG_TRACE_THREADS)) return;
     char line[512];
@@ -102,6 +118,8 @@ static void compute_graph_share(struct mg_threadpool * tp, int ith) {
     // Read once: after the last barrier the caller may already free the graph,
     // so the loop must not look at it again to learn that it is done.
     const int               n_nodes = g->n_nodes;
+    struct mg_timeline_track * tr   = mg_timeline_track(tp->timeline, tp->timeline_pool, ith);   // NULL: no timeline
+    const uint64_t          t_graph = mg_timeline_now(tr);
     for (int i = 0; i < n_nodes; i++) {
         struct mg_tensor * node    = g->nodes[i];
         const int          n_tasks = mg_node_n_tasks(node, plan->n_threads);
@@ -112,12 +130,19 @@ static void compute_graph_share(struct mg_threadpool * tp, int ith) {
             trace_shares(i, node, n_tasks);
         }
         if (mg_compute_needs_init(node)) {
+            const uint64_t t = mg_timeline_now(tr);
             if (ith < n_tasks) mg_compute_forward_init(&p, node);
-            barrier(tp);   // the converted activations must be complete before any dot product
+            if (ith < n_tasks) mg_timeline_record(tr, MG_SLICE_INIT, i, t);
+            timed_barrier(tp, tr, i);   // the converted activations must be complete before any dot product
         }
+        const uint64_t t = mg_timeline_now(tr);
         if (ith < n_tasks) mg_compute_forward(&p, node);
-        barrier(tp);
+        if (ith < n_tasks && !mg_op_is_view(node->op)) mg_timeline_record(tr, MG_SLICE_NODE, i, t);
+        timed_barrier(tp, tr, i);
     }
+    mg_timeline_record(tr, MG_SLICE_GRAPH, -1, t_graph);
+    // The caller reads the tracks once every worker has said it is done with its own.
+    if (tr != NULL && ith > 0) atomic_fetch_add_explicit(&tp->timeline_done, 1, memory_order_release);
 }
 //@- 08 graph-share
 
@@ -180,6 +205,7 @@ struct mg_threadpool * mg_threadpool_new(int n_threads) {
     atomic_init(&tp->stop, false);
     atomic_init(&tp->barrier_count, 0);
     atomic_init(&tp->barrier_phase, 0);
+    atomic_init(&tp->timeline_done, 0);
     for (int i = 0; i < n_threads; i++) {
         tp->workers[i] = (struct worker) {.tp = tp, .ith = i};
         if (i > 0) {
@@ -209,12 +235,24 @@ struct mg_threadpool_stats mg_threadpool_get_stats(const struct mg_threadpool * 
     return tp->stats;
 }
 
+void mg_threadpool_set_timeline(struct mg_threadpool * tp, struct mg_timeline * tl) {
+    tp->timeline      = tl;
+    tp->timeline_pool = tl != NULL ? mg_timeline_add_pool(tl, tp->n_threads) : 0;
+}
+
 static void run_graph(struct mg_threadpool * tp, struct mg_cgraph * g, const struct mg_cplan * plan) {
     tp->graph    = g;
     tp->plan     = plan;
     tp->n_active = plan->n_threads;
+    if (tp->timeline != NULL) {
+        mg_timeline_begin_graph(tp->timeline, tp->timeline_pool, g, tp->n_active);
+        atomic_store_explicit(&tp->timeline_done, 0, memory_order_relaxed);
+    }
     announce(tp, plan->n_threads);
     compute_graph_share(tp, 0);   // the caller is a worker too
+    if (tp->timeline != NULL) {
+        while (atomic_load_explicit(&tp->timeline_done, memory_order_acquire) < tp->n_active - 1) cpu_relax();
+    }
     // The last barrier of the last node has been passed by everyone: the
     // workers are done with this graph, and what they recorded is visible.
     tp->stats.n_graphs++;

@@ -312,14 +312,36 @@ static void forward_get_rows(const struct mg_compute_params * p, struct mg_tenso
 // Dispatch
 // ---------------------------------------------------------------------------
 
+// The rows a node's work is split by (threads take shares of them). No
+// default: a new op must say how it splits (-Wswitch).
 int64_t mg_compute_n_rows(const struct mg_tensor * t) {
     switch (t->op) {
         case MG_OP_MUL_MAT:  return t->src[0]->ne[1];
         case MG_OP_CONT:
         case MG_OP_CPY:      return mg_nelements(t);
         case MG_OP_GET_ROWS: return t->src[1]->ne[0];
-        default:             return mg_nrows(t);
+        case MG_OP_NONE:
+        case MG_OP_VIEW:
+        case MG_OP_RESHAPE:
+        case MG_OP_PERMUTE:
+        case MG_OP_TRANSPOSE:
+        case MG_OP_ADD:
+        case MG_OP_SUB:
+        case MG_OP_MUL:
+        case MG_OP_DIV:
+        case MG_OP_SCALE:
+        case MG_OP_SQR:
+        case MG_OP_SQRT:
+        case MG_OP_RELU:
+        case MG_OP_SILU:
+        case MG_OP_GELU:
+        case MG_OP_SUM_ROWS:
+        case MG_OP_RMS_NORM:
+        case MG_OP_SOFT_MAX: return mg_nrows(t);   // one row of the result per row
+        case MG_OP_COUNT:    break;
     }
+    MG_ASSERT(false && "MG_OP_COUNT is not an op");
+    return 0;
 }
 
 void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t) {

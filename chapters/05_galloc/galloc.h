@@ -66,6 +66,10 @@ void                mg_gallocr_free(struct mg_gallocr * ga);
 // allocator, as in the trace above.
 void mg_gallocr_set_reuse_parent(struct mg_gallocr * ga, bool reuse);
 
+// The rule behind parent reuse: may op's result be written over its first
+// input (ggml_op_can_inplace)? Every op has an answer (tests/05_galloc/test_op_inplace.c).
+bool mg_op_can_inplace(enum mg_op op);
+
 // Plan: walk g in order and give every result that needs bytes an offset.
 // Returns the buffer size the plan needs (its peak).
 size_t mg_gallocr_reserve(struct mg_gallocr * ga, struct mg_cgraph * g);
@@ -87,3 +91,30 @@ int    mg_gallocr_n_reserves     (const struct mg_gallocr * ga);   // how many t
 // (a leaf with its own data, or a view).
 bool mg_gallocr_get_offset(const struct mg_gallocr * ga, const struct mg_cgraph * g, const struct mg_tensor * t,
                            size_t * offset);
+
+// One planned tensor's bytes and lifetime: it holds [offset, offset+size) of
+// the buffer from node step first to step end (exclusive). It is born at the
+// node that computes it (inputs at step 0) and dies after its last reader,
+// node end-1; outputs and inputs live to the end (end = n_nodes). One that
+// handed its bytes to a result written over it ends at that result's step.
+// Two tensors whose steps overlap never share a byte: the plan's invariant.
+struct mg_gallocr_lifetime {
+    const struct mg_tensor * tensor;
+    size_t offset, size;
+    int    first, end;
+    bool   handed_over;
+};
+
+// The lifetimes of the last plan of g (which must be the graph planned last),
+// leafs first, then nodes. Returns how many there are; at most max are stored.
+int mg_gallocr_lifetimes(const struct mg_gallocr * ga, const struct mg_cgraph * g, struct mg_gallocr_lifetime * out,
+                         int max);
+
+// The plan as a picture (galloc_svg.c): buffer offset up, node step right, one
+// box per planned tensor, the peak as a line. False, with mg_last_error(), if
+// path cannot be written.
+bool mg_gallocr_dump_svg(const struct mg_gallocr * ga, const struct mg_cgraph * g, const char * title, const char * path);
+
+// If $MG_SVG names a directory, write the plan there as <name>.svg and say so
+// on stderr (as $MG_DOT does for drawings of graphs).
+bool mg_gallocr_dump_svg_env(const struct mg_gallocr * ga, const struct mg_cgraph * g, const char * name);

@@ -11,3 +11,4 @@
 #include "compute.h"
 #include "graph.h"
 #include "galloc.h"
+#include "svg.h"

@@ -11,4 +11,5 @@
 #include "compute.h"
 #include "graph.h"
 #include "galloc.h"
+#include "svg.h"
 #include "kv_cache.h"

@@ -11,6 +11,7 @@
 #include "compute.h"
 #include "graph.h"
 #include "galloc.h"
+#include "svg.h"
 #include "kv_cache.h"
 #include "plan.h"
 #include "vec.h"

@@ -22,9 +22,16 @@ size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks) {
             // One row per share, each padded to its own cache line so that two
             // threads never write the same line.
             return (size_t) n_tasks * ((size_t) node->ne[0] * sizeof(float) + MG_CACHE_LINE);
-        default:
-            return 0;
+        case MG_OP_ROPE:
+        case MG_OP_NONE: case MG_OP_VIEW: case MG_OP_RESHAPE: case MG_OP_PERMUTE: case MG_OP_TRANSPOSE:
+        case MG_OP_CONT: case MG_OP_CPY: case MG_OP_GET_ROWS:
+        case MG_OP_ADD: case MG_OP_SUB: case MG_OP_MUL: case MG_OP_DIV:
+        case MG_OP_SCALE: case MG_OP_SQR: case MG_OP_SQRT: case MG_OP_RELU: case MG_OP_SILU: case MG_OP_GELU:
+        case MG_OP_SUM_ROWS: case MG_OP_RMS_NORM:
+        case MG_OP_COUNT:
+            return 0;   // no scratch: they read their inputs and write their result directly
     }
+    return 0;   // a value outside the enum
 }
 
 struct mg_cplan mg_graph_plan(const struct mg_cgraph * g, int n_threads) {

@@ -22,22 +22,36 @@ static void put_escaped(FILE * f, const char * s) {
     }
 }
 
-static const char * op_colour(enum mg_op op) {
+// The colour of an op's family. No default: with -Wswitch, an op added to
+// enum mg_op without a colour here is a compile error.
+const char * mg_op_dot_colour(enum mg_op op) {
     switch (op) {
-        case MG_OP_MUL_MAT:  return "#f6b26b";   // the expensive ones
+        case MG_OP_MUL_MAT:   return "#f6b26b";   // the expensive ones
         case MG_OP_RMS_NORM:
         case MG_OP_SOFT_MAX:
-        case MG_OP_SUM_ROWS: return "#b4a7d6";   // row reductions
+        case MG_OP_SUM_ROWS:  return "#b4a7d6";   // row reductions
+        case MG_OP_NONE:                          // (a leaf is drawn by put_leaf: never asked)
         case MG_OP_VIEW:
         case MG_OP_RESHAPE:
         case MG_OP_PERMUTE:
-        case MG_OP_TRANSPOSE: return "#eeeeee";  // free: no arithmetic
+        case MG_OP_TRANSPOSE: return "#eeeeee";   // free: no arithmetic
         case MG_OP_CPY:
         case MG_OP_CONT:
-        case MG_OP_GET_ROWS: return "#ffffff";   // data movement
-        case MG_OP_ROPE:     return "#ffe599";
-        default:             return "#9fc5e8";   // element-wise arithmetic
+        case MG_OP_GET_ROWS:  return "#ffffff";   // data movement
+        case MG_OP_ADD:
+        case MG_OP_SUB:
+        case MG_OP_MUL:
+        case MG_OP_DIV:
+        case MG_OP_SCALE:
+        case MG_OP_SQR:
+        case MG_OP_SQRT:
+        case MG_OP_RELU:
+        case MG_OP_SILU:
+        case MG_OP_GELU:      return "#9fc5e8";   // element-wise arithmetic
+        case MG_OP_ROPE:      return "#ffe599";   // attention's own ops
+        case MG_OP_COUNT:     break;
     }
+    return NULL;   // MG_OP_COUNT, or a value outside the enum
 }
 
 static void put_shape(FILE * f, const struct mg_tensor * t) {
@@ -75,9 +89,11 @@ static void put_leaf(FILE * f, const struct mg_cgraph * g, int i) {
 
 static void put_node(FILE * f, const struct mg_cgraph * g, int i) {
     const struct mg_tensor * t = g->nodes[i];
-    fprintf(f, "  n%d [shape=record, style=filled, fillcolor=\"%s\"", i, op_colour(t->op));
+    fprintf(f, "  n%d [shape=record, style=filled, fillcolor=\"%s\"", i, mg_op_dot_colour(t->op));
     if (t->flags & MG_TENSOR_FLAG_OUTPUT) fprintf(f, ", penwidth=3");
-    fprintf(f, ", label=\"{#%d %s | ", i, mg_op_name(t->op));
+    fprintf(f, ", label=\"{#%d %s ", i, mg_op_name(t->op));
+    put_escaped(f, mg_op_symbol(t->op));   // "ADD x+y": the op table's symbol says what it computes
+    fprintf(f, " | ");
     put_escaped(f, t->name);
     fprintf(f, " | ");
     put_shape(f, t);
@@ -124,6 +140,8 @@ bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path) {
                "<tr><td bgcolor=\"#9fc5e8\">element-wise</td></tr>"
                "<tr><td bgcolor=\"#b4a7d6\">row reduction</td></tr>"
                "<tr><td bgcolor=\"#eeeeee\">view (free)</td></tr>"
+               "<tr><td bgcolor=\"#ffffff\">data movement</td></tr>"
+               "<tr><td bgcolor=\"#ffe599\">attention (rope)</td></tr>"
                "</table>>];\n  }\n");
     fprintf(f, "}\n");
     const bool ok = fclose(f) == 0;

@@ -106,6 +106,8 @@ struct tensor_info {
     bool   live;         // ... and it holds those bytes right now
     size_t offset;
     size_t size;
+    int    first, end;    // its lifetime, in node steps [first, end): for pictures (galloc_svg.c)
+    bool   handed_over;   // it ended by giving its bytes to a result written over it
 };
 
 struct mg_gallocr {
@@ -117,6 +119,7 @@ struct mg_gallocr {
     size_t               peak;
     size_t               sum;
     int                  n_reserves;
+    int                  step;         // the node being planned: when lifetimes begin and end
 
     struct mg_tensor **  planned_nodes;   // what was planned, to recognise the same graph ...
     size_t *             planned_sizes;   // ... with the same sizes (a new graph may reuse old addresses)
@@ -163,8 +166,9 @@ static bool needs_bytes(const struct mg_gallocr * ga, const struct mg_tensor * t
 
 // Ops whose kernels may write their result over an input of the same size:
 // element i of the output depends only on element i (or the row) of the input
-// (ggml_op_can_inplace).
-static bool op_can_inplace(enum mg_op op) {
+// (ggml_op_can_inplace). No default: with -Wswitch, a new op without a rule
+// here is a compile error.
+bool mg_op_can_inplace(enum mg_op op) {
     switch (op) {
         case MG_OP_ADD: case MG_OP_SUB: case MG_OP_MUL: case MG_OP_DIV:
         case MG_OP_SCALE: case MG_OP_SQR: case MG_OP_SQRT:
@@ -172,9 +176,17 @@ static bool op_can_inplace(enum mg_op op) {
         case MG_OP_RMS_NORM: case MG_OP_SOFT_MAX:
         case MG_OP_ROPE:
             return true;
-        default:
+        case MG_OP_NONE:                    // a leaf is not computed
+        case MG_OP_VIEW: case MG_OP_RESHAPE:
+        case MG_OP_PERMUTE: case MG_OP_TRANSPOSE:   // views hold no bytes of their own
+        case MG_OP_MUL_MAT:                 // every output reads a whole row of both inputs
+        case MG_OP_SUM_ROWS:                // the result is smaller than the input
+        case MG_OP_CONT: case MG_OP_CPY:    // reads in one layout, writes in another
+        case MG_OP_GET_ROWS:                // reads rows picked by index
+        case MG_OP_COUNT:
             return false;
     }
+    return false;   // a value outside the enum
 }
 
 static void trace_step(struct mg_gallocr * ga, const char * what, const struct mg_tensor * t, size_t size, size_t offset) {
@@ -198,7 +210,7 @@ static bool same_layout(const struct mg_tensor * a, const struct mg_tensor * b) 
 // neither a leaf nor an output nor viewed (ggml: ggml_are_same_layout).
 static struct mg_tensor * dying_parent(struct mg_gallocr * ga, const struct mg_cgraph * g, const struct mg_tensor * t,
                                        size_t size) {
-    if (!ga->reuse_parent || !op_can_inplace(t->op)) return NULL;
+    if (!ga->reuse_parent || !mg_op_can_inplace(t->op)) return NULL;
     for (int i = 0; i < MG_MAX_SRC; i++) {
         struct mg_tensor * p = t->src[i];
         if (p == NULL || p->op == MG_OP_NONE || p->view_src != NULL) continue;
@@ -217,6 +229,8 @@ static void allocate_tensor(struct mg_gallocr * ga, const struct mg_cgraph * g, 
     if (parent != NULL) {
         struct tensor_info * pi = info_of(ga, g, parent);
         pi->live   = false;   // its bytes are t's now: freeing parent must not free them
+        pi->end    = ga->step;
+        pi->handed_over = true;
         ti->offset = pi->offset;
         mg_trace(MG_TRACE_ALLOC, "reuse %-12s for %s (%zu bytes at %zu)", parent->name, t->name, size, ti->offset);
     } else {
@@ -226,6 +240,8 @@ static void allocate_tensor(struct mg_gallocr * ga, const struct mg_cgraph * g, 
     ti->size    = size;
     ti->planned = true;
     ti->live    = true;
+    ti->first   = ga->step;
+    ti->end     = -1;   // until freed: to the end of the graph
     ga->sum    += size;
 }
 
@@ -236,6 +252,7 @@ static void free_tensor(struct mg_gallocr * ga, const struct mg_cgraph * g, stru
     if (t->flags & MG_TENSOR_FLAG_OUTPUT) return;
     mg_dyn_alloc_free(&ga->alloc, ti->offset, ti->size);
     ti->live = false;
+    ti->end  = ga->step + 1;   // freed after this node ran: the next node may have its bytes
     trace_step(ga, "free", t, ti->size, ti->offset);
 }
 
@@ -290,12 +307,14 @@ size_t mg_gallocr_reserve(struct mg_gallocr * ga, struct mg_cgraph * g) {
 
     // Inputs first, at the bottom of the buffer: nothing computed later may
     // land on them before they are read.
+    ga->step = 0;
     for (int i = 0; i < g->n_leafs; i++) {
         if (g->leafs[i]->flags & MG_TENSOR_FLAG_INPUT) allocate_tensor(ga, g, g->leafs[i]);
     }
 
     for (int i = 0; i < g->n_nodes; i++) {
         struct mg_tensor * node = g->nodes[i];
+        ga->step = i;
         for (int j = 0; j < MG_MAX_SRC; j++) {
             if (node->src[j] != NULL) allocate_tensor(ga, g, node->src[j]);
         }
@@ -381,4 +400,24 @@ bool mg_gallocr_get_offset(const struct mg_gallocr * ga, const struct mg_cgraph 
     if (!ti->planned) return false;
     *offset = ti->offset;
     return true;
+}
+
+// The lifetimes of the last plan, leafs first, then nodes in order: what
+// galloc_svg.c draws and what tests check the plan with.
+int mg_gallocr_lifetimes(const struct mg_gallocr * ga, const struct mg_cgraph * g, struct mg_gallocr_lifetime * out,
+                         int max) {
+    int n = 0;
+    for (int k = 0; k < g->n_leafs + g->n_nodes; k++) {
+        const struct mg_tensor * t  = k < g->n_leafs ? g->leafs[k] : g->nodes[k - g->n_leafs];
+        const struct tensor_info * ti = &ga->info[mg_hash_find(&g->visited, t)];
+        if (!ti->planned) continue;
+        if (n < max) {
+            out[n] = (struct mg_gallocr_lifetime) {
+                .tensor = t, .offset = ti->offset, .size = ti->size, .first = ti->first,
+                .end = ti->end < 0 ? g->n_nodes : ti->end, .handed_over = ti->handed_over,
+            };
+        }
+        n++;
+    }
+    return n;
 }

@@ -77,3 +77,7 @@ bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path);
 // If $MG_DOT names a directory, write g there as <name>.dot (and say so on
 // stderr). This is how demos and `mg --dot` leave drawings behind.
 bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name);
+
+// The fill colour of an op's box ("#f6b26b" for mul_mat): one per op family.
+// NULL only for MG_OP_COUNT; every op has one (tests/04_graph/test_op_colours.c).
+const char * mg_op_dot_colour(enum mg_op op);

@@ -232,6 +232,18 @@ const struct mg_model * mg_session_model(const struct mg_session * s) {
     return s->model;
 }
 
+const struct mg_cgraph * mg_session_graph(const struct mg_session * s) {
+    return s->graph;
+}
+
 bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
     return s->graph != NULL && mg_graph_dump_dot_env(s->graph, name);
+}
+
+void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl) {
+    mg_threadpool_set_timeline(s->threadpool, tl);
+}
+
+bool mg_session_dump_svg(const struct mg_session * s, const char * name) {
+    return s->graph != NULL && mg_gallocr_dump_svg_env(s->galloc, s->graph, name);
 }

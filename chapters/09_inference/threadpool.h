@@ -42,3 +42,9 @@ struct mg_threadpool_stats {
 
 // Counters so far (call between graphs).
 struct mg_threadpool_stats mg_threadpool_get_stats(const struct mg_threadpool * tp);
+
+// Record every graph this pool runs from now on into tl (timeline.h), as one
+// more pool of tracks; NULL stops recording. Call between graphs; tl must
+// outlive the recording.
+struct mg_timeline;
+void mg_threadpool_set_timeline(struct mg_threadpool * tp, struct mg_timeline * tl);

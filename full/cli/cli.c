@@ -116,7 +116,7 @@ bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_opti
 struct cli_engine_opts cli_engine_defaults(void) {
     const struct mg_session_params p = mg_session_default_params();
     return (struct cli_engine_opts) {
-        .model = NULL, .n_threads = p.n_threads, .n_ctx = 0, .n_batch = p.n_batch, .kv_type = "f16",
+        .model = NULL, .n_threads = p.n_threads, .n_ctx = 0, .n_batch = p.n_batch, .kv_type = "f16", .dot_layers = -1,
     };
 }
 
@@ -131,6 +131,8 @@ int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
         {NULL, "--no-repack", CLI_FLAG, &e->no_repack, "keep Q4_0/Q4_K weights as in the file (no 8-row repacking)"},
         {NULL, "--trace", CLI_STRING, &e->trace, "trace categories, e.g. infer,alloc,graph (like MG_TRACE)"},
         {NULL, "--dot", CLI_STRING, &e->dot, "write Graphviz drawings of the graphs into this directory"},
+        {NULL, "--svg", CLI_STRING, &e->svg, "write the compute buffer's memory maps (SVG) into this directory"},
+        {NULL, "--dot-layers", CLI_INT, &e->dot_layers, "with --dot: draw only the first N layers, each in a box"},
     };
     const int n = (int) (sizeof(rows) / sizeof(rows[0]));
     memcpy(out, rows, sizeof(rows));
@@ -159,6 +161,12 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         return false;
     }
     if (e->dot != NULL) setenv("MG_DOT", e->dot, 1);
+    if (e->svg != NULL) setenv("MG_SVG", e->svg, 1);
+    if (e->dot_layers >= 0) {
+        char n[16];
+        snprintf(n, sizeof(n), "%d", e->dot_layers);
+        setenv("MG_DOT_LAYERS", n, 1);
+    }
     if (e->no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
     return true;
 }

@@ -61,6 +61,8 @@ struct cli_engine_opts {
     const char * kv_type;    // "f16" or "f32"
     const char * trace;      // MG_TRACE categories
     const char * dot;        // directory for graph drawings
+    const char * svg;        // directory for memory maps of the compute buffer (MG_SVG)
+    int          dot_layers; // draw only this many layers (MG_DOT_LAYERS; -1: all)
     bool         flash_attn;
     bool         no_repack;  // keep Q4_0/Q4_K weights in the file's layout (MG_NO_REPACK=1)
 };

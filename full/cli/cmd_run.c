@@ -1,8 +1,10 @@
 //@file full
 // cmd_run.c - mg run: a prompt in, its continuation streamed out (llama-completion).
 #include "cli.h"
+#include "memmap.h"
 #include "vocab.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,7 @@ int cmd_run(int argc, char ** argv) {
     const char * cmd = "run";
     struct cli_engine_opts   e   = cli_engine_defaults();
     struct cli_sampling_opts smp = cli_sampling_defaults();
-    const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL;
+    const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL, * trace_json = NULL, * memory_map = NULL;
     int  n_predict = 128;
     bool ignore_eos = false, no_display_prompt = false;
 
@@ -34,12 +36,26 @@ int cmd_run(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &no_display_prompt,
                                           "print only the generated text"};
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_STRING, &trace_json,
+                                          "write every thread's time per node as a Chrome trace (Perfetto)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_STRING, &memory_map,
+                                          "draw the run's memory regions and the pointers between them (SVG)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     n_opts += cli_sampling_options(&smp, opts + n_opts);
     const char * positional[1];
     int n_positional;
     if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
     if (!cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
+    const char * outputs[2][2] = {{"--trace-json", trace_json}, {"--memory-map", memory_map}};
+    for (int i = 0; i < 2; i++) {   // fail now, not after the whole run
+        if (outputs[i][1] == NULL) continue;
+        FILE * f = fopen(outputs[i][1], "w");
+        if (f == NULL) {
+            fprintf(stderr, "mg %s: %s: cannot write %s: %s\n", cmd, outputs[i][0], outputs[i][1], strerror(errno));
+            return 1;
+        }
+        fclose(f);
+    }
     size_t text_len;
     char * text = cli_prompt_text(cmd, prompt, prompt_file, &text_len);
     if (text == NULL) return 1;
@@ -53,6 +69,7 @@ int cmd_run(int argc, char ** argv) {
     struct mg_session * s       = NULL;
     struct mg_sampler * sampler = NULL;
     int32_t *           tokens  = NULL;
+    struct mg_timeline * timeline = NULL;
     double              load_ms;
     struct mg_model *   m = cli_load_model(cmd, e.model, &load_ms);
     if (m == NULL) goto done;
@@ -60,6 +77,11 @@ int cmd_run(int argc, char ** argv) {
     if (s == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
         goto done;
+    }
+
+    if (trace_json != NULL) {
+        timeline = mg_timeline_new();
+        mg_session_set_timeline(s, timeline);
     }
 
     // Tokenize as llama-completion does: special tokens parsed, BOS added if the vocabulary asks.
@@ -90,6 +112,7 @@ int cmd_run(int argc, char ** argv) {
     }
     const double prompt_ms = cli_now_ms() - t0;
     mg_session_dump_dot(s, "prompt");
+    mg_session_dump_svg(s, "prompt-alloc");
 
     struct mg_detok detok;
     mg_detok_init(&detok, false);
@@ -110,16 +133,39 @@ int cmd_run(int argc, char ** argv) {
             goto done;
         }
         eval_ms += cli_now_ms() - t0;
-        if (n_eval++ == 0) mg_session_dump_dot(s, "decode");
+        if (n_eval++ == 0) {
+            mg_session_dump_dot(s, "decode");
+            mg_session_dump_svg(s, "decode-alloc");
+        }
     }
     cli_stream_flush(&detok);
     printf("\n");
     cli_print_timings(s, load_ms, n_prompt, prompt_ms, n_eval, eval_ms);
+    struct mg_memory_model mm;
+    mg_session_memory_model(s, &mm);
+    mg_memory_model_print(stderr, &mm);
     status = 0;
+    if (memory_map != NULL) {
+        if (mg_memory_model_dump_svg(&mm, memory_map)) {
+            fprintf(stderr, "mg %s: wrote %s\n", cmd, memory_map);
+        } else {
+            fprintf(stderr, "mg %s: --memory-map: %s\n", cmd, mg_last_error());
+            status = 1;
+        }
+    }
+    if (timeline != NULL) {
+        if (mg_timeline_write_json(timeline, trace_json)) {
+            fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd, trace_json);
+        } else {
+            fprintf(stderr, "mg %s: --trace-json: %s\n", cmd, mg_last_error());
+            status = 1;
+        }
+    }
 
 done:
     mg_sampler_free(sampler);
     mg_session_free(s);
+    mg_timeline_free(timeline);   // after the session: its pool records into it
     mg_model_free(m);
     free(tokens);
     free(text);

@@ -405,6 +405,7 @@ static bool part_decode(struct mg_model * m) {
     printf("%d decode calls, %d positions filled; graphs built %d, reused %d\n", st.n_decode_calls,
            mg_session_n_past(s), st.n_graphs_built, st.n_graphs_reused);
     mg_session_dump_dot(s, "decode");
+    mg_session_dump_svg(s, "decode-alloc");   // MG_SVG=dir: its compute buffer, as a memory map
     mg_session_free(s);
     printf("\n");
     return true;

@@ -36,6 +36,7 @@ static void plan_relu_layer(struct mg_context * ctx, bool reuse_parent) {
     struct mg_gallocr * ga = mg_gallocr_new(4);
     mg_gallocr_set_reuse_parent(ga, reuse_parent);
     mg_gallocr_alloc_graph(ga, g);
+    mg_gallocr_dump_svg_env(ga, g, reuse_parent ? "relu-reuse-on" : "relu-reuse-off");   // MG_SVG=dir: the memory map
     printf("peak %zu bytes, where one buffer per result would need %zu\n", mg_gallocr_get_buffer_size(ga),
            mg_gallocr_get_sum_size(ga));
 
@@ -61,6 +62,7 @@ static void plan_deep_mlp(struct mg_context * ctx, int n_layers, int width, int 
     struct mg_gallocr * ga = mg_gallocr_new(0);
     mg_gallocr_set_reuse_parent(ga, reuse_parent);
     mg_gallocr_reserve(ga, g);
+    mg_gallocr_dump_svg_env(ga, g, reuse_parent ? "mlp-reuse-on" : "mlp-reuse-off");
     const size_t peak = mg_gallocr_get_buffer_size(ga), sum = mg_gallocr_get_sum_size(ga);
     printf("%d layers x %d wide x batch %d, parent reuse %-3s: %d results, sum %7zu bytes, peak %6zu bytes (%.1fx less)\n",
            n_layers, width, batch, reuse_parent ? "on" : "off", g->n_nodes, sum, peak, (double) sum / (double) peak);

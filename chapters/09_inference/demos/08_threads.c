@@ -57,6 +57,13 @@ int main(void) {
     struct mg_gallocr * ga = mg_gallocr_new(0);
     mg_gallocr_alloc_graph(ga, g);
 
+    // MG_TRACE_JSON=file: every run of every pool as a Chrome trace (timeline.h);
+    // MG_SVG=dir: the last run on each pool as a picture, threads-N.svg.
+    const char *         json_path = getenv("MG_TRACE_JSON"), * svg_dir = getenv("MG_SVG");
+    const bool           want_json = json_path != NULL && json_path[0] != '\0';
+    const bool           want_svg  = svg_dir != NULL && svg_dir[0] != '\0';
+    struct mg_timeline * timeline  = want_json || want_svg ? mg_timeline_new() : NULL;
+
     printf("== %d feed-forward layers, %d tokens, Q8_0 weights: %d nodes ==\n", N_LAYERS, N_TOKENS, g->n_nodes);
     const int thread_counts[] = {1, 2, 4};
     float *   first = NULL;
@@ -66,6 +73,7 @@ int main(void) {
         struct mg_cplan        plan = mg_graph_plan(g, n);
         plan.threadpool = tp;
         plan.work_data  = malloc(plan.work_size);
+        if (timeline != NULL) mg_threadpool_set_timeline(tp, timeline);   // this pool is the timeline's pool k
         double best = 1e30;
         for (int run = 0; run < N_RUNS; run++) {
             if (run == 1) mg_trace_set("");   // one traced run per thread count is plenty
@@ -90,6 +98,21 @@ int main(void) {
         mg_threadpool_free(tp);
     }
     printf("(this machine has %ld cores: more threads than cores cannot be faster)\n", sysconf(_SC_NPROCESSORS_ONLN));
+    for (int k = 0; want_svg && k < 3; k++) {
+        char path[4096], title[64];
+        snprintf(path, sizeof(path), "%s/threads-%d.svg", svg_dir, thread_counts[k]);
+        snprintf(title, sizeof(title), "%d thread%s", thread_counts[k], thread_counts[k] > 1 ? "s" : "");
+        if (mg_timeline_dump_svg(timeline, k, title, path)) fprintf(stderr, "wrote %s\n", path);
+        else fprintf(stderr, "MG_SVG: %s\n", mg_last_error());
+    }
+    if (want_json) {
+        if (mg_timeline_write_json(timeline, json_path)) {
+            fprintf(stderr, "wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", json_path);
+        } else {
+            fprintf(stderr, "MG_TRACE_JSON: %s\n", mg_last_error());
+        }
+    }
+    mg_timeline_free(timeline);
     free(first);
     mg_gallocr_free(ga);
     mg_free(ctx);
