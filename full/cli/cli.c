@@ -1,6 +1,6 @@
 //@file full
 // cli.c - option parsing and the pieces every mg command shares.
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700   // realpath
 #include "cli.h"
 #include "vocab.h"
 
@@ -430,3 +430,71 @@ bool cli_same_file(const char * a, const char * b) {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
+
+// ---------------------------------------------------------------------------
+// Output files
+// ---------------------------------------------------------------------------
+
+// Everything about an output that can be checked before hours of work, is:
+//   - it must not be the input: the same inode, however it is named (the same
+//     path, a symlink, a hard link), or the input would be destroyed;
+//   - an existing OUT must be a regular file: the result is written to a
+//     temporary file beside it and renamed over it, which would turn a device
+//     (/dev/full) or a fifo into a regular file, and fails for a directory;
+//   - a symlink is written through: its target is replaced, the link stays
+//     (cp and llama-quantize's fopen do the same; replacing the link with a
+//     regular file would silently break what it stood for);
+//   - a new OUT needs an existing directory to be written in.
+static const char * file_kind(mode_t mode) {
+    return S_ISDIR(mode) ? "a directory" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+         : S_ISFIFO(mode) ? "a fifo" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+char * cli_output_path(const char * cmd, const char * out, const char * in) {
+    struct stat st_out, st_in, st_link = {0};
+    char *      target = NULL;
+    if (lstat(out, &st_link) == 0 && S_ISLNK(st_link.st_mode) && stat(out, &st_out) != 0) {
+        fprintf(stderr, "mg %s: %s is a symlink to a missing file (%s); give the target's path instead\n", cmd, out,
+                strerror(errno));
+        return NULL;
+    }
+    if (stat(out, &st_out) == 0) {
+        if (in != NULL && stat(in, &st_in) == 0 && st_in.st_dev == st_out.st_dev && st_in.st_ino == st_out.st_ino) {
+            fprintf(stderr, "mg %s: %s and %s are the same file; writing one would destroy the other\n", cmd, in,
+                    out);
+            return NULL;
+        }
+        if (!S_ISREG(st_out.st_mode)) {
+            fprintf(stderr, "mg %s: %s is %s; the output must be a regular file (or a new name)\n", cmd, out,
+                    file_kind(st_out.st_mode));
+            return NULL;
+        }
+        // Resolve a symlink, so that the temporary file and the rename happen beside its target.
+        target = S_ISLNK(st_link.st_mode) ? realpath(out, NULL) : strdup(out);
+        if (target == NULL) fprintf(stderr, "mg %s: cannot resolve %s: %s\n", cmd, out, strerror(errno));
+        return target;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+        fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, out, strerror(errno));
+        return NULL;
+    }
+    char          dir[4096];
+    const char *  slash = strrchr(out, '/');
+    struct stat   st;
+    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == out ? 1 : (int) (slash - out),
+             slash == NULL ? "." : out);
+    if (stat(dir, &st) != 0) {
+        fprintf(stderr, "mg %s: cannot write %s: directory %s does not exist\n", cmd, out, dir);
+        return NULL;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "mg %s: cannot write %s: %s is not a directory\n", cmd, out, dir);
+        return NULL;
+    }
+    if (access(dir, W_OK) != 0) {
+        fprintf(stderr, "mg %s: cannot write %s: directory %s: %s\n", cmd, out, dir, strerror(errno));
+        return NULL;
+    }
+    return strdup(out);
+}
+

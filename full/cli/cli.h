@@ -110,6 +110,13 @@ int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const ch
 // trained context (as llama.cpp). NULL after printing why.
 struct mg_session * cli_session_new(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e);
 
+// Checks an output file before any work (it is written to OUT.tmp and renamed
+// over OUT, mg_gguf_writer_write): not the input in (NULL: none), by inode;
+// a regular file or a new name in an existing directory; a symlink is written
+// through. Returns the path to write (OUT, or the symlink's target; the
+// caller frees), or NULL after printing why.
+char * cli_output_path(const char * cmd, const char * out, const char * in);
+
 // Whether two paths name the same file (device and inode: symlinks and hard links too).
 bool cli_same_file(const char * a, const char * b);
 

@@ -27,13 +27,12 @@
 // has rows of 2432 = 9.5 x 256) falls back to a 32-element type, as
 // llama-quantize's tensor_type_fallback does. Vectors (norms) are copied as
 // they are.
-#define _XOPEN_SOURCE 700   // sysconf, realpath
+#define _POSIX_C_SOURCE 200809L   // sysconf
 #include "cli.h"
 #include "gguf_writer.h"
 
 #include <ctype.h>
 #include <math.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -549,74 +548,6 @@ static void print_progress(const struct tensor_plan * p, int i, int n, int name_
 // The command
 // ---------------------------------------------------------------------------
 
-// Everything about OUT that can be checked before hours of quantizing, is:
-//   - it must not be the input: the same inode, however it is named (the same
-//     path, a symlink, a hard link), or the input would be destroyed;
-//   - an existing OUT must be a regular file: the result is written to a
-//     temporary file beside it and renamed over it, which would turn a device
-//     (/dev/full) or a fifo into a regular file, and fails for a directory;
-//   - a symlink is written through: its target is replaced, the link stays
-//     (cp and llama-quantize's fopen do the same; replacing the link with a
-//     regular file would silently break what it stood for);
-//   - a new OUT needs an existing directory to be written in.
-// *target is OUT itself, or the path of a symlink's target (the caller frees).
-static const char * file_kind(mode_t mode) {
-    return S_ISDIR(mode) ? "a directory" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
-         : S_ISFIFO(mode) ? "a fifo" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
-}
-
-static bool check_output(const char * in, const char * out, char ** target) {
-    struct stat st_out, st_in, st_link;
-    *target = NULL;
-    if (lstat(out, &st_link) == 0 && S_ISLNK(st_link.st_mode) && stat(out, &st_out) != 0) {
-        fprintf(stderr, "mg quantize: %s is a symlink to a missing file (%s); give the target's path instead\n", out,
-                strerror(errno));
-        return false;
-    }
-    if (stat(out, &st_out) == 0) {
-        if (stat(in, &st_in) == 0 && st_in.st_dev == st_out.st_dev && st_in.st_ino == st_out.st_ino) {
-            fprintf(stderr, "mg quantize: %s and %s are the same file; writing one would destroy the other\n", in,
-                    out);
-            return false;
-        }
-        if (!S_ISREG(st_out.st_mode)) {
-            fprintf(stderr, "mg quantize: %s is %s; the output must be a regular file (or a new name)\n", out,
-                    file_kind(st_out.st_mode));
-            return false;
-        }
-        // Resolve a symlink, so that the temporary file and the rename happen beside its target.
-        *target = S_ISLNK(st_link.st_mode) ? realpath(out, NULL) : strdup(out);
-        if (*target == NULL) {
-            fprintf(stderr, "mg quantize: cannot resolve %s: %s\n", out, strerror(errno));
-            return false;
-        }
-        return true;
-    }
-    if (errno != ENOENT && errno != ENOTDIR) {
-        fprintf(stderr, "mg quantize: cannot write %s: %s\n", out, strerror(errno));
-        return false;
-    }
-    char          dir[4096];
-    const char *  slash = strrchr(out, '/');
-    struct stat   st;
-    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == out ? 1 : (int) (slash - out),
-             slash == NULL ? "." : out);
-    if (stat(dir, &st) != 0) {
-        fprintf(stderr, "mg quantize: cannot write %s: directory %s does not exist\n", out, dir);
-        return false;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "mg quantize: cannot write %s: %s is not a directory\n", out, dir);
-        return false;
-    }
-    if (access(dir, W_OK) != 0) {
-        fprintf(stderr, "mg quantize: cannot write %s: directory %s: %s\n", out, dir, strerror(errno));
-        return false;
-    }
-    *target = strdup(out);
-    return *target != NULL;
-}
-
 // split.count > 1: this file is one shard of a model (llama-gguf-split).
 static bool check_not_split(const struct mg_gguf * g) {
     uint32_t n_split = 1;
@@ -681,9 +612,9 @@ static bool parse_args(int argc, char ** argv, struct options * o) {
 int cmd_quantize(int argc, char ** argv) {
     struct options o = {0};
     if (!parse_args(argc, argv, &o)) return 1;
-    char * target = NULL;
-    if (!o.dry_run && !check_output(o.in, o.out, &target)) return 1;
-    if (target != NULL) o.out = target;   // a symlink's target
+    char * target = NULL;   // OUT, or a symlink's target (cli_output_path)
+    if (!o.dry_run && (target = cli_output_path("quantize", o.out, o.in)) == NULL) return 1;
+    if (target != NULL) o.out = target;
     struct mg_gguf * g = mg_gguf_open(o.in);
     if (g == NULL) {
         fprintf(stderr, "mg quantize: %s\n", mg_last_error());

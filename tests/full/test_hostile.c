@@ -438,6 +438,9 @@ START_TEST(test_quantize_not_regular) {
     ck_assert(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
     ck_assert(stat(in_dir("fifo"), &st) == 0 && S_ISFIFO(st.st_mode));
     expect_error("directory", "does not exist", "quantize '%s' '%s' q8_0", in, in_dir("nope/out.gguf"));
+    // mkmodel writes the same way: the same checks, before any work.
+    expect_error("mg mkmodel", "character device", "mkmodel --preset tiny -o /dev/null");
+    expect_error("mg mkmodel", "a fifo", "mkmodel --preset tiny -o '%s'", in_dir("fifo"));
     expect_error("is not a directory", NULL, "quantize '%s' '%s' q8_0", in, in_dir("in.gguf/out.gguf"));
     // A symlink to nowhere: refused, the link left as it is.
     ck_assert_int_eq(symlink(in_dir("missing"), in_dir("dangling")), 0);
