@@ -310,10 +310,18 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len) {
         fclose(f);
         return NULL;
     }
+    // At most what cli_tokenize takes: /dev/zero or a runaway pipe ends with a message, not out of memory.
+    const size_t max = (size_t) INT32_MAX / 4;
     size_t cap = 4096, n = 0;
     char * buf = malloc(cap);
     for (size_t got; buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
         n += got;
+        if (n > max) {
+            fprintf(stderr, "mg %s: %s is larger than %zu bytes, the most a prompt can be\n", cmd, path, max);
+            free(buf);
+            fclose(f);
+            return NULL;
+        }
         if (n + 1 == cap) {
             char * bigger = realloc(buf, cap *= 2);
             if (bigger == NULL) free(buf);
