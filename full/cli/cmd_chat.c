@@ -82,8 +82,8 @@ static void answer(struct chat * c) {
     printf("\n");
     fflush(stdout);
     if (full || feed(c, closed ? "\n" : "<|im_end|>\n", &n) != FED) {
-        fprintf(stderr, "[mg chat: the context (-c %d) is full: the answer was cut; the next message starts a new "
-                        "conversation]\n", mg_session_n_ctx(c->s));
+        fprintf(stderr, "[mg chat: the context (-c %d) is full%s; the next message starts a new conversation]\n",
+                mg_session_n_ctx(c->s), full ? ": the answer was cut" : "");
         c->start_over = true;   // a turn left open would confuse the model
     }
 }
