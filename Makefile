@@ -14,6 +14,8 @@
 #   make bench           speed of the full engine (see full/Makefile)
 #   make asan / tsan     the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make check-solutions the exercises' reference solutions apply and earn full marks
+#   make fuzz            each libFuzzer harness (fuzz/) FUZZ_SECONDS seconds (default 20)
+#   make valgrind        every chapter's demo and a short mg run / mg chat under valgrind
 #   make clean
 
 CHAPTER_DIRS := $(sort $(wildcard chapters/[0-9][0-9]_*))
@@ -24,7 +26,8 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench asan tsan clean deps test-tools check-solutions $(CHAPTER_DIRS)
+.PHONY: run test tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench asan tsan clean deps test-tools check-solutions \
+        fuzz fuzz-deps valgrind test-fuzz-regressions $(CHAPTER_DIRS)
 
 run: deps
 	$(MAKE) -C full run
@@ -39,9 +42,16 @@ test: deps test-tools
 	@$(MAKE) --no-print-directory -C full test-scalar
 	@echo "=================== numbers a README quotes from another chapter's demo"
 	@sh tools/check_numbers.sh
+	@$(MAKE) --no-print-directory test-fuzz-regressions
 
 check-numbers:
 	@sh tools/check_numbers.sh
+
+# The inputs the fuzzers found bugs with (tests/fuzz-regressions/<harness>/)
+# and the hand-made seeds, through a plain build of each harness (fuzz/replay.c).
+test-fuzz-regressions:
+	@echo "=================== fuzz regressions (tests/fuzz-regressions, fuzz/seeds)"
+	@$(MAKE) --no-print-directory -C fuzz replay
 
 tour:
 	@set -e; for d in $(CHAPTER_DIRS); do \
@@ -126,6 +136,47 @@ check-solutions: deps
 deps:
 	@$(MAKE) --no-print-directory -f tools/engine.mk ROOT=$(CURDIR) CHAPTER=00 deps
 
+# libFuzzer needs clang and its runtime libraries (Debian: clang, libclang-rt-dev);
+# as root they are installed, as with deps.
+FUZZ_SECONDS ?= 20
+fuzz: deps fuzz-deps
+	@$(MAKE) --no-print-directory -C fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+fuzz-deps:
+	@if ! printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void) d; return (int) n * 0; }\n' | \
+		clang -x c - -fsanitize=fuzzer,address,undefined -o /dev/null > /dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null; then \
+			echo "installing: clang libclang-rt-dev"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-dev > /dev/null || exit 1; \
+		else \
+			echo "make fuzz needs clang with libFuzzer: sudo apt-get install -y clang libclang-rt-dev"; exit 1; \
+		fi; \
+	fi
+
+# valgrind cannot decode AVX-512, so it runs portable code: every chapter's
+# demo (chapters build without -march=native) and the scalar engine's mg
+# (full/build-scalar, SCALAR=1) on the demo model, a short run and a two-turn
+# chat. Any error or leak fails (--error-exitcode=1). Not in CI: it takes
+# about a minute of CPU (56 s; 4 min 55 s of wall time on the shared 2-core machine).
+VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
+VG_MODEL := $(CURDIR)/models/fortune-toy-q8_0.gguf
+valgrind: deps
+	@command -v valgrind > /dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq valgrind > /dev/null; } || \
+		{ echo "make valgrind needs valgrind: sudo apt-get install -y valgrind"; exit 1; }
+	@$(MAKE) --no-print-directory -C full SCALAR=1 build-scalar/mg
+	@set -e; for d in $(CHAPTER_DIRS); do \
+		n=$$(basename $$d); $(MAKE) --no-print-directory -C $$d build/demo_$$n > /dev/null; \
+		args=""; [ $$n = 09_inference ] && args="$(VG_MODEL)"; \
+		echo "valgrind: $$d/build/demo_$$n"; \
+		(cd $$d && $(VALGRIND) ./build/demo_$$n $$args > /dev/null); \
+	done
+	@echo "valgrind: mg run"
+	@$(VALGRIND) full/build-scalar/mg run -m $(VG_MODEL) -p "床前明月光" -n 8 --temp 0 -t 2 > /dev/null
+	@echo "valgrind: mg chat"
+	@printf 'hello\n/reset\nhi\n' | $(VALGRIND) full/build-scalar/mg chat -m $(VG_MODEL) -n 8 --temp 0 -t 2 -c 64 > /dev/null
+	@echo "valgrind: no errors, no leaks"
+
 clean:
 	rm -rf $(BUILD)
+	@$(MAKE) --no-print-directory -C fuzz clean
 	@for d in $(CHAPTER_DIRS) full; do $(MAKE) --no-print-directory -C $$d clean; done

@@ -15,6 +15,7 @@
 #include "trace.h"
 #include "vocab.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -96,6 +97,13 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
                                                                          m->hp.n_head_kv, params.kv_type, 32);
     //@- full flash-attn
     if (s->kv == NULL) {
+        // Say which buffer and how big: the KV cache grows with -c (n_ctx).
+        const size_t per_token = 2 * (size_t) m->hp.n_layer * (size_t) m->hp.head_dim * (size_t) m->hp.n_head_kv *
+                                 mg_type_size(params.kv_type);
+        char cause[256];
+        snprintf(cause, sizeof(cause), "%s", mg_last_error());
+        mg_set_error("cannot allocate the KV cache: %d positions (-c) x %zu bytes = %.1f MiB (%s); use a smaller -c",
+                     params.n_ctx, per_token, (double) per_token * (double) params.n_ctx / (1024.0 * 1024.0), cause);
         free(s);
         return NULL;
     }

@@ -67,6 +67,18 @@ static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp)
         !get_f32(g, "qwen3.rope.freq_base", false, 10000.0f, &hp->rope_freq_base)) {
         return false;
     }
+    // NaN, infinite or negative values load without complaint and give NaN
+    // logits (ggml asserts eps >= 0 at compute time): refused here, by name.
+    if (!(hp->rms_eps >= 0.0f) || isinf(hp->rms_eps)) {
+        mg_set_error("%s: metadata 'qwen3.attention.layer_norm_rms_epsilon' = %g must be a finite number >= 0",
+                     mg_gguf_path(g), (double) hp->rms_eps);
+        return false;
+    }
+    if (!(hp->rope_freq_base > 0.0f) || isinf(hp->rope_freq_base)) {
+        mg_set_error("%s: metadata 'qwen3.rope.freq_base' = %g must be a finite number > 0", mg_gguf_path(g),
+                     (double) hp->rope_freq_base);
+        return false;
+    }
     int value_length, n_rot;
     if (!get_u32_as_int(g, "qwen3.attention.value_length", false, hp->head_dim, &value_length) ||
         !get_u32_as_int(g, "qwen3.rope.dimension_count", false, hp->head_dim, &n_rot)) {
@@ -94,6 +106,11 @@ static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp)
     if (!get_f32(g, "qwen3.rope.scaling.factor", false, 0.0f, &factor)) return false;
     const bool is_none = scaling == NULL || (scaling_len == 4 && memcmp(scaling, "none", 4) == 0);
     const bool is_linear = scaling != NULL && scaling_len == 6 && memcmp(scaling, "linear", 6) == 0;
+    if (isnan(factor) || isinf(factor) || factor < 0.0f) {
+        mg_set_error("%s: metadata 'qwen3.rope.scaling.factor' = %g must be a finite number >= 0", mg_gguf_path(g),
+                     (double) factor);
+        return false;
+    }
     if (!is_none && !is_linear) {
         mg_set_error("%s: rope scaling '%.*s' is not supported (none and linear are)", mg_gguf_path(g),
                      (int) scaling_len, scaling);
@@ -218,7 +235,25 @@ struct mg_model * mg_model_load(const char * path) {
     if (m->vocab == NULL) goto fail;
     m->hp.n_vocab = mg_vocab_n_tokens(m->vocab);
 
+    // The counts of the header are checked against the file before anything
+    // is sized by them: each layer has 11 tensors, plus token_embd and output_norm.
     const size_t n_tensors = 3 + 11 * (size_t) m->hp.n_layer;
+    if (n_tensors - 1 > (size_t) mg_gguf_n_tensors(m->gguf)) {
+        // Name the first layer the file lacks (found within the file's tensor count).
+        char first[MG_MAX_NAME + 16] = "a layer's tensor";
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            char name[MG_MAX_NAME];
+            snprintf(name, sizeof(name), "blk.%d.attn_norm.weight", il);
+            if (mg_gguf_find_tensor(m->gguf, name) == NULL) {
+                snprintf(first, sizeof(first), "tensor '%s'", name);
+                break;
+            }
+        }
+        mg_set_error("%s: %s is missing: metadata 'qwen3.block_count' = %d needs at least %zu tensors (11 per "
+                     "layer, token_embd and output_norm), but the file has %lld", path, first, m->hp.n_layer,
+                     n_tensors - 1, (long long) mg_gguf_n_tensors(m->gguf));
+        goto fail;
+    }
     m->ctx = mg_init((struct mg_init_params) {.mem_size = n_tensors * mg_tensor_overhead(), .no_alloc = true});
     if (m->ctx == NULL || !load_tensors(m)) goto fail;
     return m;

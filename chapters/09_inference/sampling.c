@@ -89,9 +89,13 @@ static void apply_repeat_penalty(struct mg_sampler * s, struct candidate * c, in
     }
 }
 
+// A NaN logit (a broken model) sorts after every number: qsort needs a
+// consistent order, which NaN's comparisons (all false) do not give.
 static int by_logit_descending(const void * a, const void * b) {
     const struct candidate * x = a, * y = b;
-    if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
+    const bool x_nan = isnan(x->logit), y_nan = isnan(y->logit);
+    if (x_nan != y_nan) return x_nan ? 1 : -1;
+    if (!x_nan && x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;   // ties: lower id first, so runs repeat
 }
 

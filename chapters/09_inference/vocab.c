@@ -512,6 +512,31 @@ static bool pre_type_of(const char * pre, enum mg_pretok * type, const char * wh
     return false;
 }
 
+// Input validation: a token type outside llama_token_type (0..6) and a merge
+// that is not "left right" are broken files, refused with the index and the
+// value. (llama.cpp reads an unknown type as UNDEFINED and a merge without a
+// space as the pair ("", ""), both silently; no converter writes either.)
+static bool check_types_and_merges(const struct mg_vocab_params * p, const char * where) {
+    for (int32_t id = 0; p->token_types != NULL && id < p->n_tokens; id++) {
+        const int32_t t = p->token_types[id];
+        if (t < MG_TOKEN_TYPE_UNDEFINED || t > MG_TOKEN_TYPE_BYTE) {
+            mg_set_error("%s: tokenizer.ggml.token_type[%d] = %d is not a token type (0..6)", where, id, t);
+            return false;
+        }
+    }
+    for (int32_t rank = 0; rank < p->n_merges; rank++) {
+        const char * m   = p->merges[rank];
+        const size_t len = text_length(p->merges, p->merge_lens, rank);
+        const char * space = len > 1 ? memchr(m + 1, ' ', len - 1) : NULL;
+        if (space == NULL || space == m + len - 1) {
+            mg_set_error("%s: tokenizer.ggml.merges[%d] = '%.*s' is not two texts separated by a space", where, rank,
+                         (int) (len < 64 ? len : 64), m);
+            return false;
+        }
+    }
+    return true;
+}
+
 static struct mg_vocab * vocab_build(const struct mg_vocab_params * p, const char * where) {
     if (p->n_tokens <= 0 || p->tokens == NULL) {
         mg_set_error("%s: tokenizer.ggml.tokens: no tokens", where);
@@ -529,6 +554,10 @@ static struct mg_vocab * vocab_build(const struct mg_vocab_params * p, const cha
     v->add_bos = p->add_bos;
     v->add_eos = p->add_eos;
     if (!pre_type_of(p->pre, &v->pre_type, where) || !build_tokens(v, p, where)) {
+        mg_vocab_free(v);
+        return NULL;
+    }
+    if (!check_types_and_merges(p, where)) {
         mg_vocab_free(v);
         return NULL;
     }
@@ -683,7 +712,17 @@ struct mg_vocab * mg_vocab_load(const struct mg_gguf * g) {
         uint32_t id;
         if (mg_gguf_find_key(g, key) < 0) continue;
         if (!mg_gguf_get_u32(g, key, &id)) goto done;
-        if (id < (uint32_t) p.n_tokens) p.special[which] = (int32_t) id;   // else: llama.cpp warns, keeps the default
+        if (id < (uint32_t) p.n_tokens) {
+            p.special[which] = (int32_t) id;
+        } else {
+            // llama.cpp warns ("bad special token") and keeps the default id; so do we, said on stderr.
+            const int32_t fallback = p.special[which] < p.n_tokens ? p.special[which] : -1;
+            char instead[48] = "ignored";
+            if (fallback >= 0) snprintf(instead, sizeof(instead), "using the default id %d", fallback);
+            fprintf(stderr, "mg: warning: %s: %s = %u is out of range (the vocabulary has %d tokens): %s\n", path,
+                    key, id, p.n_tokens, instead);
+            p.special[which] = fallback;
+        }
     }
     if (mg_gguf_find_key(g, "tokenizer.ggml.add_bos_token") >= 0
         && !mg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &p.add_bos)) goto done;

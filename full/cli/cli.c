@@ -1,16 +1,19 @@
 //@file full
 // cli.c - option parsing and the pieces every mg command shares.
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700   // realpath
 #include "cli.h"
 #include "vocab.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 // ---------------------------------------------------------------------------
 // Options
@@ -37,8 +40,10 @@ static const struct cli_option * find_option(const char * arg, const struct cli_
     return NULL;
 }
 
-// Parse one option's value, strictly: "12x" is not a number.
-static bool set_value(const char * cmd, const struct cli_option * o, const char * text) {
+// Parse one option's value, strictly: "12x" is not a number, "nan" and "inf"
+// are not usable numbers, and a whole number beyond the type's range is
+// called too large (or too small), with the limit. arg is the flag as typed.
+static bool set_value(const char * cmd, const struct cli_option * o, const char * arg, const char * text) {
     char * end = NULL;
     errno = 0;
     switch (o->kind) {
@@ -49,8 +54,14 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
             *(const char **) o->value = text;
             return true;
         case CLI_INT: {
-            const long v = strtol(text, &end, 10);
-            if (errno == 0 && end != text && *end == '\0' && v >= INT_MIN && v <= INT_MAX) {
+            const long long v = strtoll(text, &end, 10);
+            if (end != text && *end == '\0' && (errno == ERANGE || v < INT_MIN || v > INT_MAX)) {
+                const bool big = text[0] != '-';
+                fprintf(stderr, "mg %s: %s %s is too %s, at %s %d\n", cmd, arg, text, big ? "large" : "small",
+                        big ? "most" : "least", big ? INT_MAX : INT_MIN);
+                return false;
+            }
+            if (errno == 0 && end != text && *end == '\0') {
                 *(int *) o->value = (int) v;
                 return true;
             }
@@ -58,6 +69,10 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         }
         case CLI_U64: {
             const unsigned long long v = strtoull(text, &end, 10);
+            if (end != text && *end == '\0' && text[0] != '-' && errno == ERANGE) {
+                fprintf(stderr, "mg %s: %s %s is too large, at most %llu\n", cmd, arg, text, (unsigned long long) UINT64_MAX);
+                return false;
+            }
             if (errno == 0 && end != text && *end == '\0' && text[0] != '-') {
                 *(uint64_t *) o->value = (uint64_t) v;
                 return true;
@@ -66,6 +81,10 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         }
         case CLI_FLOAT: {
             const float v = strtof(text, &end);
+            if (end != text && *end == '\0' && !isfinite(v)) {
+                fprintf(stderr, "mg %s: %s needs a finite number, got '%s'\n", cmd, arg, text);
+                return false;
+            }
             if (errno == 0 && end != text && *end == '\0') {
                 *(float *) o->value = v;
                 return true;
@@ -73,7 +92,7 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
             break;
         }
     }
-    fprintf(stderr, "mg %s: %s needs a %s, got '%s'\n", cmd, o->long_name,
+    fprintf(stderr, "mg %s: %s needs a %s, got '%s'\n", cmd, arg,
             o->kind == CLI_FLOAT ? "number" : "whole number", text);
     return false;
 }
@@ -98,7 +117,7 @@ bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_opti
                 fprintf(stderr, "mg %s: %s needs a value\n", cmd, arg);
                 return false;
             }
-            if (!set_value(cmd, o, o->kind == CLI_FLAG ? NULL : argv[++i])) return false;
+            if (!set_value(cmd, o, arg, o->kind == CLI_FLAG ? NULL : argv[++i])) return false;
         } else if (*n_positional < max_positional) {
             positional[(*n_positional)++] = arg;
         } else {
@@ -139,6 +158,26 @@ int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
     return n;
 }
 
+// A directory we can write into, checked before any work (graph drawings
+// come at the end of a run, when an error would be too late).
+static bool writable_dir(const char * cmd, const char * flag, const char * path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "mg %s: %s %s: %s\n", cmd, flag, path,
+                errno == ENOENT ? "no such directory" : strerror(errno));
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "mg %s: %s %s is not a directory\n", cmd, flag, path);
+        return false;
+    }
+    if (access(path, W_OK) != 0) {
+        fprintf(stderr, "mg %s: %s %s: cannot write there: %s\n", cmd, flag, path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
 bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
     if (e->model == NULL) {
         fprintf(stderr, "mg %s: no model: give one with -m FILE.gguf\n", cmd);
@@ -160,6 +199,7 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         fprintf(stderr, "mg %s: --trace: %s\n", cmd, mg_last_error());
         return false;
     }
+    if (e->dot != NULL && !writable_dir(cmd, "--dot", e->dot)) return false;
     if (e->dot != NULL) setenv("MG_DOT", e->dot, 1);
     if (e->svg != NULL) setenv("MG_SVG", e->svg, 1);
     if (e->dot_layers >= 0) {
@@ -212,12 +252,35 @@ int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out) 
     return (int) (sizeof(rows) / sizeof(rows[0]));
 }
 
+// Each flag checked on its own, so the message names it. Not-a-number and
+// infinities never get here (set_value refuses them). A temperature of 0 is
+// greedy decoding; llama.cpp also treats a negative one as greedy, but here a
+// negative temperature is refused as a likely typo: 0 says greedy.
 bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s) {
     const struct mg_sampler_params * p = &s->p;
-    if (p->top_p <= 0.0f || p->top_p > 1.0f || p->min_p < 0.0f || p->min_p >= 1.0f || p->repeat_penalty <= 0.0f ||
-        p->repeat_last_n < 0 || p->top_k < 0) {
-        fprintf(stderr, "mg %s: sampling options out of range (top-p in (0,1], min-p in [0,1), repeat-penalty > 0, "
-                        "top-k and repeat-last-n >= 0)\n", cmd);
+    const char * why = NULL;
+    char value[64] = "";
+    if (!(p->temp >= 0.0f) || !isfinite(p->temp)) {
+        why = "--temp must be >= 0 (0 = greedy)";
+        snprintf(value, sizeof(value), "%g", (double) p->temp);
+    } else if (!(p->top_p > 0.0f && p->top_p <= 1.0f)) {
+        why = "--top-p must be in (0, 1] (1 = off)";
+        snprintf(value, sizeof(value), "%g", (double) p->top_p);
+    } else if (!(p->min_p >= 0.0f && p->min_p < 1.0f)) {
+        why = "--min-p must be in [0, 1) (0 = off)";
+        snprintf(value, sizeof(value), "%g", (double) p->min_p);
+    } else if (!(p->repeat_penalty > 0.0f) || !isfinite(p->repeat_penalty)) {
+        why = "--repeat-penalty must be a finite number > 0 (1 = off)";
+        snprintf(value, sizeof(value), "%g", (double) p->repeat_penalty);
+    } else if (p->repeat_last_n < 0) {
+        why = "--repeat-last-n must be >= 0";
+        snprintf(value, sizeof(value), "%d", p->repeat_last_n);
+    } else if (p->top_k < 0) {
+        why = "--top-k must be >= 0 (0 = off)";
+        snprintf(value, sizeof(value), "%d", p->top_k);
+    }
+    if (why != NULL) {
+        fprintf(stderr, "mg %s: %s, got %s\n", cmd, why, value);
         return false;
     }
     return true;
@@ -249,15 +312,36 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len) {
         fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, path, strerror(errno));
         return NULL;
     }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {   // fopen opens a directory; reading it fails
+        fprintf(stderr, "mg %s: %s is a directory, not a file\n", cmd, path);
+        fclose(f);
+        return NULL;
+    }
+    // At most what cli_tokenize takes: /dev/zero or a runaway pipe ends with a message, not out of memory.
+    const size_t max = (size_t) INT32_MAX / 4;
     size_t cap = 4096, n = 0;
     char * buf = malloc(cap);
     for (size_t got; buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
         n += got;
-        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
+        if (n > max) {
+            fprintf(stderr, "mg %s: %s is larger than %zu bytes, the most a prompt can be\n", cmd, path, max);
+            free(buf);
+            fclose(f);
+            return NULL;
+        }
+        if (n + 1 == cap) {
+            char * bigger = realloc(buf, cap *= 2);
+            if (bigger == NULL) free(buf);
+            buf = bigger;
+        }
     }
+    const int read_error = ferror(f) ? errno : 0;
     fclose(f);
-    if (buf == NULL) {
-        fprintf(stderr, "mg %s: %s is too big to read\n", cmd, path);
+    if (buf == NULL || read_error != 0) {
+        if (read_error != 0) fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, path, strerror(read_error));
+        else fprintf(stderr, "mg %s: %s is too big to read\n", cmd, path);
+        free(buf);
         return NULL;
     }
     buf[n] = '\0';
@@ -325,3 +409,120 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
     fprintf(stderr, "mg: repacked         = %9.2f MiB: %d Q4_0/Q4_K matrices in groups of 8 rows (%s)\n",
             mib(m->n_repacked_bytes), m->n_repacked, m->n_repacked > 0 ? "--no-repack to compare" : "off or none");
 }
+
+// ---------------------------------------------------------------------------
+// Tokenizing and sessions, with the checks every command needs
+// ---------------------------------------------------------------------------
+
+// mg_tokenize into a buffer of the right size: a guess first (a byte gives at
+// most three byte tokens: an invalid byte is U+FFFD), then exactly the count
+// a negative return asks for. NULL after printing why.
+int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const char * text, size_t len,
+                       bool add_special, bool parse_special, int32_t * n_tokens) {
+    if (len > (size_t) INT32_MAX / 4) {
+        fprintf(stderr, "mg %s: the text is %zu bytes; at most %d can be tokenized\n", cmd, len, INT32_MAX / 4);
+        return NULL;
+    }
+    int32_t   cap = (int32_t) len + 2;
+    int32_t * ids = malloc((size_t) cap * sizeof(int32_t));
+    int32_t   n   = ids ? mg_tokenize(vocab, text, (int32_t) len, ids, cap, add_special, parse_special) : 0;
+    if (ids != NULL && n < 0 && n != INT32_MIN) {
+        cap = -n;
+        free(ids);
+        ids = malloc((size_t) cap * sizeof(int32_t));
+        n   = ids ? mg_tokenize(vocab, text, (int32_t) len, ids, cap, add_special, parse_special) : 0;
+    }
+    if (ids == NULL || n < 0) {
+        fprintf(stderr, "mg %s: cannot tokenize the text (%zu bytes): %s\n", cmd, len,
+                ids == NULL ? "out of memory" : n == INT32_MIN ? mg_last_error() : "the token count changed");
+        free(ids);
+        return NULL;
+    }
+    *n_tokens = n;
+    return ids;
+}
+
+// mg_session_new, with llama.cpp's warning when -c goes beyond the context
+// the model was trained with (llama_context: "possible training context overflow").
+struct mg_session * cli_session_new(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e) {
+    if (e->n_ctx > m->hp.n_ctx_train) {
+        fprintf(stderr, "mg %s: warning: -c %d is larger than the context the model was trained with (%d): "
+                        "possible training context overflow\n", cmd, e->n_ctx, m->hp.n_ctx_train);
+    }
+    struct mg_session * s = mg_session_new(m, cli_session_params(e));
+    if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    return s;
+}
+
+bool cli_same_file(const char * a, const char * b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// ---------------------------------------------------------------------------
+// Output files
+// ---------------------------------------------------------------------------
+
+// Everything about an output that can be checked before hours of work, is:
+//   - it must not be the input: the same inode, however it is named (the same
+//     path, a symlink, a hard link), or the input would be destroyed;
+//   - an existing OUT must be a regular file: the result is written to a
+//     temporary file beside it and renamed over it, which would turn a device
+//     (/dev/full) or a fifo into a regular file, and fails for a directory;
+//   - a symlink is written through: its target is replaced, the link stays
+//     (cp and llama-quantize's fopen do the same; replacing the link with a
+//     regular file would silently break what it stood for);
+//   - a new OUT needs an existing directory to be written in.
+static const char * file_kind(mode_t mode) {
+    return S_ISDIR(mode) ? "a directory" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+         : S_ISFIFO(mode) ? "a fifo" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+char * cli_output_path(const char * cmd, const char * out, const char * in) {
+    struct stat st_out, st_in, st_link = {0};
+    char *      target = NULL;
+    if (lstat(out, &st_link) == 0 && S_ISLNK(st_link.st_mode) && stat(out, &st_out) != 0) {
+        fprintf(stderr, "mg %s: %s is a symlink to a missing file (%s); give the target's path instead\n", cmd, out,
+                strerror(errno));
+        return NULL;
+    }
+    if (stat(out, &st_out) == 0) {
+        if (in != NULL && stat(in, &st_in) == 0 && st_in.st_dev == st_out.st_dev && st_in.st_ino == st_out.st_ino) {
+            fprintf(stderr, "mg %s: %s and %s are the same file; writing one would destroy the other\n", cmd, in,
+                    out);
+            return NULL;
+        }
+        if (!S_ISREG(st_out.st_mode)) {
+            fprintf(stderr, "mg %s: %s is %s; the output must be a regular file (or a new name)\n", cmd, out,
+                    file_kind(st_out.st_mode));
+            return NULL;
+        }
+        // Resolve a symlink, so that the temporary file and the rename happen beside its target.
+        target = S_ISLNK(st_link.st_mode) ? realpath(out, NULL) : strdup(out);
+        if (target == NULL) fprintf(stderr, "mg %s: cannot resolve %s: %s\n", cmd, out, strerror(errno));
+        return target;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+        fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, out, strerror(errno));
+        return NULL;
+    }
+    char          dir[4096];
+    const char *  slash = strrchr(out, '/');
+    struct stat   st;
+    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == out ? 1 : (int) (slash - out),
+             slash == NULL ? "." : out);
+    if (stat(dir, &st) != 0) {
+        fprintf(stderr, "mg %s: cannot write %s: directory %s does not exist\n", cmd, out, dir);
+        return NULL;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "mg %s: cannot write %s: %s is not a directory\n", cmd, out, dir);
+        return NULL;
+    }
+    if (access(dir, W_OK) != 0) {
+        fprintf(stderr, "mg %s: cannot write %s: directory %s: %s\n", cmd, out, dir, strerror(errno));
+        return NULL;
+    }
+    return strdup(out);
+}
+

@@ -105,6 +105,25 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len);
 // A prompt from -p or -f: exactly one of them must be given.
 char * cli_prompt_text(const char * cmd, const char * prompt, const char * prompt_file, size_t * len);
 
+// The tokens of text[0..len) (mg_tokenize's flags), in a buffer sized by the
+// count mg_tokenize asks for; *n_tokens may be 0. NULL after printing why.
+int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const char * text, size_t len,
+                       bool add_special, bool parse_special, int32_t * n_tokens);
+
+// A session for the engine options; warns when -c is beyond the model's
+// trained context (as llama.cpp). NULL after printing why.
+struct mg_session * cli_session_new(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e);
+
+// Checks an output file before any work (it is written to OUT.tmp and renamed
+// over OUT, mg_gguf_writer_write): not the input in (NULL: none), by inode;
+// a regular file or a new name in an existing directory; a symlink is written
+// through. Returns the path to write (OUT, or the symlink's target; the
+// caller frees), or NULL after printing why.
+char * cli_output_path(const char * cmd, const char * out, const char * in);
+
+// Whether two paths name the same file (device and inode: symlinks and hard links too).
+bool cli_same_file(const char * a, const char * b);
+
 // Print one token's text to stdout as it streams (whole UTF-8 characters only).
 void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_t token);
 void cli_stream_flush(struct mg_detok * d);

@@ -27,62 +27,119 @@ struct chat {
     struct mg_sampler * sampler;
     int                 n_predict;
     bool                think;
-    const char *        normalize;   // --normalize: NULL or "nfc"
+    const char *        normalize;    // --normalize: NULL or "nfc"
+    bool                start_over;   // the last answer was cut: the next message begins a new conversation
 };
 
-// Evaluate text (special tokens parsed) after what the cache holds; false when it does not fit.
-static bool feed(struct chat * c, const char * turn_text) {
+// What a turn's evaluation came to.
+enum fed {
+    FED,           // evaluated, the cache holds it
+    NO_ROOM,       // does not fit after what the cache holds (nothing was evaluated)
+    FAILED,        // an error, already printed
+};
+
+// Evaluate text (special tokens parsed) after what the cache holds.
+static enum fed feed(struct chat * c, const char * turn_text, int32_t * n_tokens) {
     size_t len  = strlen(turn_text);
     char * text = malloc(len + 1);
+    MG_ASSERT(text != NULL);
     memcpy(text, turn_text, len + 1);
     cli_normalize("chat", c->normalize, &text, &len);   // the mode was checked at the start
-    int32_t * tokens = malloc((len + 1) * sizeof(int32_t));
-    const int32_t n = mg_tokenize(c->m->vocab, text, (int32_t) len, tokens, (int32_t) len + 1, false, true);
-    bool ok = n <= 0;
-    if (n > 0) {
+    int32_t   n      = 0;
+    int32_t * tokens = cli_tokenize("chat", c->m->vocab, text, len, false, true, &n);
+    free(text);
+    if (tokens == NULL) return FAILED;
+    *n_tokens = n;
+    enum fed result = FED;
+    if (mg_session_n_past(c->s) + n > mg_session_n_ctx(c->s)) {
+        result = NO_ROOM;
+    } else if (n > 0) {
         for (int i = 0; i < n; i++) mg_sampler_accept(c->sampler, tokens[i]);
-        ok = mg_decode(c->s, tokens, n, false);
+        if (!mg_decode(c->s, tokens, n, false)) {
+            fprintf(stderr, "mg chat: %s\n", mg_last_error());
+            result = FAILED;
+        }
     }
     free(tokens);
-    free(text);
-    return ok;
+    return result;
 }
 
 // Generate the answer; the cache ends with the turn closed by <|im_end|>\n.
-static bool answer(struct chat * c) {
+// An answer that fills the context is cut there, and said so.
+static void answer(struct chat * c) {
     struct mg_detok detok;
     mg_detok_init(&detok, false);
     const int32_t im_end = mg_vocab_find(c->m->vocab, "<|im_end|>", 10);
-    bool closed = false;
+    bool closed = false, full = false;
+    int32_t n;
     for (int i = 0; i < c->n_predict; i++) {
         const int32_t next = mg_sampler_sample(c->sampler, mg_get_logits(c->s));
         if (mg_vocab_is_eog(c->m->vocab, next)) {
-            closed = next == im_end && mg_decode(c->s, &next, 1, false);
+            closed = next == im_end && mg_session_n_past(c->s) < mg_session_n_ctx(c->s) &&
+                     mg_decode(c->s, &next, 1, false);
             break;
         }
         cli_stream_token(&detok, c->m->vocab, next);
-        if (!mg_decode(c->s, &next, 1, false)) {
-            cli_stream_flush(&detok);
-            return false;
+        if (mg_session_n_past(c->s) >= mg_session_n_ctx(c->s) || !mg_decode(c->s, &next, 1, false)) {
+            full = true;
+            break;
         }
     }
     cli_stream_flush(&detok);
     printf("\n");
-    return closed ? feed(c, "\n") : feed(c, "<|im_end|>\n");
+    fflush(stdout);
+    if (full || feed(c, closed ? "\n" : "<|im_end|>\n", &n) != FED) {
+        fprintf(stderr, "[mg chat: the context (-c %d) is full%s; the next message starts a new conversation]\n",
+                mg_session_n_ctx(c->s), full ? ": the answer was cut" : "");
+        c->start_over = true;   // a turn left open would confuse the model
+    }
 }
 
-static bool turn(struct chat * c, const char * system, const char * user) {
+static char * turn_text(const char * system, const char * user, bool first, bool think) {
     const size_t need = strlen(user) + (system ? strlen(system) : 0) + 128;
     char * text = malloc(need);
-    int    len  = 0;
-    if (mg_session_n_past(c->s) == 0 && system != NULL) {
+    MG_ASSERT(text != NULL);
+    int len = 0;
+    if (first && system != NULL) {
         len += snprintf(text + len, need - (size_t) len, "<|im_start|>system\n%s<|im_end|>\n", system);
     }
     len += snprintf(text + len, need - (size_t) len, "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n", user);
-    if (!c->think) snprintf(text + len, need - (size_t) len, "<think>\n\n</think>\n\n");
-    const bool ok = feed(c, text) && answer(c);
+    if (!think) snprintf(text + len, need - (size_t) len, "<think>\n\n</think>\n\n");
+    return text;
+}
+
+// One exchange. A message that does not fit after the conversation so far
+// starts a new conversation (said so); one that does not fit even in an empty
+// context is not answered (said so), and the conversation stays as it was.
+static void turn(struct chat * c, const char * system, const char * user) {
+    const int n_ctx = mg_session_n_ctx(c->s);
+    if (c->start_over) mg_session_rewind(c->s, 0);
+    c->start_over = false;
+    int32_t   n     = 0;
+    char *    text  = turn_text(system, user, mg_session_n_past(c->s) == 0, c->think);
+    enum fed  fed   = feed(c, text, &n);
+    if (fed == NO_ROOM && mg_session_n_past(c->s) > 0) {
+        const int n_past = mg_session_n_past(c->s);
+        free(text);
+        text = turn_text(system, user, true, c->think);
+        int32_t n_fresh = 0;
+        mg_session_rewind(c->s, 0);
+        fed = feed(c, text, &n_fresh);
+        if (fed == FED) {
+            fprintf(stderr, "[mg chat: the conversation (%d tokens) and this message (%d) do not fit in the context "
+                            "(-c %d): starting a new conversation]\n", n_past, n, n_ctx);
+        } else {
+            mg_session_rewind(c->s, 0);
+        }
+        n = n_fresh;
+    }
+    if (fed == NO_ROOM) {
+        fprintf(stderr, "[mg chat: this message is %d tokens with its template, more than the context holds (-c %d): "
+                        "not answered; a shorter message, or a larger -c]\n", n, n_ctx);
+    } else if (fed == FED) {
+        answer(c);
+    }
     free(text);
-    return ok;
 }
 
 int cmd_chat(int argc, char ** argv) {
@@ -121,9 +178,8 @@ int cmd_chat(int argc, char ** argv) {
     }
     // MiniMind's template thinks only when asked (open_thinking); Qwen3's unless told not to.
     c.think = think || (!no_think && strstr(tmpl, "open_thinking") == NULL);
-    c.s = mg_session_new(c.m, cli_session_params(&e));
+    c.s = cli_session_new(cmd, c.m, &e);
     if (c.s == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
         mg_model_free(c.m);
         return 1;
     }
@@ -144,11 +200,7 @@ int cmd_chat(int argc, char ** argv) {
             if (n > 0) mg_session_rewind(c.s, 0);
             continue;
         }
-        if (!turn(&c, system, line)) {
-            // Out of context: start a fresh conversation and say so.
-            fprintf(stderr, "\n[%s: the conversation no longer fits; starting over]\n", mg_last_error());
-            mg_session_rewind(c.s, 0);
-        }
+        turn(&c, system, line);
     }
     free(line);
     mg_sampler_free(c.sampler);

@@ -38,6 +38,11 @@ int cmd_logits(int argc, char ** argv) {
     int n_positional;
     if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
     if (!cli_engine_setup(cmd, &e)) return 1;
+    if (out_path != NULL && (cli_same_file(out_path, e.model) || (prompt_file && cli_same_file(out_path, prompt_file)))) {
+        fprintf(stderr, "mg %s: -o %s is the same file as an input; writing it would destroy that input\n", cmd,
+                out_path);
+        return 1;
+    }
     size_t len;
     char * text = cli_prompt_text(cmd, prompt, prompt_file, &len);
     if (text == NULL) return 1;
@@ -52,11 +57,13 @@ int cmd_logits(int argc, char ** argv) {
     float *             copy   = NULL;
     struct mg_model *   m      = cli_load_model(cmd, e.model, NULL);
     if (m == NULL) goto done;
-    s      = mg_session_new(m, cli_session_params(&e));
-    tokens = malloc((len + 2) * sizeof(int32_t));
-    const int32_t n = mg_tokenize(m->vocab, text, (int32_t) len, tokens, (int32_t) len + 2, false, special);
-    if (s == NULL || n <= 0 || !mg_decode(s, tokens, n, all)) {
-        fprintf(stderr, "mg %s: %s\n", cmd, n <= 0 ? "the prompt is empty" : mg_last_error());
+    s = cli_session_new(cmd, m, &e);
+    if (s == NULL) goto done;
+    int32_t n = 0;
+    tokens = cli_tokenize(cmd, m->vocab, text, len, false, special, &n);
+    if (tokens == NULL) goto done;
+    if (n == 0 || !mg_decode(s, tokens, n, all)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, n == 0 ? "the prompt is empty" : mg_last_error());
         goto done;
     }
     const int     n_vocab = m->hp.n_vocab;

@@ -265,15 +265,18 @@ int cmd_mkmodel(int argc, char ** argv) {
         fprintf(stderr, "mg %s: '%s' is not a weight type this engine can write and run\n", cmd, type_name);
         return 1;
     }
+    char * target = cli_output_path(cmd, out, NULL);   // before any work; a symlink is written through
+    if (target == NULL) return 1;
     struct mg_hf_vocab * vocab = mg_hf_vocab_load(vocab_dir);
     if (vocab == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        free(target);
         return 1;
     }
     struct model_writer mw = {.w = mg_gguf_writer_new(), .rng = {seed * 0x9E3779B97F4A7C15ull + 1}, .type = type};
     mw.buffers = calloc((size_t) (16 + 11 * p->n_layer), sizeof(void *));
     bool ok = add_hparams(mw.w, p, type) && mg_hf_vocab_add_to_gguf(vocab, mw.w, NULL) &&
-              add_tensors(&mw, p, vocab->n_tokens) && mg_gguf_writer_write(mw.w, out);
+              add_tensors(&mw, p, vocab->n_tokens) && mg_gguf_writer_write(mw.w, target);
     if (!ok) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
     } else {
@@ -290,5 +293,6 @@ int cmd_mkmodel(int argc, char ** argv) {
     free(mw.buffers);
     mg_gguf_writer_free(mw.w);
     mg_hf_vocab_free(vocab);
+    free(target);
     return ok ? 0 : 1;
 }

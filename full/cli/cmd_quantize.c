@@ -548,20 +548,6 @@ static void print_progress(const struct tensor_plan * p, int i, int n, int name_
 // The command
 // ---------------------------------------------------------------------------
 
-// The output's directory must exist before hours of quantizing, not after.
-static bool check_output_dir(const char * path) {
-    char          dir[4096];
-    const char *  slash = strrchr(path, '/');
-    struct stat   st;
-    if (slash == NULL) return true;
-    snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int) (slash - path), path);
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "mg quantize: cannot write %s: %s is not a directory\n", path, dir);
-        return false;
-    }
-    return true;
-}
-
 // split.count > 1: this file is one shard of a model (llama-gguf-split).
 static bool check_not_split(const struct mg_gguf * g) {
     uint32_t n_split = 1;
@@ -626,10 +612,13 @@ static bool parse_args(int argc, char ** argv, struct options * o) {
 int cmd_quantize(int argc, char ** argv) {
     struct options o = {0};
     if (!parse_args(argc, argv, &o)) return 1;
-    if (!o.dry_run && !check_output_dir(o.out)) return 1;
+    char * target = NULL;   // OUT, or a symlink's target (cli_output_path)
+    if (!o.dry_run && (target = cli_output_path("quantize", o.out, o.in)) == NULL) return 1;
+    if (target != NULL) o.out = target;
     struct mg_gguf * g = mg_gguf_open(o.in);
     if (g == NULL) {
         fprintf(stderr, "mg quantize: %s\n", mg_last_error());
+        free(target);
         return 1;
     }
     const int            n    = (int) mg_gguf_n_tensors(g);
@@ -676,5 +665,6 @@ int cmd_quantize(int argc, char ** argv) {
     for (int i = 0; plan && i < n; i++) free(plan[i].data);
     free(plan);
     mg_gguf_close(g);
+    free(target);
     return ok ? 0 : 1;
 }

@@ -73,11 +73,8 @@ int cmd_run(int argc, char ** argv) {
     double              load_ms;
     struct mg_model *   m = cli_load_model(cmd, e.model, &load_ms);
     if (m == NULL) goto done;
-    s = mg_session_new(m, cli_session_params(&e));
-    if (s == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-        goto done;
-    }
+    s = cli_session_new(cmd, m, &e);
+    if (s == NULL) goto done;
 
     if (trace_json != NULL) {
         timeline = mg_timeline_new();
@@ -86,9 +83,10 @@ int cmd_run(int argc, char ** argv) {
 
     // Tokenize as llama-completion does: special tokens parsed, BOS added if the vocabulary asks.
     const int n_ctx = mg_session_n_ctx(s);
-    tokens = malloc((text_len + 2) * sizeof(int32_t));
-    const int32_t n_prompt = mg_tokenize(m->vocab, text, (int32_t) text_len, tokens, (int32_t) text_len + 2, true, true);
-    if (n_prompt <= 0) {
+    int32_t   n_prompt = 0;
+    tokens = cli_tokenize(cmd, m->vocab, text, text_len, true, true, &n_prompt);
+    if (tokens == NULL) goto done;
+    if (n_prompt == 0) {
         fprintf(stderr, "mg %s: the prompt is empty\n", cmd);
         goto done;
     }

@@ -51,8 +51,14 @@ int cmd_tokenize(int argc, char ** argv) {
         free(text);
         return 1;
     }
-    int32_t * ids = malloc((len + 2) * sizeof(int32_t));
-    const int32_t n = mg_tokenize(vocab, text, (int32_t) len, ids, (int32_t) len + 2, add_special, special);
+    int32_t   n   = 0;
+    int32_t * ids = cli_tokenize(cmd, vocab, text, len, add_special, special, &n);
+    if (ids == NULL) {
+        free(text);
+        mg_vocab_free(vocab);
+        mg_gguf_close(g);
+        return 1;
+    }
     if (json) printf("[");
     for (int32_t i = 0; i < n; i++) {
         if (json) {

@@ -490,7 +490,7 @@ END_TEST
 
 START_TEST(test_unwritable_output) {
     const char * nodir = in_dir("no/such/dir/out.gguf");
-    expect_failure(quantize("", tiny_f32, nodir, "Q8_0"), nodir, "is not a directory");
+    expect_failure(quantize("", tiny_f32, nodir, "Q8_0"), nodir, "does not exist");
 
     // A regular file where the directory should be.
     FILE * f = fopen(in_dir("file"), "w");
@@ -499,8 +499,7 @@ START_TEST(test_unwritable_output) {
     const char * under_file = in_dir("file/out.gguf");
     expect_failure(quantize("", tiny_f32, under_file, "Q8_0"), under_file, "is not a directory");
 
-    // The output is an existing directory: the temporary file is written, then
-    // cannot replace it, and is removed.
+    // The output is an existing directory: refused before any work, nothing written.
     const char * as_dir = in_dir("outdir");
     ck_assert_int_eq(mkdir(as_dir, 0755), 0);
     const int    status = quantize("", tiny_f32, as_dir, "Q8_0");
@@ -508,6 +507,7 @@ START_TEST(test_unwritable_output) {
     snprintf(tmp, sizeof(tmp), "%s.tmp", as_dir);
     ck_assert_msg(status != 0 && status < 128, "status %d: %s", status, mg_log());
     ck_assert_msg(strstr(mg_log(), "mg quantize: ") && strstr(mg_log(), as_dir), "%s", mg_log());
+    ck_assert_msg(strstr(mg_log(), "is a directory") && !strstr(mg_log(), "tensors"), "%s", mg_log());
     ck_assert_msg(!exists(tmp), "%s left behind", tmp);
 }
 END_TEST
