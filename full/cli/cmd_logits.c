@@ -15,14 +15,14 @@ static const char * usage =
     "Evaluates the prompt as one batch at positions 0..n-1 and writes the logits of its last position\n"
     "(or of every position with --all, position 0 first) as little-endian float32, n_vocab per row:\n"
     "the format of the test fixtures' *.logits.bin. Prints the top K of the last position.\n"
-    "The prompt is tokenized without special-token parsing and without BOS/EOS, like the fixtures;\n"
-    "--special parses special tokens.";
+    "The prompt is tokenized as llama-simple does: special tokens written in it (<|im_start|>, ...) are\n"
+    "parsed unless --no-special, and BOS is added where the vocabulary asks for it unless --no-bos.";
 
 int cmd_logits(int argc, char ** argv) {
     const char * cmd = "logits";
     struct cli_engine_opts e = cli_engine_defaults();
     const char * prompt = NULL, * prompt_file = NULL, * out_path = NULL;
-    bool all = false, special = false;
+    bool all = false, no_special = false, no_bos = false;
     int  top = 10;
     struct cli_option opts[24];
     int n_opts = 0;
@@ -31,7 +31,10 @@ int cmd_logits(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {"-o", "--output", CLI_STRING, &out_path, "write the logits here"};
     opts[n_opts++] = (struct cli_option) {NULL, "--all", CLI_FLAG, &all, "every position's logits, not only the last"};
     opts[n_opts++] = (struct cli_option) {NULL, "--top", CLI_INT, &top, "how many top logits to print (default 10)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--special", CLI_FLAG, &special, "parse special tokens in the prompt"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
+                                          "do not parse special tokens in the prompt (default: parse them)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-bos", CLI_FLAG, &no_bos,
+                                          "do not add BOS even if the vocabulary asks for it"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     const char * positional[1];
     int n_positional;
@@ -49,7 +52,7 @@ int cmd_logits(int argc, char ** argv) {
     if (m == NULL) goto done;
     s      = mg_session_new(m, cli_session_params(&e));
     tokens = malloc((len + 2) * sizeof(int32_t));
-    const int32_t n = mg_tokenize(m->vocab, text, (int32_t) len, tokens, (int32_t) len + 2, false, special);
+    const int32_t n = mg_tokenize(m->vocab, text, (int32_t) len, tokens, (int32_t) len + 2, !no_bos, !no_special);
     if (s == NULL || n <= 0 || !mg_decode(s, tokens, n, all)) {
         fprintf(stderr, "mg %s: %s\n", cmd, n <= 0 ? "the prompt is empty" : mg_last_error());
         goto done;

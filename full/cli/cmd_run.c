@@ -11,7 +11,8 @@ static const char * usage =
     "usage: mg run -m MODEL.gguf -p PROMPT [options]\n"
     "\n"
     "Completes the prompt, printing tokens as they come, and ends with a timing summary on stderr.\n"
-    "Special tokens written in the prompt (<|im_start|>, ...) are recognised. Generation stops at an\n"
+    "As llama-completion: special tokens written in the prompt (<|im_start|>, ...) are recognised unless\n"
+    "--no-special, and BOS is added where the vocabulary asks for it. Generation stops at an\n"
     "end-of-generation token, after -n tokens, or when the context is full (a prompt that does not\n"
     "fit is an error).";
 
@@ -21,7 +22,7 @@ int cmd_run(int argc, char ** argv) {
     struct cli_sampling_opts smp = cli_sampling_defaults();
     const char * prompt = NULL, * prompt_file = NULL;
     int  n_predict = 128;
-    bool ignore_eos = false, no_display_prompt = false;
+    bool ignore_eos = false, no_display_prompt = false, no_special = false;
 
     struct cli_option opts[32];
     int n_opts = 0;
@@ -33,6 +34,8 @@ int cmd_run(int argc, char ** argv) {
                                           "do not stop at end-of-generation tokens"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &no_display_prompt,
                                           "print only the generated text"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
+                                          "do not parse special tokens in the prompt (default: parse them)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     n_opts += cli_sampling_options(&smp, opts + n_opts);
     const char * positional[1];
@@ -57,10 +60,12 @@ int cmd_run(int argc, char ** argv) {
         goto done;
     }
 
-    // Tokenize as llama-completion does: special tokens parsed, BOS added if the vocabulary asks.
+    // Tokenize as llama-completion does: special tokens parsed (unless --no-special), BOS added if the
+    // vocabulary asks.
     const int n_ctx = mg_session_n_ctx(s);
     tokens = malloc((text_len + 2) * sizeof(int32_t));
-    const int32_t n_prompt = mg_tokenize(m->vocab, text, (int32_t) text_len, tokens, (int32_t) text_len + 2, true, true);
+    const int32_t n_prompt = mg_tokenize(m->vocab, text, (int32_t) text_len, tokens, (int32_t) text_len + 2, true,
+                                          !no_special);
     if (n_prompt <= 0) {
         fprintf(stderr, "mg %s: the prompt is empty\n", cmd);
         goto done;
