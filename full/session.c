@@ -140,6 +140,21 @@ static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_toke
     mg_kv_cache_fill_store_idx(s->kv, s->in.k_idx, s->in.v_idx, s->n_past);
 }
 
+//@+ full eval-callback
+// The graph one node at a time, each a one-node view of it on the same plan,
+// so that the callback sees a node before a later one reuses its memory
+// (ggml_backend_sched_compute_splits does the same with ggml_graph_view).
+static void compute_observed(struct mg_session * s) {
+    for (int i = 0; i < s->graph->n_nodes; i++) {
+        struct mg_cgraph one = *s->graph;
+        one.nodes            = s->graph->nodes + i;
+        one.n_nodes          = 1;
+        mg_graph_compute(&one, &s->plan);
+        s->params.cb_eval(s->graph->nodes[i], s->params.cb_eval_user_data);
+    }
+}
+//@- full eval-callback
+
 //@+ 09 decode-batch
 // One batch: at most n_batch tokens, one graph.
 static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits,
@@ -167,7 +182,15 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
     }
     set_inputs(s, tokens, n_tokens);
     const double t1 = now_ms();
+    //@+ full eval-callback-run
+    if (s->params.cb_eval != NULL) {
+        compute_observed(s);
+    } else {
+    //@- full eval-callback-run
     mg_graph_compute(s->graph, &s->plan);
+    //@+ full eval-callback-end
+    }
+    //@- full eval-callback-end
     const double t2 = now_ms();
     s->stats.t_build_ms += t1 - t0;
     s->stats.t_compute_ms += t2 - t1;

@@ -1,6 +1,7 @@
 //@file full
 // cmd_logits.c - mg logits: the numbers another engine can be compared with.
 #include "cli.h"
+#include "npy.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -16,12 +17,16 @@ static const char * usage =
     "(or of every position with --all, position 0 first) as little-endian float32, n_vocab per row:\n"
     "the format of the test fixtures' *.logits.bin. Prints the top K of the last position.\n"
     "The prompt is tokenized as llama-simple does: special tokens written in it (<|im_start|>, ...) are\n"
-    "parsed unless --no-special, and BOS is added where the vocabulary asks for it unless --no-bos.";
+    "parsed unless --no-special, and BOS is added where the vocabulary asks for it unless --no-bos.\n"
+    "-b 1 evaluates it token by token instead (each token one graph, as llama.cpp with n_ubatch 1).\n"
+    "--dump-tensors DIR writes every named intermediate of the graph of the prompt's last batch\n"
+    "(attn_norm-0, Qcur-0, kq-0, ffn_out-0, ...) as DIR/<name>.npy, float32, in graph order in\n"
+    "DIR/order.txt (tools/npy_diff compares two such folders; numpy.load opens the files).";
 
 int cmd_logits(int argc, char ** argv) {
     const char * cmd = "logits";
     struct cli_engine_opts e = cli_engine_defaults();
-    const char * prompt = NULL, * prompt_file = NULL, * out_path = NULL;
+    const char * prompt = NULL, * prompt_file = NULL, * out_path = NULL, * dump_dir = NULL;
     bool all = false, no_special = false, no_bos = false;
     int  top = 10;
     struct cli_option opts[24];
@@ -35,6 +40,8 @@ int cmd_logits(int argc, char ** argv) {
                                           "do not parse special tokens in the prompt (default: parse them)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-bos", CLI_FLAG, &no_bos,
                                           "do not add BOS even if the vocabulary asks for it"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_STRING, &dump_dir,
+                                          "write the last batch's intermediate tensors as .npy files here"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     const char * positional[1];
     int n_positional;
@@ -48,14 +55,37 @@ int cmd_logits(int argc, char ** argv) {
     struct mg_session * s      = NULL;
     int32_t *           tokens = NULL;
     float *             copy   = NULL;
+    struct mg_npy_dumper dumper = {0};
     struct mg_model *   m      = cli_load_model(cmd, e.model, NULL);
     if (m == NULL) goto done;
-    s      = mg_session_new(m, cli_session_params(&e));
+    struct mg_session_params sp = cli_session_params(&e);
+    if (dump_dir != NULL) {
+        if (!mg_npy_dumper_open(&dumper, dump_dir)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            goto done;
+        }
+        sp.cb_eval           = mg_npy_dump_node;
+        sp.cb_eval_user_data = &dumper;
+    }
+    s      = mg_session_new(m, sp);
     tokens = malloc((len + 2) * sizeof(int32_t));
     const int32_t n = mg_tokenize(m->vocab, text, (int32_t) len, tokens, (int32_t) len + 2, !no_bos, !no_special);
-    if (s == NULL || n <= 0 || !mg_decode(s, tokens, n, all)) {
+    // With a dump and several batches, the batches before the last are not dumped.
+    const int n_last  = all || n <= 0 ? n : (n - 1) % sp.n_batch + 1;
+    dumper.active = false;
+    bool decoded  = s != NULL && n > 0 && (n_last == n || mg_decode(s, tokens, n - n_last, false));
+    dumper.active = true;
+    decoded       = decoded && mg_decode(s, tokens + n - n_last, n_last, all);
+    if (!decoded) {
         fprintf(stderr, "mg %s: %s\n", cmd, n <= 0 ? "the prompt is empty" : mg_last_error());
         goto done;
+    }
+    if (dump_dir != NULL) {
+        printf("dumped %d tensors to %s (order.txt lists them)\n", dumper.n_written, dump_dir);
+        if (dumper.n_failed > 0) {
+            fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, mg_last_error());
+            goto done;
+        }
     }
     const int     n_vocab = m->hp.n_vocab;
     const float * logits  = mg_get_logits(s);
@@ -86,6 +116,7 @@ int cmd_logits(int argc, char ** argv) {
     status = 0;
 
 done:
+    mg_npy_dumper_close(&dumper);
     free(copy);
     free(tokens);
     free(text);

@@ -1,6 +1,7 @@
 //@file full
 // cmd_run.c - mg run: a prompt in, its continuation streamed out (llama-completion).
 #include "cli.h"
+#include "npy.h"
 #include "vocab.h"
 
 #include <stdio.h>
@@ -14,13 +15,14 @@ static const char * usage =
     "As llama-completion: special tokens written in the prompt (<|im_start|>, ...) are recognised unless\n"
     "--no-special, and BOS is added where the vocabulary asks for it. Generation stops at an\n"
     "end-of-generation token, after -n tokens, or when the context is full (a prompt that does not\n"
-    "fit is an error).";
+    "fit is an error). --dump-tensors DIR writes the prompt graph's intermediate tensors as .npy files\n"
+    "(see mg logits --help).";
 
 int cmd_run(int argc, char ** argv) {
     const char * cmd = "run";
     struct cli_engine_opts   e   = cli_engine_defaults();
     struct cli_sampling_opts smp = cli_sampling_defaults();
-    const char * prompt = NULL, * prompt_file = NULL;
+    const char * prompt = NULL, * prompt_file = NULL, * dump_dir = NULL;
     int  n_predict = 128;
     bool ignore_eos = false, no_display_prompt = false, no_special = false;
 
@@ -36,6 +38,8 @@ int cmd_run(int argc, char ** argv) {
                                           "print only the generated text"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
                                           "do not parse special tokens in the prompt (default: parse them)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_STRING, &dump_dir,
+                                          "write the prompt's intermediate tensors as .npy files here"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     n_opts += cli_sampling_options(&smp, opts + n_opts);
     const char * positional[1];
@@ -51,10 +55,20 @@ int cmd_run(int argc, char ** argv) {
     struct mg_session * s       = NULL;
     struct mg_sampler * sampler = NULL;
     int32_t *           tokens  = NULL;
+    struct mg_npy_dumper dumper = {0};
     double              load_ms;
     struct mg_model *   m = cli_load_model(cmd, e.model, &load_ms);
     if (m == NULL) goto done;
-    s = mg_session_new(m, cli_session_params(&e));
+    struct mg_session_params sp = cli_session_params(&e);
+    if (dump_dir != NULL) {
+        if (!mg_npy_dumper_open(&dumper, dump_dir)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            goto done;
+        }
+        sp.cb_eval           = mg_npy_dump_node;
+        sp.cb_eval_user_data = &dumper;
+    }
+    s = mg_session_new(m, sp);
     if (s == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
         goto done;
@@ -89,6 +103,11 @@ int cmd_run(int argc, char ** argv) {
         goto done;
     }
     const double prompt_ms = cli_now_ms() - t0;
+    dumper.active          = false;   // the prompt only
+    if (dumper.n_failed > 0) {
+        fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, mg_last_error());
+        goto done;
+    }
     mg_session_dump_dot(s, "prompt");
 
     struct mg_detok detok;
@@ -118,6 +137,7 @@ int cmd_run(int argc, char ** argv) {
     status = 0;
 
 done:
+    mg_npy_dumper_close(&dumper);
     mg_sampler_free(sampler);
     mg_session_free(s);
     mg_model_free(m);
