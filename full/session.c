@@ -72,8 +72,11 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     s->kv = mg_kv_cache_new(m->hp.n_layer, params.n_ctx, m->hp.head_dim, m->hp.n_head_kv, params.kv_type, 32);
 #endif //@old kv-new
     //@+ full flash-attn
+    // full/ pads to 64, GGML_F32_STEP of the AVX-512 mapping (vec_simd.c):
+    // the dot product of a V row with a softmax row then takes the vector
+    // order llama.cpp's 256 positions take, the zeros beyond adding nothing.
     s->kv = (params.flash_attn ? mg_kv_cache_new_flash : mg_kv_cache_new)(m->hp.n_layer, params.n_ctx, m->hp.head_dim,
-                                                                         m->hp.n_head_kv, params.kv_type, 32);
+                                                                         m->hp.n_head_kv, params.kv_type, 64);
     //@- full flash-attn
     if (s->kv == NULL) {
         free(s);

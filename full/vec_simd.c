@@ -355,17 +355,28 @@ void mg_quantize_row_q8_K_simd(const float * x, void * vy, int64_t n) {
 
 // ---------------------------------------------------------------------------
 // Float rows. Scalar references: mg_vec_dot_f32, mg_vec_dot_f16,
-// mg_vec_dot_bf16 (vec.c). ggml: ggml_vec_dot_f32/_f16/_bf16 (vec.cpp) with
-// the AVX mappings of simd-mappings.h (GGML_F32_STEP 32, GGML_F32_EPR 8): 4
-// accumulators of 8 lanes take every 4th group of 8 products; at the end
-// they are added (0+2) + (1+3), the lanes summed, and the leftover n % 32
-// elements added one by one. (ggml's AVX-512 mapping takes 64 at a time; on a
-// machine that splits 512-bit instructions it is no faster, and it leaves
-// the last 32 of a 96-element attention head to the slow one-by-one loop.)
+// mg_vec_dot_bf16 (vec.c). ggml: ggml_vec_dot_f32/_f16 (vec.cpp) with the
+// mapping of simd-mappings.h that the build's ISA picks, as ggml's does:
+//  - AVX2 (GGML_F32_STEP 32, GGML_F32_EPR 8): 4 accumulators of 8 lanes take
+//    every 4th group of 8 products; at the end they are added (0+2) + (1+3)
+//    and the 8 lanes summed by GGML_F32x8_REDUCE's horizontal adds;
+//  - AVX-512 (GGML_F32_STEP 64, GGML_F32_EPR 16): 4 accumulators of 16
+//    lanes, here 8 registers of 8 (16-lane accumulator j is registers 2j,
+//    2j+1); added (0+2), (1+3), then (0+1), and the 16 lanes summed as GCC's
+//    _mm512_reduce_add_ps does: upper 8 + lower 8, then hsum_float_8.
+// The leftover n % STEP elements are added one by one. llama.cpp built for
+// this machine (-march=native, AVX-512) takes the second: a kq dot of 64 or a
+// V row of the cache summed in the other order is 1 ulp away at times, and
+// that flips a later activation rounding (issue 9).
 // ---------------------------------------------------------------------------
 
 #define F32_LANES 8
-#define F32_STEP  (4 * F32_LANES)   // GGML_F32_STEP
+#if defined(__AVX512F__)
+#define F32_ACCS 8   // registers of 8 lanes: 4 accumulators of 16
+#else
+#define F32_ACCS 4
+#endif
+#define F32_STEP (F32_ACCS * F32_LANES)   // GGML_F32_STEP
 
 KERNEL __m256 load_f16_8(const mg_fp16_t * p) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) p));
@@ -378,8 +389,15 @@ KERNEL float reduce_8(__m256 v) {
     return _mm_cvtss_f32(_mm_hadd_ps(h2, h2));
 }
 
-KERNEL float reduce_4(const __m256 acc[4]) {
+// GGML_F32_VEC_REDUCE of the accumulators, in the mapping's order (above).
+KERNEL float reduce_accs(const __m256 acc[F32_ACCS]) {
+#if F32_ACCS == 8
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+    return hsum_float_8(_mm256_add_ps(hi, lo));
+#else
     return reduce_8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
+#endif
 }
 
 KERNEL __m256 load_8(enum mg_type type, const void * row, int64_t i) {
@@ -407,21 +425,21 @@ KERNEL float add_leftovers(enum mg_type type, float reduced, const void * x, con
 // One F32 or F16 row (F16 widened by F16C) against up to 4 columns.
 KERNEL void dot_float(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys, int nc) {
     const void * y[MAX_COLS];
-    __m256       acc[MAX_COLS][4];
+    __m256       acc[MAX_COLS][F32_ACCS];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c] = column(vy, ys, c);
-        UNROLLED for (int j = 0; j < 4; j++) acc[c][j] = _mm256_setzero_ps();
+        UNROLLED for (int j = 0; j < F32_ACCS; j++) acc[c][j] = _mm256_setzero_ps();
     }
     const int64_t np = n - n % F32_STEP;
     for (int64_t i = 0; i < np; i += F32_STEP) {
-        UNROLLED for (int j = 0; j < 4; j++) {
+        UNROLLED for (int j = 0; j < F32_ACCS; j++) {
             const __m256 xv = load_8(type, x, i + j * F32_LANES);
             UNROLLED for (int c = 0; c < nc; c++) {
                 acc[c][j] = _mm256_fmadd_ps(xv, load_8(type, y[c], i + j * F32_LANES), acc[c][j]);
             }
         }
     }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = add_leftovers(type, reduce_4(acc[c]), x, y[c], np, n);
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = add_leftovers(type, reduce_accs(acc[c]), x, y[c], np, n);
 }
 
 KERNEL void dot_f32(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
@@ -474,10 +492,10 @@ KERNEL void tile_float(enum mg_type type, int64_t n, float * s, size_t ss, const
     UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c);
     const int     per_pass = 16 / (FLOAT_TILE_ROWS * nc) >= 4 ? 4 : 16 / (FLOAT_TILE_ROWS * nc) >= 2 ? 2 : 1;
     const int64_t np       = n - n % F32_STEP;
-    _Alignas(32) float part[4][FLOAT_TILE_ROWS][MAX_COLS][F32_LANES];   // accumulator j of dot product (r, c)
+    _Alignas(32) float part[F32_ACCS][FLOAT_TILE_ROWS][MAX_COLS][F32_LANES];   // accumulator j of dot product (r, c)
     for (int64_t i0 = 0; i0 < np; i0 += FLOAT_TILE_CHUNK) {
         const int64_t i1 = i0 + FLOAT_TILE_CHUNK < np ? i0 + FLOAT_TILE_CHUNK : np;
-        UNROLLED for (int j0 = 0; j0 < 4; j0 += per_pass) {
+        UNROLLED for (int j0 = 0; j0 < F32_ACCS; j0 += per_pass) {
             __m256 acc[4][FLOAT_TILE_ROWS][MAX_COLS];
             UNROLLED for (int jj = 0; jj < per_pass; jj++) {
                 UNROLLED for (int r = 0; r < FLOAT_TILE_ROWS; r++) {
@@ -510,28 +528,14 @@ KERNEL void tile_float(enum mg_type type, int64_t n, float * s, size_t ss, const
             __asm__("" : : : "memory");
         }
     }
-    // The end of dot_float, per dot product. reduce_4's last two
-    // horizontal adds are shared by the 4 columns: hadd(hadd(a, b), hadd(c, d))
-    // adds the same pairs in the same order as reduce_8 does for each alone.
+    // The end of dot_float, per dot product.
     for (int r = 0; r < nr; r++) {
-        float red[MAX_COLS];   // reduce_4 of each column's accumulators
-        __m128 h4[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) {
-            __m256 a[4];   // (a row shorter than F32_STEP had no chunk: it is all leftovers)
-            UNROLLED for (int j = 0; j < 4; j++) a[j] = np > 0 ? _mm256_load_ps(part[j][r][c]) : _mm256_setzero_ps();
-            const __m256 v = _mm256_add_ps(_mm256_add_ps(a[0], a[2]), _mm256_add_ps(a[1], a[3]));
-            h4[c]          = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        }
-        if (nc == 4) {
-            _mm_storeu_ps(red, _mm_hadd_ps(_mm_hadd_ps(h4[0], h4[1]), _mm_hadd_ps(h4[2], h4[3])));
-        } else {
-            UNROLLED for (int c = 0; c < nc; c++) {
-                const __m128 h2 = _mm_hadd_ps(h4[c], h4[c]);
-                red[c]          = _mm_cvtss_f32(_mm_hadd_ps(h2, h2));
+            __m256 a[F32_ACCS];   // (a row shorter than F32_STEP had no chunk: it is all leftovers)
+            UNROLLED for (int j = 0; j < F32_ACCS; j++) {
+                a[j] = np > 0 ? _mm256_load_ps(part[j][r][c]) : _mm256_setzero_ps();
             }
-        }
-        UNROLLED for (int c = 0; c < nc; c++) {
-            s[(size_t) c * ss + (size_t) r] = add_leftovers(type, red[c], xr[r], y[c], np, n);
+            s[(size_t) c * ss + (size_t) r] = add_leftovers(type, reduce_accs(a), xr[r], y[c], np, n);
         }
     }
 }
@@ -1154,10 +1158,74 @@ KERNEL bool one_column_by_rows(enum mg_type type, int64_t n) {
     }
 
 ENTRY_POINTS_32(q4_0_q8_0, MG_TYPE_Q4_0)
-ENTRY_POINTS_32(q4_1_q8_1, MG_TYPE_Q4_1)
-ENTRY_POINTS_32(q5_0_q8_0, MG_TYPE_Q5_0)
-ENTRY_POINTS_32(q5_1_q8_1, MG_TYPE_Q5_1)
-ENTRY_POINTS_32(q8_0_q8_0, MG_TYPE_Q8_0)
+
+// Q8_0 x Q8_0 in ggml's x86 order (ggml_vec_dot_q8_0_q8_0, AVX2 path, and
+// llamafile's tinyBLAS_Q0_AVX for prompts, which adds alike): per block, 8
+// int lanes of 4 products each, turned to float and FMA'd with dW * dA into
+// 8 float lanes; hsum_float_8 at the end. The scalar mg_vec_dot_q8_0_q8_0
+// does the same operations one lane at a time.
+KERNEL void dot_q8_0_lanes(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
+    const struct mg_block_q8_0 * x = vx;
+    __m256 acc[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / MG_QK8_0; b++) {
+        const __m256i qx = load_256(x[b].qs);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float   dx = f16(x[b].d);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const struct mg_block_q8_0 * y = column(vy, ys, c);
+            const __m256 q = _mm256_cvtepi32_ps(dot_s8_s8(ax, qx, load_256(y[b].qs)));
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16(y[b].d)), q, acc[c]);
+        }
+    }
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
+}
+ENTRY_POINTS(q8_0_q8_0, dot_q8_0_lanes)
+TILE_BY_ROWS(q8_0_q8_0)
+
+// Q4_1, Q5_0, Q5_1 the same way (ggml_vec_dot_q4_1_q8_1, _q5_0_q8_0,
+// _q5_1_q8_1, AVX2 paths): the codes unpacked to 32 bytes (Q5_0's made
+// signed, q - 16), 8 exact int lanes per block, FMA'd with dW * dA into 8
+// float lanes; Q4_1 and Q5_1 add up mW * sA on the side (fused, as GCC
+// compiles ggml's line) and add it after hsum_float_8. Scalar: vec.c.
+KERNEL void dot_lanes_32(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys,
+                         int nc) {
+    const bool min = has_min(type), sgn = type == MG_TYPE_Q5_0;
+    __m256     acc[MAX_COLS];
+    float      summs[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        acc[c]   = _mm256_setzero_ps();
+        summs[c] = 0.0f;
+    }
+    for (int64_t b = 0; b < n / 32; b++) {
+        __m256i qx = unpack_codes(type, x, b);
+        if (sgn) qx = _mm256_sub_epi8(qx, _mm256_set1_epi8(16));
+        const __m256i           ax = sgn ? _mm256_sign_epi8(qx, qx) : qx;
+        const mg_fp16_t * const hx = block_header(type, x, b);
+        const float             dx = f16(hx[0]);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const void *      y  = column(vy, ys, c);
+            const mg_fp16_t * hy = act_header(type, y, b);
+            const __m256i     qy = load_256(act_codes(type, y, b));
+            const __m256i     li = sgn ? dot_s8_s8(ax, qx, qy) : dot_u8_s8(qx, qy);
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16(hy[0])), _mm256_cvtepi32_ps(li), acc[c]);
+            if (min) summs[c] = fmaf(f16(hx[1]), f16(hy[1]), summs[c]);
+        }
+    }
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = min ? hsum_float_8(acc[c]) + summs[c] : hsum_float_8(acc[c]);
+}
+
+#define ENTRY_POINTS_LANES(name, type)                                                                 \
+    KERNEL void dot_##name(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) { \
+        dot_lanes_32(type, n, s, x, y, ys, nc);                                                        \
+    }                                                                                                  \
+    ENTRY_POINTS(name, dot_##name)                                                                     \
+    TILE_BY_ROWS(name)
+
+ENTRY_POINTS_LANES(q4_1_q8_1, MG_TYPE_Q4_1)
+ENTRY_POINTS_LANES(q5_0_q8_0, MG_TYPE_Q5_0)
+ENTRY_POINTS_LANES(q5_1_q8_1, MG_TYPE_Q5_1)
+
 ENTRY_POINTS_32(iq4_nl_q8_0, MG_TYPE_IQ4_NL)
 
 // The tile of a repacked Q4_0 matrix (repack.c): always 8 rows, and one

@@ -10,7 +10,8 @@
 // printed with the position of that difference and both values, and the exit
 // status is 1. Names only one side has, or with other shapes (the two graphs
 // need not lay out every node alike), are listed and skipped; two shapes of
-// as many values are compared as flat arrays (noted in the output). --all prints
+// as many values are compared as flat arrays, and two that differ only in
+// the innermost size (a cache padded to 32 or 256) on their common part. --all prints
 // every compared tensor's largest difference, not only the first one over T.
 // Exit 0: nothing over T; 1: a difference; 2: bad arguments or files.
 //
@@ -57,12 +58,28 @@ static bool same_shape(const struct mg_npy * a, const struct mg_npy * b) {
     return true;
 }
 
-// The largest |a - b| and where; a NaN on one side only counts as infinite.
-static double max_diff(const struct mg_npy * a, const struct mg_npy * b, int64_t * where) {
-    double worst = 0.0;
-    *where       = 0;
+// Shapes equal but for the innermost axis (a cache length padded to 32 on
+// one side, to 256 on the other): its common part is compared.
+static bool same_but_inner(const struct mg_npy * a, const struct mg_npy * b) {
+    if (a->n_dims != b->n_dims || a->n_dims == 0) return false;
+    for (int d = 0; d + 1 < a->n_dims; d++) {
+        if (a->shape[d] != b->shape[d]) return false;
+    }
+    return true;
+}
+
+// The largest |a - b| and where (a flat index of a); a NaN on one side only
+// counts as infinite. inner_a and inner_b are the innermost sizes: only the
+// first min(inner_a, inner_b) values of each innermost row are compared.
+static double max_diff(const struct mg_npy * a, const struct mg_npy * b, int64_t inner_a, int64_t inner_b,
+                       int64_t * where) {
+    double        worst = 0.0;
+    const int64_t inner = inner_a < inner_b ? inner_a : inner_b;
+    *where              = 0;
     for (int64_t i = 0; i < a->n; i++) {
-        const double x = a->data[i], y = b->data[i];
+        const int64_t row = i / inner_a, col = i % inner_a;
+        if (col >= inner) continue;
+        const double x = a->data[i], y = b->data[row * inner_b + col];
         double       d = fabs(x - y);
         if (isnan(x) != isnan(y)) d = INFINITY;
         if (isnan(x) && isnan(y)) d = 0.0;
@@ -131,21 +148,26 @@ int main(int argc, char ** argv) {
         shape_text(&a, sa, sizeof(sa));
         shape_text(&b, sb, sizeof(sb));
         // Other shapes of as many values (a cont before or after a reshape) are compared as flat arrays.
-        const bool flat = !same_shape(&a, &b) && a.n == b.n;
-        if (!same_shape(&a, &b) && !flat) {
+        const bool    flat    = !same_shape(&a, &b) && a.n == b.n;
+        const bool    partial = !same_shape(&a, &b) && !flat && same_but_inner(&a, &b);
+        const int64_t inner_a = partial ? a.shape[a.n_dims - 1] : a.n;
+        const int64_t inner_b = partial ? b.shape[b.n_dims - 1] : b.n;
+        if (!same_shape(&a, &b) && !flat && !partial) {
             printf("  %-24s shapes differ: %s and %s, skipped\n", name, sa, sb);
             n_skipped++;
         } else {
             int64_t      at;
-            const double d = max_diff(&a, &b, &at);
+            const double d = max_diff(&a, &b, inner_a, inner_b, &at);
             char         pos[96];
             position_text(&a, at, pos, sizeof(pos));
             n_compared++;
             if (all || d > tol) {
                 char note[128] = "";
                 if (flat) snprintf(note, sizeof(note), ", compared flat with %s", sb);
+                if (partial) snprintf(note, sizeof(note), ", the first %lld of each row of %s", (long long) (inner_a < inner_b ? inner_a : inner_b), sb);
+                const int64_t at_b = at / inner_a * inner_b + at % inner_a;
                 printf("%s %-24s %-16s max |diff| %.6g at %s (%.9g vs %.9g%s)\n", d > tol ? "!" : " ", name, sa, d,
-                       pos, (double) a.data[at], (double) b.data[at], note);
+                       pos, (double) a.data[at], (double) b.data[at_b], note);
             }
             if (d > tol && status == 0) {
                 printf("first tensor over %g: %s, max |diff| %.6g at %s\n", tol, name, d, pos);

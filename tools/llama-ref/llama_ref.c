@@ -33,7 +33,8 @@ static const char * usage =
     "  --all             also write every position's logits (batch mode)\n"
     "  --dump DIR        write the prompt graph's named tensors as DIR/<name>.npy and DIR/order.txt\n"
     "  -n N              greedy steps (default 32)\n"
-    "  -c N              context size (default 512)\n";
+    "  -c N              context size (default 512)\n"
+    "  --ids A,B,...     the prompt as token ids instead of -p/-f text\n";
 
 // ---------------------------------------------------------------------------
 // Tensor dumps through the eval callback
@@ -208,7 +209,7 @@ static void quiet_log(enum ggml_log_level level, const char * text, void * user)
 
 int main(int argc, char ** argv) {
     const char * model_path = NULL, * prompt = NULL, * prompt_file = NULL, * out = NULL, * dump_dir = NULL;
-    const char * kv = "f32";
+    const char * kv = "f32", * ids = NULL;
     bool tokens_mode = false, parse_special = true, repack = true, all = false;
     int  n_greedy = N_GREEDY, n_ctx = 512;
     for (int i = 1; i < argc; i++) {
@@ -219,6 +220,7 @@ int main(int argc, char ** argv) {
         else if (strcmp(a, "-f") == 0 && v) prompt_file = argv[++i];
         else if (strcmp(a, "-o") == 0 && v) out = argv[++i];
         else if (strcmp(a, "--kv") == 0 && v) kv = argv[++i];
+        else if (strcmp(a, "--ids") == 0 && v) ids = argv[++i];
         else if (strcmp(a, "--dump") == 0 && v) dump_dir = argv[++i];
         else if (strcmp(a, "-n") == 0 && v) n_greedy = atoi(argv[++i]);
         else if (strcmp(a, "-c") == 0 && v) n_ctx = atoi(argv[++i]);
@@ -231,6 +233,7 @@ int main(int argc, char ** argv) {
             return 1;
         }
     }
+    if (ids != NULL && prompt == NULL && prompt_file == NULL) prompt = "";
     if (model_path == NULL || (prompt == NULL) == (prompt_file == NULL) || out == NULL ||
         (strcmp(kv, "f32") != 0 && strcmp(kv, "f16") != 0) || n_greedy < 1 || n_greedy > 256) {
         fputs(usage, stderr);
@@ -287,7 +290,18 @@ int main(int argc, char ** argv) {
     }
 
     llama_token * tokens = malloc((len + 8) * sizeof(llama_token));
-    const int n = llama_tokenize(vocab, text, (int32_t) len, tokens, (int32_t) len + 8, true, parse_special);
+    int n = 0;
+    if (ids != NULL) {
+        tokens = realloc(tokens, (strlen(ids) + 1) * sizeof(llama_token));
+        for (const char * p = ids; *p;) {
+            char * end;
+            tokens[n++] = (llama_token) strtol(p, &end, 10);
+            p = *end == ',' ? end + 1 : end;
+            if (end == p && *p) break;
+        }
+    } else {
+        n = llama_tokenize(vocab, text, (int32_t) len, tokens, (int32_t) len + 8, true, parse_special);
+    }
     if (n <= 0 || n + n_greedy > n_ctx) {
         fprintf(stderr, "llama_ref: the prompt is %d tokens (context %d)\n", n, n_ctx);
         return 1;
