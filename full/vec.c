@@ -51,7 +51,11 @@ void mg_vec_dot_bf16(int64_t n, float * s, const void * vx, const void * vy) {
 // code), exact in int; then one or two float multiplies by the F16 scales.
 // ---------------------------------------------------------------------------
 
-// ggml_vec_dot_q4_0_q8_0_generic: acc += (S * dW) * dA.
+// Q4_0 x Q8_0 as llama.cpp's x86 build computes it: its CPU backend repacks
+// Q4_0 weights in groups of 8 rows and multiplies them with
+// ggml_gemv/gemm_q4_0_8x8_q8_0 (arch/x86/repack.cpp), which per block scale
+// the exact sum S once, acc = fma(S, dW * dA, acc), one chain over the blocks.
+// (ggml's generic C adds (S * dW) * dA unfused: 1 ulp away at times.)
 void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
     const struct mg_block_q4_0 * x    = vx;
     const struct mg_block_q8_0 * y    = vy;
@@ -62,7 +66,7 @@ void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy
             sumi += ((x[b].qs[j] & 0xf) - 8) * y[b].qs[j];
             sumi += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + MG_QK4_0 / 2];
         }
-        sumf += sumi * mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d);
+        sumf = fmaf(mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d), (float) sumi, sumf);
     }
     *s = sumf;
 }
@@ -132,7 +136,8 @@ void mg_vec_dot_q5_0_q8_0(int64_t n, float * s, const void * vx, const void * vy
     *s = mg_hsum_lanes_8(lanes);
 }
 
-// ggml_vec_dot_iq4_nl_q8_0_generic: acc += (dA * dW) * S, S over table values.
+// IQ4_NL x Q8_0: repacked by llama.cpp's x86 build too (iq4_nl_8x8, the
+// same gemv as Q4_0): acc = fma(S, dW * dA, acc), S over table values.
 void mg_vec_dot_iq4_nl_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
     const struct mg_block_iq4_nl * x    = vx;
     const struct mg_block_q8_0 *   y    = vy;
@@ -144,7 +149,7 @@ void mg_vec_dot_iq4_nl_q8_0(int64_t n, float * s, const void * vx, const void * 
             sumi += y[b].qs[j] * mg_kvalues_iq4nl[x[b].qs[j] & 0xf];
             sumi += y[b].qs[j + MG_QK4_NL / 2] * mg_kvalues_iq4nl[x[b].qs[j] >> 4];
         }
-        sumf += d * sumi;
+        sumf = fmaf(d, (float) sumi, sumf);
     }
     *s = sumf;
 }

@@ -770,51 +770,12 @@ KERNEL __m256i block_lanes(enum mg_type type, const struct block_codes * w, __m2
     return dot_s8_s8(w->ax, w->qx, qy);
 }
 
-// The 4 sums of 4 vectors of 8 int lanes: lane k of the result is the total
-// of v[k] (one transpose-and-add).
-KERNEL __m128i sum_lanes_4(const __m256i v[4]) {
-    const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
-    const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
-    const __m256i t   = _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
-    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-}
-
-// The F16 at byte `at` of blocks b .. b+3 of a row of blocks `bytes` long, as 4 floats.
-KERNEL __m128 blocks_f16_x4(const void * row, int64_t b, size_t bytes, size_t at) {
-    const char * p = (const char *) row + (size_t) b * bytes + at;
-    uint16_t     h[4];
-    UNROLLED for (int k = 0; k < 4; k++) memcpy(&h[k], p + (size_t) k * bytes, sizeof(h[k]));
-    return _mm_cvtph_ps(_mm_setr_epi16((short) h[0], (short) h[1], (short) h[2], (short) h[3], 0, 0, 0, 0));
-}
-
 KERNEL size_t act_block_bytes(enum mg_type type) {
     return has_min(type) ? sizeof(struct mg_block_q8_1) : sizeof(struct mg_block_q8_0);
 }
 
-// One weight row, blocks b .. b+3, against each column: acc[c] (lane k: the
-// accumulator of the blocks k mod 4) and summs[c] take the 4 blocks' steps.
-KERNEL void add_4_blocks_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc,
-                            __m128 acc[], float summs[]) {
-    struct block_codes w[4];
-    UNROLLED for (int k = 0; k < 4; k++) w[k] = load_block_codes(type, x, b + k);
-    const __m128 dx = blocks_f16_x4(x, b, block_bytes(type), 0);
-    UNROLLED for (int c = 0; c < nc; c++) {
-        __m256i lanes[4];
-        UNROLLED for (int k = 0; k < 4; k++) {
-            lanes[k] = block_lanes(type, &w[k], load_256(act_codes(type, y[c], b + k)), nc);
-        }
-        const __m128 dy = blocks_f16_x4(y[c], b, act_block_bytes(type), 0);
-        acc[c]          = _mm_fmadd_ps(_mm_mul_ps(dx, dy), _mm_cvtepi32_ps(sum_lanes_4(lanes)), acc[c]);
-        if (has_min(type)) {
-            UNROLLED for (int k = 0; k < 4; k++) {
-                summs[c] += f16(block_header(type, x, b + k)[1]) * f16(act_header(type, y[c], b + k)[1]);
-            }
-        }
-    }
-}
-
-// The same for one block b, into accumulator b % 4 (the last blocks of a row
-// whose count is not a multiple of 4).
+// One weight row's block b against each column: lane 0 of acc[c] (one chain
+// over the blocks) and summs[c] take the block's step.
 KERNEL void add_block_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc, __m128 acc[],
                          float summs[]) {
     const struct block_codes w  = load_block_codes(type, x, b);
@@ -823,7 +784,7 @@ KERNEL void add_block_32(enum mg_type type, const void * x, int64_t b, const voi
         const __m256i lanes = block_lanes(type, &w, load_256(act_codes(type, y[c], b)), nc);
         float         a[4];
         _mm_storeu_ps(a, acc[c]);
-        a[b % 4] = fmaf(dx * f16(act_header(type, y[c], b)[0]), (float) hsum_i32_8(lanes), a[b % 4]);
+        a[0]     = fmaf(dx * f16(act_header(type, y[c], b)[0]), (float) hsum_i32_8(lanes), a[0]);
         acc[c]   = _mm_loadu_ps(a);
         if (has_min(type)) summs[c] += f16(block_header(type, x, b)[1]) * f16(act_header(type, y[c], b)[1]);
     }
@@ -838,13 +799,12 @@ KERNEL void dot_blocks_32(enum mg_type type, int64_t n, float * s, const void * 
         acc[c]   = _mm_setzero_ps();
         summs[c] = 0.0f;
     }
-    const int64_t nb = n / 32;
-    int64_t       b  = 0;
-    for (; b + 4 <= nb; b += 4) add_4_blocks_32(type, x, b, y, nc, acc, summs);
-    for (; b < nb; b++) add_block_32(type, x, b, y, nc, acc, summs);
+    // One chain of FMAs over the blocks, as ggml's repacked gemv adds (the
+    // two types left here, Q4_0 and IQ4_NL, are repacked by llama.cpp's x86
+    // build): every block goes to accumulator 0.
+    for (int64_t b = 0; b < n / 32; b++) add_block_32(type, x, b, y, nc, acc, summs);
     UNROLLED for (int c = 0; c < nc; c++) {
-        const __m128 pairs = _mm_add_ps(acc[c], _mm_movehl_ps(acc[c], acc[c]));   // acc0 + acc2, acc1 + acc3
-        s[c]               = _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+        s[c] = _mm_cvtss_f32(acc[c]);
         if (has_min(type)) s[c] += summs[c];
     }
 }
@@ -1097,25 +1057,15 @@ KERNEL void read_in_order(const char * x, size_t xs, size_t row_bytes) {
 KERNEL void tile_32(enum mg_type type, bool x8, int64_t n, float * s, size_t ss, const void * x, size_t xs,
                     const void * y, size_t ys, int nc) {
     if (nc == 1 && !x8) read_in_order(x, xs, (size_t) (n / 32) * block_bytes(type));   // one token: weights from memory
-    __m256 acc[4][MAX_COLS], summs[MAX_COLS];
+    __m256 acc[MAX_COLS], summs[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
-        UNROLLED for (int k = 0; k < 4; k++) acc[k][c] = _mm256_setzero_ps();
+        acc[c]   = _mm256_setzero_ps();
         summs[c] = _mm256_setzero_ps();
     }
-    const int64_t nb = n / 32;
-    int64_t       b  = 0;
-    for (; b + 4 <= nb; b += 4) {
-        UNROLLED for (int k = 0; k < 4; k++) tile_block_32(type, x8, x, xs, y, ys, nc, b + k, acc[k], summs);
-    }
-    for (; b < nb; b++) {
-        switch (b % 4) {   // a constant index keeps the accumulators in registers
-        case 0: tile_block_32(type, x8, x, xs, y, ys, nc, b, acc[0], summs); break;
-        case 1: tile_block_32(type, x8, x, xs, y, ys, nc, b, acc[1], summs); break;
-        default: tile_block_32(type, x8, x, xs, y, ys, nc, b, acc[2], summs); break;   // b % 4 < 3 here
-        }
-    }
+    // One chain over the blocks per output, as ggml_gemv/gemm_q4_0_8x8_q8_0.
+    for (int64_t b = 0; b < n / 32; b++) tile_block_32(type, x8, x, xs, y, ys, nc, b, acc, summs);
     UNROLLED for (int c = 0; c < nc; c++) {
-        __m256 r8 = _mm256_add_ps(_mm256_add_ps(acc[0][c], acc[2][c]), _mm256_add_ps(acc[1][c], acc[3][c]));
+        __m256 r8 = acc[c];
         if (has_min(type)) r8 = _mm256_add_ps(r8, summs[c]);
         _mm256_storeu_ps(s + (size_t) c * ss, r8);
     }

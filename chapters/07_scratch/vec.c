@@ -40,7 +40,11 @@ void mg_vec_dot_f16(int64_t n, float * s, const void * vx, const void * vy) {
 // code), exact in int; then one or two float multiplies by the F16 scales.
 // ---------------------------------------------------------------------------
 
-// ggml_vec_dot_q4_0_q8_0_generic: acc += (S * dW) * dA.
+// Q4_0 x Q8_0 as llama.cpp's x86 build computes it: its CPU backend repacks
+// Q4_0 weights in groups of 8 rows and multiplies them with
+// ggml_gemv/gemm_q4_0_8x8_q8_0 (arch/x86/repack.cpp), which per block scale
+// the exact sum S once, acc = fma(S, dW * dA, acc), one chain over the blocks.
+// (ggml's generic C adds (S * dW) * dA unfused: 1 ulp away at times.)
 void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
     const struct mg_block_q4_0 * x    = vx;
     const struct mg_block_q8_0 * y    = vy;
@@ -51,7 +55,7 @@ void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy
             sumi += ((x[b].qs[j] & 0xf) - 8) * y[b].qs[j];
             sumi += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + MG_QK4_0 / 2];
         }
-        sumf += sumi * mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d);
+        sumf = fmaf(mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d), (float) sumi, sumf);
     }
     *s = sumf;
 }

@@ -218,7 +218,7 @@ static void make_order_rows(enum mg_type type, int k, uint64_t seed) {
     else make_rows_of(type, 32 * (k % 4), seed, true);
 }
 
-// Q4_0: acc += (S * dW) * dA with S the exact int sum of (q - 8) * a per block.
+// Q4_0, as llama.cpp's repacked gemv: acc = fma(dW * dA, S, acc) with S the exact int sum of (q - 8) * a per block.
 START_TEST(test_vec_dot_q4_0_order) {
     for (int k = 0; k < 200; k++) {
         make_order_rows(MG_TYPE_Q4_0, k, 510 + (uint64_t) k);
@@ -231,7 +231,7 @@ START_TEST(test_vec_dot_q4_0_order) {
                 const int q = j < 16 ? (w[b].qs[j] & 15) : (w[b].qs[j - 16] >> 4);
                 S += (q - 8) * a[b].qs[j];
             }
-            acc += ((float) S * mg_fp16_to_fp32(w[b].d)) * mg_fp16_to_fp32(a[b].d);
+            acc = fmaf(mg_fp16_to_fp32(w[b].d) * mg_fp16_to_fp32(a[b].d), (float) S, acc);
         }
         ck_assert_float_eq(run_scalar(mg_vec_dot_q4_0_q8_0), acc);
     }

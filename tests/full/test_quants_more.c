@@ -842,7 +842,7 @@ START_TEST(test_vec_dot_order_32_blocks) {
         acc = lanes_sum(lane);
         ck_assert_float_eq(got, acc);
 
-        // IQ4_NL x Q8_0: acc += (dA * dW) * S, S over table values.
+        // IQ4_NL x Q8_0, as llama.cpp's repacked gemv: acc = fma(dA * dW, S, acc), S over table values.
         got = prepare_dot(MG_TYPE_IQ4_NL, n, 530 + (uint64_t) rep, aligned, &exact, &mag);
         acc = 0;
         for (int b = 0; b < n / 32; b++) {
@@ -850,7 +850,7 @@ START_TEST(test_vec_dot_order_32_blocks) {
             const struct mg_block_q8_0 *   a = (const struct mg_block_q8_0 *) dot.aq + b;
             int                            S = 0;
             for (int j = 0; j < 32; j++) S += iq4_nl_elem(dot.wq, 32 * b + j).q * a->qs[j];
-            acc += (mg_fp16_to_fp32(a->d) * mg_fp16_to_fp32(w->d)) * (float) S;
+            acc = fmaf(mg_fp16_to_fp32(a->d) * mg_fp16_to_fp32(w->d), (float) S, acc);
         }
         ck_assert_float_eq(got, acc);
     }
