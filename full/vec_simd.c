@@ -382,12 +382,14 @@ KERNEL __m256 load_f16_8(const mg_fp16_t * p) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) p));
 }
 
+#if F32_ACCS == 4
 // GGML_F32x8_REDUCE's last step: halves, then two horizontal adds.
 KERNEL float reduce_8(__m256 v) {
     const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 h2 = _mm_hadd_ps(h4, h4);
     return _mm_cvtss_f32(_mm_hadd_ps(h2, h2));
 }
+#endif
 
 // GGML_F32_VEC_REDUCE of the accumulators, in the mapping's order (above).
 KERNEL float reduce_accs(const __m256 acc[F32_ACCS]) {
@@ -768,10 +770,6 @@ KERNEL __m256i block_lanes(enum mg_type type, const struct block_codes * w, __m2
         return offset != 0 ? _mm256_sub_epi32(lanes, dot_u8_s8(_mm256_set1_epi8((char) offset), qy)) : lanes;
     }
     return dot_s8_s8(w->ax, w->qx, qy);
-}
-
-KERNEL size_t act_block_bytes(enum mg_type type) {
-    return has_min(type) ? sizeof(struct mg_block_q8_1) : sizeof(struct mg_block_q8_0);
 }
 
 // One weight row's block b against each column: lane 0 of acc[c] (one chain
