@@ -9,17 +9,18 @@
 //    integer that no instruction here can round or overflow, so it does not
 //    matter how the lanes split it up.
 //
-// 2. The float part is a fixed order. For the float rows and Q2_K, Q3_K, Q5_K
-//    it is ggml's x86 order, operation by operation (ggml-cpu/vec.cpp with
-//    the AVX mappings of simd-mappings.h, and its AVX512-BF16 path for BF16;
-//    ggml-cpu/arch/x86/quants.c, AVX2 paths): each block's 8 lane sums are
-//    FMA'd into 8 float lanes, summed at the end. The 32-element formats,
-//    Q4_K and Q6_K instead scale each block's (or super-block's) exact integer
-//    sum with one FMA, ggml's scalar *_generic order with the blocks dealt to
-//    a few accumulators (see there): one float per dot product per block is
-//    what lets a tile hold 8 rows in the 8 lanes of a register. SIMD and
-//    scalar results differ by float rounding only; the test
-//    (tests/full/test_vec_simd.c) bounds it.
+// 2. The float part is a fixed order: the order of llama.cpp's x86 build on
+//    the machine it was built for (issue 9: an ulp anywhere flips a later
+//    activation rounding). Float rows: ggml-cpu/vec.cpp with the mapping of
+//    simd-mappings.h the ISA picks (AVX-512 here), and its AVX512-BF16 path
+//    for BF16. Q8_0, Q4_1, Q5_0, Q5_1, Q6_K, Q2_K, Q3_K, Q5_K: the AVX2 paths
+//    of ggml-cpu/arch/x86/quants.c, each block's 8 int lane sums FMA'd into 8
+//    float lanes, summed at the end (hsum_float_8). Q4_0, IQ4_NL and Q4_K,
+//    which llama.cpp repacks: one FMA per block of the block's exact integer
+//    sum, one chain over the blocks (its gemv), which lets a tile hold 8 rows
+//    in the 8 lanes of a register. Where the scalar reference (vec.c) spells
+//    out the same steps the results are equal; elsewhere they differ by float
+//    rounding only, and the test (tests/full/test_vec_simd.c) bounds it.
 //
 // 3. Every kernel is written once for 1 to 4 activation columns, and the
 //    tiles once for 8 weight rows. A weight block is loaded and unpacked once,
@@ -1653,31 +1654,26 @@ KERNEL __m256i six_bit_codes(__m256i low4, __m256i qh, int shift) {
     return _mm256_or_si256(_mm256_and_si256(low4, _mm256_set1_epi8(0xf)), _mm256_slli_epi16(high2, 4));
 }
 
-// Q6_K (scalar: mg_vec_dot_q6_K_q8_K): in each half of 128 elements, 4 low
-// bits from ql (64 bytes: two registers, low and high nibbles) and 2 high bits
-// from qh (32 bytes, 4 codes per byte) make 4 registers of 32 codes 0..63.
-// (q - 32) . a = q . a - 32 . a, both maddubs with unsigned left operands;
-// each 16-element sub-block has its own signed 8-bit scale. Each dot product
-// is, super-block by super-block,
-//
-//     S   = the sum over the 16 sub-blocks j of sc_j * ((codes - 32) . activations), exact
-//     acc = fma(dW * dA, float(S), acc)
-//
-// and s = acc. (ggml's AVX2 kernel keeps 8 float lanes per dot product; one
-// sum lets a tile put 8 rows in the lanes.) In one row, the 8 int lanes of
-// S are summed per super-block.
+// Q6_K (scalar: mg_vec_dot_q6_K_q8_K), ggml's AVX2 kernel: in each half of
+// 128 elements, 4 low bits from ql (64 bytes: two registers, low and high
+// nibbles) and 2 high bits from qh (32 bytes, 4 codes per byte) make 4
+// registers of 32 codes 0..63; maddubs with the activations, madd with each
+// 16-element sub-block's signed scale: 8 int lanes. The codes' -32 comes off
+// per lane through Q8_K's bsums (madd with the scales, times 32); then, per
+// super-block, acc = fma(dA * dW, float(lanes), acc) in 8 float lanes, and
+// hsum_float_8 at the end.
 KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
     const struct mg_block_q6_K * x = vx;
     const struct mg_block_q8_K * y[MAX_COLS];
-    float                        acc[MAX_COLS];
+    __m256                       acc[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c]   = column(vy, ys, c);
-        acc[c] = 0.0f;
+        acc[c] = _mm256_setzero_ps();
     }
-    const __m256i m32 = _mm256_set1_epi8(32);
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
-        const float   dx     = f16(x[i].d);
-        const __m128i scales = _mm_loadu_si128((const __m128i *) x[i].scales);
+        const float   dx        = f16(x[i].d);
+        const __m128i scales    = _mm_loadu_si128((const __m128i *) x[i].scales);
+        const __m256i scales_16 = _mm256_cvtepi8_epi16(scales);
         __m256i       sumi[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) sumi[c] = _mm256_setzero_si256();
         UNROLLED for (int h = 0; h < 2; h++) {
@@ -1700,17 +1696,20 @@ KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
                 const int8_t * q8 = y[c][i].qs + 128 * h;
                 __m256i        p[4];
                 UNROLLED for (int k = 0; k < 4; k++) {
-                    const __m256i a = load_256(q8 + 32 * k);
-                    p[k] = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], a), _mm256_maddubs_epi16(m32, a));
-                    p[k] = _mm256_madd_epi16(sc[k], p[k]);
+                    p[k] = _mm256_madd_epi16(sc[k], _mm256_maddubs_epi16(q[k], load_256(q8 + 32 * k)));
                 }
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p[0], p[1]));
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p[2], p[3]));
             }
         }
-        UNROLLED for (int c = 0; c < nc; c++) acc[c] = fmaf(dx * y[c][i].d, (float) hsum_i32_8(sumi[c]), acc[c]);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const __m256i bsums  = load_256(y[c][i].bsums);
+            const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales_16), 5);
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[c], offset)),
+                                     acc[c]);
+        }
     }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = acc[c];
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
 }
 ENTRY_POINTS(q6_K_q8_K, dot_q6_K_q8_K)
 
@@ -1796,18 +1795,8 @@ KERNEL void tile_q6_K(int64_t n, float * s, size_t ss, const void * x, size_t xs
 
 void mg_vec_dot_tile_q6_K_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
                                     const void * y, size_t ys, int nc) {
-    MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);
-    const size_t row_bytes = (size_t) (n / MG_QK_K) * sizeof(struct mg_block_q6_K);
-    if (nr < 8 || (nc == 1 && row_bytes > TILE_ONE_COLUMN_MAX_ROW_BYTES)) {
-        mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q6_K_q8_K_simd, n, s, ss, x, xs, nr, y, ys, nc);
-        return;
-    }
-    switch (nc) {
-    case 1: tile_q6_K(n, s, ss, x, xs, y, ys, 1); break;
-    case 2: tile_q6_K(n, s, ss, x, xs, y, ys, 2); break;
-    case 3: tile_q6_K(n, s, ss, x, xs, y, ys, 3); break;
-    default: tile_q6_K(n, s, ss, x, xs, y, ys, 4); break;
-    }
+    // ggml's lanes keep 8 floats per dot product: no room for 8 rows in a register.
+    mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q6_K_q8_K_simd, n, s, ss, x, xs, nr, y, ys, nc);
 }
 
 #endif // MG_SIMD

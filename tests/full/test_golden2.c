@@ -59,7 +59,7 @@ static const char * const modes[] = {"batch", "tokens"};
 static const char * const known_differences[] = {
     "f16/fox.batch", "f16/long.batch", "f16/chat.batch", "bf16/fox.batch", "bf16/long.batch", "bf16/chat.batch",
     "q2_k/nihao.batch", "q2_k/nihao.tokens", "q2_k/long.batch", "q2_k/long.tokens", "q3_k_m/chat.batch",
-    "q4_k_m/chat.batch", "q6_k/long.batch", "q6_k/long.tokens",
+    "q4_k_m/chat.batch",
     NULL,
 };
 
