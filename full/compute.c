@@ -215,6 +215,17 @@ static void forward_rms_norm(const struct mg_compute_params * p, struct mg_tenso
     }
 }
 
+//@+ full soft-max-exp-sum
+// 16 floats summed in the order of GCC's _mm512_reduce_add_ps: the upper 8
+// onto the lower 8, then 4 onto 4, then (0+2) + (1+3).
+static float sum16_as_reduce_add(const float * x) {
+    float t[8];
+    for (int i = 0; i < 8; i++) t[i] = x[i + 8] + x[i];
+    const float u0 = t[4] + t[0], u1 = t[5] + t[1], u2 = t[6] + t[2], u3 = t[7] + t[3];
+    return (u0 + u2) + (u1 + u3);
+}
+//@- full soft-max-exp-sum
+
 // softmax(x * scale + mask) per row: subtract the row's max before exp so
 // that no exp overflows, sum in double, multiply by the inverse
 // (ggml_compute_forward_soft_max_f32).
@@ -268,7 +279,13 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
 #endif //@old soft-max-exp
         //@+ full soft-max-exp
         mg_exp_row(n, rd, w, max);   // eight lanes at a time (ops_simd.c), the same bits as row_expf
-        for (int64_t i0 = 0; i0 < n; i0++) sum += (double) rd[i0];
+        // ggml_vec_soft_max_f32 (AVX-512) adds each vector of 16 exps in float,
+        // as _mm512_reduce_add_ps does, and only those sums in double; the
+        // last n % 16 one by one. Summing all of them in double instead is
+        // 1 ulp away in 1 of ~30 probabilities (issue 9).
+        int64_t i0 = 0;
+        for (; i0 + 16 <= n; i0 += 16) sum += (double) sum16_as_reduce_add(rd + i0);
+        for (; i0 < n; i0++) sum += (double) rd[i0];
         //@- full soft-max-exp
         const float inv_sum = (float) (1.0 / sum);
         for (int64_t i0 = 0; i0 < n; i0++) rd[i0] *= inv_sum;
@@ -556,7 +573,11 @@ static void rope_angles(float pos, int n_rot, float freq_base, float freq_scale,
     }
 }
 
-// Rotate each pair (x0, x1) by its angle: (x0 cos - x1 sin, x0 sin + x1 cos).
+// Rotate each pair (x0, x1) by its angle: (x0 cos - x1 sin, x0 sin + x1 cos),
+// each with one rounding less than written: llama.cpp's build lets GCC fuse
+// x0 cos with the subtraction and x0 sin with the addition (its default
+// -ffp-contract=fast; ours is off, so the fusions are spelled out with fmaf).
+// Unfused, 1 in 5 outputs is 1 ulp away, enough to flip a later rounding.
 // NEOX pairs element i with i + n_rot/2; NORMAL pairs 2i with 2i+1.
 static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * a          = dst->src[0];
@@ -595,8 +616,9 @@ static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * 
             const int64_t j1 = mode == MG_ROPE_NEOX ? i + half : 2 * i + 1;
             const float   x0 = get_f32(ra, a, j0);
             const float   x1 = get_f32(ra, a, j1);
-            set_f32(rd, dst, j0, x0 * cos_t[i] - x1 * sin_t[i]);
-            set_f32(rd, dst, j1, x0 * sin_t[i] + x1 * cos_t[i]);
+            // As ggml's rotate_pairs compiles (GCC contracts it to fused multiply-adds).
+            set_f32(rd, dst, j0, fmaf(x0, cos_t[i], -(x1 * sin_t[i])));
+            set_f32(rd, dst, j1, fmaf(x0, sin_t[i], x1 * cos_t[i]));
         }
         for (int64_t i0 = n_rot; i0 < a->ne[0]; i0++) set_f32(rd, dst, i0, get_f32(ra, a, i0));
     }

@@ -73,13 +73,13 @@ void mg_rope_pairs(int64_t n, float * y0, float * y1, const float * x0, const fl
     for (; i + 8 <= n; i += 8) {
         const __m256 a = _mm256_loadu_ps(x0 + i), b = _mm256_loadu_ps(x1 + i);
         const __m256 c = _mm256_loadu_ps(cos_t + i), s = _mm256_loadu_ps(sin_t + i);
-        _mm256_storeu_ps(y0 + i, _mm256_sub_ps(_mm256_mul_ps(a, c), _mm256_mul_ps(b, s)));
-        _mm256_storeu_ps(y1 + i, _mm256_add_ps(_mm256_mul_ps(a, s), _mm256_mul_ps(b, c)));
+        _mm256_storeu_ps(y0 + i, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));   // fmaf(a, c, -(b s))
+        _mm256_storeu_ps(y1 + i, _mm256_fmadd_ps(a, s, _mm256_mul_ps(b, c)));   // fmaf(a, s, b c)
     }
 #endif
     for (; i < n; i++) {
         const float a = x0[i], b = x1[i];
-        y0[i] = a * cos_t[i] - b * sin_t[i];
-        y1[i] = a * sin_t[i] + b * cos_t[i];
+        y0[i] = fmaf(a, cos_t[i], -(b * sin_t[i]));   // fused as in ggml's build (compute.c, forward_rope)
+        y1[i] = fmaf(a, sin_t[i], b * cos_t[i]);
     }
 }

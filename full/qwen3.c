@@ -381,7 +381,8 @@ static struct mg_tensor * input(struct mg_context * ctx, enum mg_type type, int6
 // RMSNorm with a learned scale: (x / rms(x)) * w, named like llama.cpp's cb().
 static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * w, float eps,
                                const char * name, int il) {
-    struct mg_tensor * t = mg_mul(ctx, mg_rms_norm(ctx, x, eps), w);
+    struct mg_tensor * n = mg_rms_norm(ctx, x, eps);
+    struct mg_tensor * t = mg_mul(ctx, il >= 0 ? mg_format_name(n, "norm-%d", il) : mg_set_name(n, "norm"), w);
     return il >= 0 ? mg_format_name(t, "%s-%d", name, il) : mg_set_name(t, name);
 }
 
@@ -400,6 +401,20 @@ static struct mg_tensor * attend(struct mg_context * ctx, const struct mg_kv_cac
     return mg_attn(ctx, q, k, v, mask, scale);
 }
 
+// The nodes inside mg_attn get llama.cpp's names (kq, kq_soft_max, kqv, and
+// kqv_out for the merged heads), found from its result: reshape <- cont <-
+// permute <- kqv = mul_mat(v, softmax(kq)). Only names: nothing is computed.
+static void name_attention(struct mg_tensor * attn, int il) {
+    struct mg_tensor * merged = attn->op == MG_OP_RESHAPE ? attn->src[0] : NULL;
+    if (merged == NULL || merged->op != MG_OP_CONT) return;   // the flash path has no such nodes
+    mg_format_name(merged, "kqv_out-%d", il);
+    struct mg_tensor * kqv = merged->src[0]->op == MG_OP_PERMUTE ? merged->src[0]->src[0] : NULL;
+    if (kqv == NULL || kqv->op != MG_OP_MUL_MAT) return;
+    mg_format_name(kqv, "kqv-%d", il);
+    mg_format_name(kqv->src[1], "kq_soft_max-%d", il);
+    if (kqv->src[1]->src[0] != NULL) mg_format_name(kqv->src[1]->src[0], "kq-%d", il);
+}
+
 // Self-attention of one layer: Q, K, V projections, per-head norms, RoPE,
 // store K and V in the cache, attend over it, project back.
 static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
@@ -408,10 +423,13 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     const struct mg_model_hparams * hp = &m->hp;
     const struct mg_layer *         l  = &m->layers[il];
 
-    struct mg_tensor * q = mg_reshape_3d(ctx, mg_mul_mat(ctx, l->wq, cur), hp->head_dim, hp->n_head, n_tokens);
-    struct mg_tensor * k = mg_reshape_3d(ctx, mg_mul_mat(ctx, l->wk, cur), hp->head_dim, hp->n_head_kv, n_tokens);
-    struct mg_tensor * v = mg_reshape_3d(ctx, mg_mul_mat(ctx, l->wv, cur), hp->head_dim, hp->n_head_kv, n_tokens);
-    mg_format_name(v, "Vcur-%d", il);
+    // The projections are named as in llama.cpp's graph: Qcur-l for the matmul, its reshape and its rope.
+    struct mg_tensor * q = mg_format_name(mg_mul_mat(ctx, l->wq, cur), "Qcur-%d", il);
+    struct mg_tensor * k = mg_format_name(mg_mul_mat(ctx, l->wk, cur), "Kcur-%d", il);
+    struct mg_tensor * v = mg_format_name(mg_mul_mat(ctx, l->wv, cur), "Vcur-%d", il);
+    q = mg_reshape_3d(ctx, q, hp->head_dim, hp->n_head, n_tokens);
+    k = mg_reshape_3d(ctx, k, hp->head_dim, hp->n_head_kv, n_tokens);
+    v = mg_format_name(mg_reshape_3d(ctx, v, hp->head_dim, hp->n_head_kv, n_tokens), "Vcur-%d", il);
 
     // Qwen3 normalises every head of Q and K before rotating them.
     q = norm(ctx, q, l->q_norm, hp->rms_eps, "Qcur_normed", il);
@@ -426,6 +444,7 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);
     const float        scale = 1.0f / sqrtf((float) hp->head_dim);
     struct mg_tensor * attn  = mg_format_name(attend(ctx, kv, q, k_all, v_all, in->mask, scale), "kqv_out-%d", il);
+    name_attention(attn, il);
     return mg_format_name(mg_mul_mat(ctx, l->wo, attn), "attn_out-%d", il);
 }
 

@@ -93,8 +93,11 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     s->kv = mg_kv_cache_new(m->hp.n_layer, params.n_ctx, m->hp.head_dim, m->hp.n_head_kv, params.kv_type, 32);
 #endif //@old kv-new
     //@+ full flash-attn
+    // full/ pads to 64, GGML_F32_STEP of the AVX-512 mapping (vec_simd.c):
+    // the dot product of a V row with a softmax row then takes the vector
+    // order llama.cpp's 256 positions take, the zeros beyond adding nothing.
     s->kv = (params.flash_attn ? mg_kv_cache_new_flash : mg_kv_cache_new)(m->hp.n_layer, params.n_ctx, m->hp.head_dim,
-                                                                         m->hp.n_head_kv, params.kv_type, 32);
+                                                                         m->hp.n_head_kv, params.kv_type, 64);
     //@- full flash-attn
     if (s->kv == NULL) {
         // Say which buffer and how big: the KV cache grows with -c (n_ctx).
@@ -184,6 +187,21 @@ static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_toke
 }
 //@- full seqs
 
+//@+ full eval-callback
+// The graph one node at a time, each a one-node view of it on the same plan,
+// so that the callback sees a node before a later one reuses its memory
+// (ggml_backend_sched_compute_splits does the same with ggml_graph_view).
+static void compute_observed(struct mg_session * s) {
+    for (int i = 0; i < s->graph->n_nodes; i++) {
+        struct mg_cgraph one = *s->graph;
+        one.nodes            = s->graph->nodes + i;
+        one.n_nodes          = 1;
+        mg_graph_compute(&one, &s->plan);
+        s->params.cb_eval(s->graph->nodes[i], s->params.cb_eval_user_data);
+    }
+}
+//@- full eval-callback
+
 //@+ 09 decode-batch
 // One batch: at most n_batch tokens, one graph.
 static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits,
@@ -223,7 +241,15 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
     }
     set_inputs(s, tokens, n_tokens);
     const double t1 = now_ms();
+    //@+ full eval-callback-run
+    if (s->params.cb_eval != NULL) {
+        compute_observed(s);
+    } else {
+    //@- full eval-callback-run
     mg_graph_compute(s->graph, &s->plan);
+    //@+ full eval-callback-end
+    }
+    //@- full eval-callback-end
     const double t2 = now_ms();
     s->stats.t_build_ms += t1 - t0;
     s->stats.t_compute_ms += t2 - t1;

@@ -29,6 +29,13 @@ struct mg_session_params {
     //@+ full flash-attn
     bool         flash_attn;   // attention with an online softmax (mg_flash_attn)
     //@- full flash-attn
+    //@+ full eval-callback
+    // Shown every node of every graph right after it is computed (its data is
+    // valid during the call only: the allocator reuses the memory), as
+    // llama.cpp's cb_eval; the graph then runs node by node. NULL: none.
+    void (*cb_eval)(const struct mg_tensor * node, void * user_data);
+    void * cb_eval_user_data;
+    //@- full eval-callback
 };
 
 struct mg_session_params mg_session_default_params(void);

@@ -9,17 +9,18 @@
 //    integer that no instruction here can round or overflow, so it does not
 //    matter how the lanes split it up.
 //
-// 2. The float part is a fixed order. For the float rows and Q2_K, Q3_K, Q5_K
-//    it is ggml's x86 order, operation by operation (ggml-cpu/vec.cpp with
-//    the AVX mappings of simd-mappings.h, and its AVX512-BF16 path for BF16;
-//    ggml-cpu/arch/x86/quants.c, AVX2 paths): each block's 8 lane sums are
-//    FMA'd into 8 float lanes, summed at the end. The 32-element formats,
-//    Q4_K and Q6_K instead scale each block's (or super-block's) exact integer
-//    sum with one FMA, ggml's scalar *_generic order with the blocks dealt to
-//    a few accumulators (see there): one float per dot product per block is
-//    what lets a tile hold 8 rows in the 8 lanes of a register. SIMD and
-//    scalar results differ by float rounding only; the test
-//    (tests/full/test_vec_simd.c) bounds it.
+// 2. The float part is a fixed order: the order of llama.cpp's x86 build on
+//    the machine it was built for (issue 9: an ulp anywhere flips a later
+//    activation rounding). Float rows: ggml-cpu/vec.cpp with the mapping of
+//    simd-mappings.h the ISA picks (AVX-512 here), and its AVX512-BF16 path
+//    for BF16. Q8_0, Q4_1, Q5_0, Q5_1, Q6_K, Q2_K, Q3_K, Q5_K: the AVX2 paths
+//    of ggml-cpu/arch/x86/quants.c, each block's 8 int lane sums FMA'd into 8
+//    float lanes, summed at the end (hsum_float_8). Q4_0, IQ4_NL and Q4_K,
+//    which llama.cpp repacks: one FMA per block of the block's exact integer
+//    sum, one chain over the blocks (its gemv), which lets a tile hold 8 rows
+//    in the 8 lanes of a register. Where the scalar reference (vec.c) spells
+//    out the same steps the results are equal; elsewhere they differ by float
+//    rounding only, and the test (tests/full/test_vec_simd.c) bounds it.
 //
 // 3. Every kernel is written once for 1 to 4 activation columns, and the
 //    tiles once for 8 weight rows. A weight block is loaded and unpacked once,
@@ -395,31 +396,51 @@ void mg_quantize_row_q8_K_simd(const float * x, void * vy, int64_t n) {
 
 // ---------------------------------------------------------------------------
 // Float rows. Scalar references: mg_vec_dot_f32, mg_vec_dot_f16,
-// mg_vec_dot_bf16 (vec.c). ggml: ggml_vec_dot_f32/_f16/_bf16 (vec.cpp) with
-// the AVX mappings of simd-mappings.h (GGML_F32_STEP 32, GGML_F32_EPR 8): 4
-// accumulators of 8 lanes take every 4th group of 8 products; at the end
-// they are added (0+2) + (1+3), the lanes summed, and the leftover n % 32
-// elements added one by one. (ggml's AVX-512 mapping takes 64 at a time; on a
-// machine that splits 512-bit instructions it is no faster, and it leaves
-// the last 32 of a 96-element attention head to the slow one-by-one loop.)
+// mg_vec_dot_bf16 (vec.c). ggml: ggml_vec_dot_f32/_f16 (vec.cpp) with the
+// mapping of simd-mappings.h that the build's ISA picks, as ggml's does:
+//  - AVX2 (GGML_F32_STEP 32, GGML_F32_EPR 8): 4 accumulators of 8 lanes take
+//    every 4th group of 8 products; at the end they are added (0+2) + (1+3)
+//    and the 8 lanes summed by GGML_F32x8_REDUCE's horizontal adds;
+//  - AVX-512 (GGML_F32_STEP 64, GGML_F32_EPR 16): 4 accumulators of 16
+//    lanes, here 8 registers of 8 (16-lane accumulator j is registers 2j,
+//    2j+1); added (0+2), (1+3), then (0+1), and the 16 lanes summed as GCC's
+//    _mm512_reduce_add_ps does: upper 8 + lower 8, then hsum_float_8.
+// The leftover n % STEP elements are added one by one. llama.cpp built for
+// this machine (-march=native, AVX-512) takes the second: a kq dot of 64 or a
+// V row of the cache summed in the other order is 1 ulp away at times, and
+// that flips a later activation rounding (issue 9).
 // ---------------------------------------------------------------------------
 
 #define F32_LANES 8
-#define F32_STEP  (4 * F32_LANES)   // GGML_F32_STEP
+#if defined(__AVX512F__)
+#define F32_ACCS 8   // registers of 8 lanes: 4 accumulators of 16
+#else
+#define F32_ACCS 4
+#endif
+#define F32_STEP (F32_ACCS * F32_LANES)   // GGML_F32_STEP
 
 KERNEL __m256 load_f16_8(const mg_fp16_t * p) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) p));
 }
 
+#if F32_ACCS == 4
 // GGML_F32x8_REDUCE's last step: halves, then two horizontal adds.
 KERNEL float reduce_8(__m256 v) {
     const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 h2 = _mm_hadd_ps(h4, h4);
     return _mm_cvtss_f32(_mm_hadd_ps(h2, h2));
 }
+#endif
 
-KERNEL float reduce_4(const __m256 acc[4]) {
+// GGML_F32_VEC_REDUCE of the accumulators, in the mapping's order (above).
+KERNEL float reduce_accs(const __m256 acc[F32_ACCS]) {
+#if F32_ACCS == 8
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+    return hsum_float_8(_mm256_add_ps(hi, lo));
+#else
     return reduce_8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
+#endif
 }
 
 KERNEL __m256 load_8(enum mg_type type, const void * row, int64_t i) {
@@ -447,21 +468,21 @@ KERNEL float add_leftovers(enum mg_type type, float reduced, const void * x, con
 // One F32 or F16 row (F16 widened by F16C) against up to 4 columns.
 KERNEL void dot_float(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys, int nc) {
     const void * y[MAX_COLS];
-    __m256       acc[MAX_COLS][4];
+    __m256       acc[MAX_COLS][F32_ACCS];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c] = column(vy, ys, c);
-        UNROLLED for (int j = 0; j < 4; j++) acc[c][j] = _mm256_setzero_ps();
+        UNROLLED for (int j = 0; j < F32_ACCS; j++) acc[c][j] = _mm256_setzero_ps();
     }
     const int64_t np = n - n % F32_STEP;
     for (int64_t i = 0; i < np; i += F32_STEP) {
-        UNROLLED for (int j = 0; j < 4; j++) {
+        UNROLLED for (int j = 0; j < F32_ACCS; j++) {
             const __m256 xv = load_8(type, x, i + j * F32_LANES);
             UNROLLED for (int c = 0; c < nc; c++) {
                 acc[c][j] = _mm256_fmadd_ps(xv, load_8(type, y[c], i + j * F32_LANES), acc[c][j]);
             }
         }
     }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = add_leftovers(type, reduce_4(acc[c]), x, y[c], np, n);
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = add_leftovers(type, reduce_accs(acc[c]), x, y[c], np, n);
 }
 
 KERNEL void dot_f32(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
@@ -514,10 +535,10 @@ KERNEL void tile_float(enum mg_type type, int64_t n, float * s, size_t ss, const
     UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c);
     const int     per_pass = 16 / (FLOAT_TILE_ROWS * nc) >= 4 ? 4 : 16 / (FLOAT_TILE_ROWS * nc) >= 2 ? 2 : 1;
     const int64_t np       = n - n % F32_STEP;
-    _Alignas(32) float part[4][FLOAT_TILE_ROWS][MAX_COLS][F32_LANES];   // accumulator j of dot product (r, c)
+    _Alignas(32) float part[F32_ACCS][FLOAT_TILE_ROWS][MAX_COLS][F32_LANES];   // accumulator j of dot product (r, c)
     for (int64_t i0 = 0; i0 < np; i0 += FLOAT_TILE_CHUNK) {
         const int64_t i1 = i0 + FLOAT_TILE_CHUNK < np ? i0 + FLOAT_TILE_CHUNK : np;
-        UNROLLED for (int j0 = 0; j0 < 4; j0 += per_pass) {
+        UNROLLED for (int j0 = 0; j0 < F32_ACCS; j0 += per_pass) {
             __m256 acc[4][FLOAT_TILE_ROWS][MAX_COLS];
             UNROLLED for (int jj = 0; jj < per_pass; jj++) {
                 UNROLLED for (int r = 0; r < FLOAT_TILE_ROWS; r++) {
@@ -550,28 +571,14 @@ KERNEL void tile_float(enum mg_type type, int64_t n, float * s, size_t ss, const
             __asm__("" : : : "memory");
         }
     }
-    // The end of dot_float, per dot product. reduce_4's last two
-    // horizontal adds are shared by the 4 columns: hadd(hadd(a, b), hadd(c, d))
-    // adds the same pairs in the same order as reduce_8 does for each alone.
+    // The end of dot_float, per dot product.
     for (int r = 0; r < nr; r++) {
-        float red[MAX_COLS];   // reduce_4 of each column's accumulators
-        __m128 h4[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) {
-            __m256 a[4];   // (a row shorter than F32_STEP had no chunk: it is all leftovers)
-            UNROLLED for (int j = 0; j < 4; j++) a[j] = np > 0 ? _mm256_load_ps(part[j][r][c]) : _mm256_setzero_ps();
-            const __m256 v = _mm256_add_ps(_mm256_add_ps(a[0], a[2]), _mm256_add_ps(a[1], a[3]));
-            h4[c]          = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        }
-        if (nc == 4) {
-            _mm_storeu_ps(red, _mm_hadd_ps(_mm_hadd_ps(h4[0], h4[1]), _mm_hadd_ps(h4[2], h4[3])));
-        } else {
-            UNROLLED for (int c = 0; c < nc; c++) {
-                const __m128 h2 = _mm_hadd_ps(h4[c], h4[c]);
-                red[c]          = _mm_cvtss_f32(_mm_hadd_ps(h2, h2));
+            __m256 a[F32_ACCS];   // (a row shorter than F32_STEP had no chunk: it is all leftovers)
+            UNROLLED for (int j = 0; j < F32_ACCS; j++) {
+                a[j] = np > 0 ? _mm256_load_ps(part[j][r][c]) : _mm256_setzero_ps();
             }
-        }
-        UNROLLED for (int c = 0; c < nc; c++) {
-            s[(size_t) c * ss + (size_t) r] = add_leftovers(type, red[c], xr[r], y[c], np, n);
+            s[(size_t) c * ss + (size_t) r] = add_leftovers(type, reduce_accs(a), xr[r], y[c], np, n);
         }
     }
 }
@@ -806,51 +813,8 @@ KERNEL __m256i block_lanes(enum mg_type type, const struct block_codes * w, __m2
     return dot_s8_s8(w->ax, w->qx, qy);
 }
 
-// The 4 sums of 4 vectors of 8 int lanes: lane k of the result is the total
-// of v[k] (one transpose-and-add).
-KERNEL __m128i sum_lanes_4(const __m256i v[4]) {
-    const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
-    const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
-    const __m256i t   = _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
-    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-}
-
-// The F16 at byte `at` of blocks b .. b+3 of a row of blocks `bytes` long, as 4 floats.
-KERNEL __m128 blocks_f16_x4(const void * row, int64_t b, size_t bytes, size_t at) {
-    const char * p = (const char *) row + (size_t) b * bytes + at;
-    uint16_t     h[4];
-    UNROLLED for (int k = 0; k < 4; k++) memcpy(&h[k], p + (size_t) k * bytes, sizeof(h[k]));
-    return _mm_cvtph_ps(_mm_setr_epi16((short) h[0], (short) h[1], (short) h[2], (short) h[3], 0, 0, 0, 0));
-}
-
-KERNEL size_t act_block_bytes(enum mg_type type) {
-    return has_min(type) ? sizeof(struct mg_block_q8_1) : sizeof(struct mg_block_q8_0);
-}
-
-// One weight row, blocks b .. b+3, against each column: acc[c] (lane k: the
-// accumulator of the blocks k mod 4) and summs[c] take the 4 blocks' steps.
-KERNEL void add_4_blocks_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc,
-                            __m128 acc[], float summs[]) {
-    struct block_codes w[4];
-    UNROLLED for (int k = 0; k < 4; k++) w[k] = load_block_codes(type, x, b + k);
-    const __m128 dx = blocks_f16_x4(x, b, block_bytes(type), 0);
-    UNROLLED for (int c = 0; c < nc; c++) {
-        __m256i lanes[4];
-        UNROLLED for (int k = 0; k < 4; k++) {
-            lanes[k] = block_lanes(type, &w[k], load_256(act_codes(type, y[c], b + k)), nc);
-        }
-        const __m128 dy = blocks_f16_x4(y[c], b, act_block_bytes(type), 0);
-        acc[c]          = _mm_fmadd_ps(_mm_mul_ps(dx, dy), _mm_cvtepi32_ps(sum_lanes_4(lanes)), acc[c]);
-        if (has_min(type)) {
-            UNROLLED for (int k = 0; k < 4; k++) {
-                summs[c] += f16(block_header(type, x, b + k)[1]) * f16(act_header(type, y[c], b + k)[1]);
-            }
-        }
-    }
-}
-
-// The same for one block b, into accumulator b % 4 (the last blocks of a row
-// whose count is not a multiple of 4).
+// One weight row's block b against each column: lane 0 of acc[c] (one chain
+// over the blocks) and summs[c] take the block's step.
 KERNEL void add_block_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc, __m128 acc[],
                          float summs[]) {
     const struct block_codes w  = load_block_codes(type, x, b);
@@ -859,7 +823,7 @@ KERNEL void add_block_32(enum mg_type type, const void * x, int64_t b, const voi
         const __m256i lanes = block_lanes(type, &w, load_256(act_codes(type, y[c], b)), nc);
         float         a[4];
         _mm_storeu_ps(a, acc[c]);
-        a[b % 4] = fmaf(dx * f16(act_header(type, y[c], b)[0]), (float) hsum_i32_8(lanes), a[b % 4]);
+        a[0]     = fmaf(dx * f16(act_header(type, y[c], b)[0]), (float) hsum_i32_8(lanes), a[0]);
         acc[c]   = _mm_loadu_ps(a);
         if (has_min(type)) summs[c] += f16(block_header(type, x, b)[1]) * f16(act_header(type, y[c], b)[1]);
     }
@@ -874,13 +838,12 @@ KERNEL void dot_blocks_32(enum mg_type type, int64_t n, float * s, const void * 
         acc[c]   = _mm_setzero_ps();
         summs[c] = 0.0f;
     }
-    const int64_t nb = n / 32;
-    int64_t       b  = 0;
-    for (; b + 4 <= nb; b += 4) add_4_blocks_32(type, x, b, y, nc, acc, summs);
-    for (; b < nb; b++) add_block_32(type, x, b, y, nc, acc, summs);
+    // One chain of FMAs over the blocks, as ggml's repacked gemv adds (the
+    // two types left here, Q4_0 and IQ4_NL, are repacked by llama.cpp's x86
+    // build): every block goes to accumulator 0.
+    for (int64_t b = 0; b < n / 32; b++) add_block_32(type, x, b, y, nc, acc, summs);
     UNROLLED for (int c = 0; c < nc; c++) {
-        const __m128 pairs = _mm_add_ps(acc[c], _mm_movehl_ps(acc[c], acc[c]));   // acc0 + acc2, acc1 + acc3
-        s[c]               = _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+        s[c] = _mm_cvtss_f32(acc[c]);
         if (has_min(type)) s[c] += summs[c];
     }
 }
@@ -1133,25 +1096,15 @@ KERNEL void read_in_order(const char * x, size_t xs, size_t row_bytes) {
 KERNEL void tile_32(enum mg_type type, bool x8, int64_t n, float * s, size_t ss, const void * x, size_t xs,
                     const void * y, size_t ys, int nc) {
     if (nc == 1 && !x8) read_in_order(x, xs, (size_t) (n / 32) * block_bytes(type));   // one token: weights from memory
-    __m256 acc[4][MAX_COLS], summs[MAX_COLS];
+    __m256 acc[MAX_COLS], summs[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
-        UNROLLED for (int k = 0; k < 4; k++) acc[k][c] = _mm256_setzero_ps();
+        acc[c]   = _mm256_setzero_ps();
         summs[c] = _mm256_setzero_ps();
     }
-    const int64_t nb = n / 32;
-    int64_t       b  = 0;
-    for (; b + 4 <= nb; b += 4) {
-        UNROLLED for (int k = 0; k < 4; k++) tile_block_32(type, x8, x, xs, y, ys, nc, b + k, acc[k], summs);
-    }
-    for (; b < nb; b++) {
-        switch (b % 4) {   // a constant index keeps the accumulators in registers
-        case 0: tile_block_32(type, x8, x, xs, y, ys, nc, b, acc[0], summs); break;
-        case 1: tile_block_32(type, x8, x, xs, y, ys, nc, b, acc[1], summs); break;
-        default: tile_block_32(type, x8, x, xs, y, ys, nc, b, acc[2], summs); break;   // b % 4 < 3 here
-        }
-    }
+    // One chain over the blocks per output, as ggml_gemv/gemm_q4_0_8x8_q8_0.
+    for (int64_t b = 0; b < n / 32; b++) tile_block_32(type, x8, x, xs, y, ys, nc, b, acc, summs);
     UNROLLED for (int c = 0; c < nc; c++) {
-        __m256 r8 = _mm256_add_ps(_mm256_add_ps(acc[0][c], acc[2][c]), _mm256_add_ps(acc[1][c], acc[3][c]));
+        __m256 r8 = acc[c];
         if (has_min(type)) r8 = _mm256_add_ps(r8, summs[c]);
         _mm256_storeu_ps(s + (size_t) c * ss, r8);
     }
@@ -1194,10 +1147,74 @@ KERNEL bool one_column_by_rows(enum mg_type type, int64_t n) {
     }
 
 ENTRY_POINTS_32(q4_0_q8_0, MG_TYPE_Q4_0)
-ENTRY_POINTS_32(q4_1_q8_1, MG_TYPE_Q4_1)
-ENTRY_POINTS_32(q5_0_q8_0, MG_TYPE_Q5_0)
-ENTRY_POINTS_32(q5_1_q8_1, MG_TYPE_Q5_1)
-ENTRY_POINTS_32(q8_0_q8_0, MG_TYPE_Q8_0)
+
+// Q8_0 x Q8_0 in ggml's x86 order (ggml_vec_dot_q8_0_q8_0, AVX2 path, and
+// llamafile's tinyBLAS_Q0_AVX for prompts, which adds alike): per block, 8
+// int lanes of 4 products each, turned to float and FMA'd with dW * dA into
+// 8 float lanes; hsum_float_8 at the end. The scalar mg_vec_dot_q8_0_q8_0
+// does the same operations one lane at a time.
+KERNEL void dot_q8_0_lanes(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
+    const struct mg_block_q8_0 * x = vx;
+    __m256 acc[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / MG_QK8_0; b++) {
+        const __m256i qx = load_256(x[b].qs);
+        const __m256i ax = _mm256_sign_epi8(qx, qx);
+        const float   dx = f16(x[b].d);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const struct mg_block_q8_0 * y = column(vy, ys, c);
+            const __m256 q = _mm256_cvtepi32_ps(dot_s8_s8(ax, qx, load_256(y[b].qs)));
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16(y[b].d)), q, acc[c]);
+        }
+    }
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
+}
+ENTRY_POINTS(q8_0_q8_0, dot_q8_0_lanes)
+TILE_BY_ROWS(q8_0_q8_0)
+
+// Q4_1, Q5_0, Q5_1 the same way (ggml_vec_dot_q4_1_q8_1, _q5_0_q8_0,
+// _q5_1_q8_1, AVX2 paths): the codes unpacked to 32 bytes (Q5_0's made
+// signed, q - 16), 8 exact int lanes per block, FMA'd with dW * dA into 8
+// float lanes; Q4_1 and Q5_1 add up mW * sA on the side (fused, as GCC
+// compiles ggml's line) and add it after hsum_float_8. Scalar: vec.c.
+KERNEL void dot_lanes_32(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys,
+                         int nc) {
+    const bool min = has_min(type), sgn = type == MG_TYPE_Q5_0;
+    __m256     acc[MAX_COLS];
+    float      summs[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        acc[c]   = _mm256_setzero_ps();
+        summs[c] = 0.0f;
+    }
+    for (int64_t b = 0; b < n / 32; b++) {
+        __m256i qx = unpack_codes(type, x, b);
+        if (sgn) qx = _mm256_sub_epi8(qx, _mm256_set1_epi8(16));
+        const __m256i           ax = sgn ? _mm256_sign_epi8(qx, qx) : qx;
+        const mg_fp16_t * const hx = block_header(type, x, b);
+        const float             dx = f16(hx[0]);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const void *      y  = column(vy, ys, c);
+            const mg_fp16_t * hy = act_header(type, y, b);
+            const __m256i     qy = load_256(act_codes(type, y, b));
+            const __m256i     li = sgn ? dot_s8_s8(ax, qx, qy) : dot_u8_s8(qx, qy);
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dx * f16(hy[0])), _mm256_cvtepi32_ps(li), acc[c]);
+            if (min) summs[c] = fmaf(f16(hx[1]), f16(hy[1]), summs[c]);
+        }
+    }
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = min ? hsum_float_8(acc[c]) + summs[c] : hsum_float_8(acc[c]);
+}
+
+#define ENTRY_POINTS_LANES(name, type)                                                                 \
+    KERNEL void dot_##name(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) { \
+        dot_lanes_32(type, n, s, x, y, ys, nc);                                                        \
+    }                                                                                                  \
+    ENTRY_POINTS(name, dot_##name)                                                                     \
+    TILE_BY_ROWS(name)
+
+ENTRY_POINTS_LANES(q4_1_q8_1, MG_TYPE_Q4_1)
+ENTRY_POINTS_LANES(q5_0_q8_0, MG_TYPE_Q5_0)
+ENTRY_POINTS_LANES(q5_1_q8_1, MG_TYPE_Q5_1)
+
 ENTRY_POINTS_32(iq4_nl_q8_0, MG_TYPE_IQ4_NL)
 
 // The tile of a repacked Q4_0 matrix (repack.c): always 8 rows, and one
@@ -1677,31 +1694,26 @@ KERNEL __m256i six_bit_codes(__m256i low4, __m256i qh, int shift) {
     return _mm256_or_si256(_mm256_and_si256(low4, _mm256_set1_epi8(0xf)), _mm256_slli_epi16(high2, 4));
 }
 
-// Q6_K (scalar: mg_vec_dot_q6_K_q8_K): in each half of 128 elements, 4 low
-// bits from ql (64 bytes: two registers, low and high nibbles) and 2 high bits
-// from qh (32 bytes, 4 codes per byte) make 4 registers of 32 codes 0..63.
-// (q - 32) . a = q . a - 32 . a, both maddubs with unsigned left operands;
-// each 16-element sub-block has its own signed 8-bit scale. Each dot product
-// is, super-block by super-block,
-//
-//     S   = the sum over the 16 sub-blocks j of sc_j * ((codes - 32) . activations), exact
-//     acc = fma(dW * dA, float(S), acc)
-//
-// and s = acc. (ggml's AVX2 kernel keeps 8 float lanes per dot product; one
-// sum lets a tile put 8 rows in the lanes.) In one row, the 8 int lanes of
-// S are summed per super-block.
+// Q6_K (scalar: mg_vec_dot_q6_K_q8_K), ggml's AVX2 kernel: in each half of
+// 128 elements, 4 low bits from ql (64 bytes: two registers, low and high
+// nibbles) and 2 high bits from qh (32 bytes, 4 codes per byte) make 4
+// registers of 32 codes 0..63; maddubs with the activations, madd with each
+// 16-element sub-block's signed scale: 8 int lanes. The codes' -32 comes off
+// per lane through Q8_K's bsums (madd with the scales, times 32); then, per
+// super-block, acc = fma(dA * dW, float(lanes), acc) in 8 float lanes, and
+// hsum_float_8 at the end.
 KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
     const struct mg_block_q6_K * x = vx;
     const struct mg_block_q8_K * y[MAX_COLS];
-    float                        acc[MAX_COLS];
+    __m256                       acc[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c]   = column(vy, ys, c);
-        acc[c] = 0.0f;
+        acc[c] = _mm256_setzero_ps();
     }
-    const __m256i m32 = _mm256_set1_epi8(32);
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
-        const float   dx     = f16(x[i].d);
-        const __m128i scales = _mm_loadu_si128((const __m128i *) x[i].scales);
+        const float   dx        = f16(x[i].d);
+        const __m128i scales    = _mm_loadu_si128((const __m128i *) x[i].scales);
+        const __m256i scales_16 = _mm256_cvtepi8_epi16(scales);
         __m256i       sumi[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) sumi[c] = _mm256_setzero_si256();
         UNROLLED for (int h = 0; h < 2; h++) {
@@ -1724,17 +1736,20 @@ KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
                 const int8_t * q8 = y[c][i].qs + 128 * h;
                 __m256i        p[4];
                 UNROLLED for (int k = 0; k < 4; k++) {
-                    const __m256i a = load_256(q8 + 32 * k);
-                    p[k] = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], a), _mm256_maddubs_epi16(m32, a));
-                    p[k] = _mm256_madd_epi16(sc[k], p[k]);
+                    p[k] = _mm256_madd_epi16(sc[k], _mm256_maddubs_epi16(q[k], load_256(q8 + 32 * k)));
                 }
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p[0], p[1]));
                 sumi[c] = _mm256_add_epi32(sumi[c], _mm256_add_epi32(p[2], p[3]));
             }
         }
-        UNROLLED for (int c = 0; c < nc; c++) acc[c] = fmaf(dx * y[c][i].d, (float) hsum_i32_8(sumi[c]), acc[c]);
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const __m256i bsums  = load_256(y[c][i].bsums);
+            const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales_16), 5);
+            acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(y[c][i].d * dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[c], offset)),
+                                     acc[c]);
+        }
     }
-    UNROLLED for (int c = 0; c < nc; c++) s[c] = acc[c];
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
 }
 ENTRY_POINTS(q6_K_q8_K, dot_q6_K_q8_K)
 
@@ -1820,18 +1835,8 @@ KERNEL void tile_q6_K(int64_t n, float * s, size_t ss, const void * x, size_t xs
 
 void mg_vec_dot_tile_q6_K_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
                                     const void * y, size_t ys, int nc) {
-    MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);
-    const size_t row_bytes = (size_t) (n / MG_QK_K) * sizeof(struct mg_block_q6_K);
-    if (nr < 8 || (nc == 1 && row_bytes > TILE_ONE_COLUMN_MAX_ROW_BYTES)) {
-        mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q6_K_q8_K_simd, n, s, ss, x, xs, nr, y, ys, nc);
-        return;
-    }
-    switch (nc) {
-    case 1: tile_q6_K(n, s, ss, x, xs, y, ys, 1); break;
-    case 2: tile_q6_K(n, s, ss, x, xs, y, ys, 2); break;
-    case 3: tile_q6_K(n, s, ss, x, xs, y, ys, 3); break;
-    default: tile_q6_K(n, s, ss, x, xs, y, ys, 4); break;
-    }
+    // ggml's lanes keep 8 floats per dot product: no room for 8 rows in a register.
+    mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q6_K_q8_K_simd, n, s, ss, x, xs, nr, y, ys, nc);
 }
 
 #endif // MG_SIMD

@@ -41,3 +41,5 @@ void mg_vec_dot_f32      (int64_t n, float * s, const void * x, const void * y);
 void mg_vec_dot_f16      (int64_t n, float * s, const void * x, const void * y);
 void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * x, const void * y);
 void mg_vec_dot_q8_0_q8_0(int64_t n, float * s, const void * x, const void * y);
+// The 8 float lanes of an x86 dot product summed as ggml's hsum_float_8: halves, then pairs.
+float mg_hsum_lanes_8(const float lanes[8]);

@@ -358,7 +358,11 @@ static void rope_angles(float pos, int n_rot, float freq_base, float freq_scale,
     }
 }
 
-// Rotate each pair (x0, x1) by its angle: (x0 cos - x1 sin, x0 sin + x1 cos).
+// Rotate each pair (x0, x1) by its angle: (x0 cos - x1 sin, x0 sin + x1 cos),
+// each with one rounding less than written: llama.cpp's build lets GCC fuse
+// x0 cos with the subtraction and x0 sin with the addition (its default
+// -ffp-contract=fast; ours is off, so the fusions are spelled out with fmaf).
+// Unfused, 1 in 5 outputs is 1 ulp away, enough to flip a later rounding.
 // NEOX pairs element i with i + n_rot/2; NORMAL pairs 2i with 2i+1.
 static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * a          = dst->src[0];
@@ -388,8 +392,9 @@ static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * 
             const int64_t j1 = mode == MG_ROPE_NEOX ? i + half : 2 * i + 1;
             const float   x0 = get_f32(ra, a, j0);
             const float   x1 = get_f32(ra, a, j1);
-            set_f32(rd, dst, j0, x0 * cos_t[i] - x1 * sin_t[i]);
-            set_f32(rd, dst, j1, x0 * sin_t[i] + x1 * cos_t[i]);
+            // As ggml's rotate_pairs compiles (GCC contracts it to fused multiply-adds).
+            set_f32(rd, dst, j0, fmaf(x0, cos_t[i], -(x1 * sin_t[i])));
+            set_f32(rd, dst, j1, fmaf(x0, sin_t[i], x1 * cos_t[i]));
         }
         for (int64_t i0 = n_rot; i0 < a->ne[0]; i0++) set_f32(rd, dst, i0, get_f32(ra, a, i0));
     }

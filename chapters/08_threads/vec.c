@@ -8,6 +8,8 @@
 // a learner can compare line by line and so that results agree to the bit.
 #include "vec.h"
 
+#include <math.h>
+
 // ---------------------------------------------------------------------------
 // Float rows
 // ---------------------------------------------------------------------------
@@ -38,7 +40,11 @@ void mg_vec_dot_f16(int64_t n, float * s, const void * vx, const void * vy) {
 // code), exact in int; then one or two float multiplies by the F16 scales.
 // ---------------------------------------------------------------------------
 
-// ggml_vec_dot_q4_0_q8_0_generic: acc += (S * dW) * dA.
+// Q4_0 x Q8_0 as llama.cpp's x86 build computes it: its CPU backend repacks
+// Q4_0 weights in groups of 8 rows and multiplies them with
+// ggml_gemv/gemm_q4_0_8x8_q8_0 (arch/x86/repack.cpp), which per block scale
+// the exact sum S once, acc = fma(S, dW * dA, acc), one chain over the blocks.
+// (ggml's generic C adds (S * dW) * dA unfused: 1 ulp away at times.)
 void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
     const struct mg_block_q4_0 * x    = vx;
     const struct mg_block_q8_0 * y    = vy;
@@ -49,22 +55,38 @@ void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy
             sumi += ((x[b].qs[j] & 0xf) - 8) * y[b].qs[j];
             sumi += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + MG_QK4_0 / 2];
         }
-        sumf += sumi * mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d);
+        sumf = fmaf(mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d), (float) sumi, sumf);
     }
     *s = sumf;
 }
 
-// ggml_vec_dot_q8_0_q8_0_generic: acc += S * (dW * dA).
+// ggml_vec_dot_q8_0_q8_0 as ggml's x86 build computes it (AVX2 path of
+// arch/x86/quants.c; llamafile's tinyBLAS_Q0_AVX adds in the same order, so
+// llama.cpp's prompt and decode steps agree): each block's 32 products go
+// into 8 lanes of 4 (exact ints), each lane turned to float and added to a
+// float lane with one fused multiply-add by dW * dA; the 8 float lanes are
+// summed at the end as hsum_float_8 does: halves, then pairs.
+// (ggml's generic C, acc += S * (dW * dA) with one S per block, rounds
+// differently: 2e-6 on these logits, enough to flip a later rounding.)
+float mg_hsum_lanes_8(const float lanes[8]) {
+    const float r0 = lanes[4] + lanes[0], r1 = lanes[5] + lanes[1];
+    const float r2 = lanes[6] + lanes[2], r3 = lanes[7] + lanes[3];
+    return (r0 + r2) + (r1 + r3);
+}
+
 void mg_vec_dot_q8_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
-    const struct mg_block_q8_0 * x    = vx;
-    const struct mg_block_q8_0 * y    = vy;
-    float                        sumf = 0;
+    const struct mg_block_q8_0 * x        = vx;
+    const struct mg_block_q8_0 * y        = vy;
+    float                        lanes[8] = {0};
     for (int64_t b = 0; b < n / MG_QK8_0; b++) {
-        int sumi = 0;
-        for (int j = 0; j < MG_QK8_0; j++) sumi += x[b].qs[j] * y[b].qs[j];
-        sumf += sumi * (mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d));
+        const float d = mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d);
+        for (int l = 0; l < 8; l++) {
+            int sumi = 0;
+            for (int j = 4 * l; j < 4 * l + 4; j++) sumi += x[b].qs[j] * y[b].qs[j];
+            lanes[l] = fmaf(d, (float) sumi, lanes[l]);
+        }
     }
-    *s = sumf;
+    *s = mg_hsum_lanes_8(lanes);
 }
 
 // ---------------------------------------------------------------------------

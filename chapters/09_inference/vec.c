@@ -8,6 +8,8 @@
 // a learner can compare line by line and so that results agree to the bit.
 #include "vec.h"
 
+#include <math.h>
+
 // ---------------------------------------------------------------------------
 // Float rows
 // ---------------------------------------------------------------------------
@@ -47,7 +49,11 @@ void mg_vec_dot_bf16(int64_t n, float * s, const void * vx, const void * vy) {
 // code), exact in int; then one or two float multiplies by the F16 scales.
 // ---------------------------------------------------------------------------
 
-// ggml_vec_dot_q4_0_q8_0_generic: acc += (S * dW) * dA.
+// Q4_0 x Q8_0 as llama.cpp's x86 build computes it: its CPU backend repacks
+// Q4_0 weights in groups of 8 rows and multiplies them with
+// ggml_gemv/gemm_q4_0_8x8_q8_0 (arch/x86/repack.cpp), which per block scale
+// the exact sum S once, acc = fma(S, dW * dA, acc), one chain over the blocks.
+// (ggml's generic C adds (S * dW) * dA unfused: 1 ulp away at times.)
 void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
     const struct mg_block_q4_0 * x    = vx;
     const struct mg_block_q8_0 * y    = vy;
@@ -58,22 +64,38 @@ void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy
             sumi += ((x[b].qs[j] & 0xf) - 8) * y[b].qs[j];
             sumi += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + MG_QK4_0 / 2];
         }
-        sumf += sumi * mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d);
+        sumf = fmaf(mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d), (float) sumi, sumf);
     }
     *s = sumf;
 }
 
-// ggml_vec_dot_q8_0_q8_0_generic: acc += S * (dW * dA).
+// ggml_vec_dot_q8_0_q8_0 as ggml's x86 build computes it (AVX2 path of
+// arch/x86/quants.c; llamafile's tinyBLAS_Q0_AVX adds in the same order, so
+// llama.cpp's prompt and decode steps agree): each block's 32 products go
+// into 8 lanes of 4 (exact ints), each lane turned to float and added to a
+// float lane with one fused multiply-add by dW * dA; the 8 float lanes are
+// summed at the end as hsum_float_8 does: halves, then pairs.
+// (ggml's generic C, acc += S * (dW * dA) with one S per block, rounds
+// differently: 2e-6 on these logits, enough to flip a later rounding.)
+float mg_hsum_lanes_8(const float lanes[8]) {
+    const float r0 = lanes[4] + lanes[0], r1 = lanes[5] + lanes[1];
+    const float r2 = lanes[6] + lanes[2], r3 = lanes[7] + lanes[3];
+    return (r0 + r2) + (r1 + r3);
+}
+
 void mg_vec_dot_q8_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
-    const struct mg_block_q8_0 * x    = vx;
-    const struct mg_block_q8_0 * y    = vy;
-    float                        sumf = 0;
+    const struct mg_block_q8_0 * x        = vx;
+    const struct mg_block_q8_0 * y        = vy;
+    float                        lanes[8] = {0};
     for (int64_t b = 0; b < n / MG_QK8_0; b++) {
-        int sumi = 0;
-        for (int j = 0; j < MG_QK8_0; j++) sumi += x[b].qs[j] * y[b].qs[j];
-        sumf += sumi * (mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d));
+        const float d = mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d);
+        for (int l = 0; l < 8; l++) {
+            int sumi = 0;
+            for (int j = 4 * l; j < 4 * l + 4; j++) sumi += x[b].qs[j] * y[b].qs[j];
+            lanes[l] = fmaf(d, (float) sumi, lanes[l]);
+        }
     }
-    *s = sumf;
+    *s = mg_hsum_lanes_8(lanes);
 }
 
 // ---------------------------------------------------------------------------
@@ -122,33 +144,41 @@ void mg_vec_dot_q4_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     *s = sum_lanes(sumf, lanes);
 }
 
-// ggml_vec_dot_q6_K_q8_K_generic.
+// ggml_vec_dot_q6_K_q8_K as ggml's x86 build computes it (AVX2 path): in
+// each 32-element chunk, int lane l takes elements 4l..4l+3 times their
+// sub-block scale, codes 0..63 (unsigned); the -32 of every code comes off
+// afterwards through the activations' 16-element sums, lane l taking that of
+// sub-blocks 2l and 2l+1: lane_l -= 32 * (bsums[2l] sc[2l] + bsums[2l+1] sc[2l+1]).
+// Per super-block each lane is fused into a float lane with dA * dW; the 8
+// float lanes are summed at the end (hsum_float_8). All of it is exact but
+// the float steps, which are ggml's.
 void mg_vec_dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
     const struct mg_block_q6_K * x        = vx;
     const struct mg_block_q8_K * y        = vy;
     float                        lanes[8] = {0};
     for (int64_t i = 0; i < n / MG_QK_K; i++) {
         int32_t isum[8] = {0};
-        for (int h = 0; h < 2; h++) {   // each half of 128 elements
+        for (int h = 0; h < 2; h++) {   // each half of 128 elements: 4 chunks of 32
             const uint8_t * ql = x[i].ql + 64 * h;
             const uint8_t * qh = x[i].qh + 32 * h;
-            const int8_t *  sc = x[i].scales + 8 * h;
-            const int8_t *  q8 = y[i].qs + 128 * h;
             for (int l = 0; l < 32; l++) {
-                const int is = l / 16;
-                const int q0 = ((ql[l] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32;
-                const int q1 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
-                const int q2 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-                const int q3 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-                isum[l % 8] += sc[is + 0] * (q0 * q8[l]);
-                isum[l % 8] += sc[is + 2] * (q1 * q8[l + 32]);
-                isum[l % 8] += sc[is + 4] * (q2 * q8[l + 64]);
-                isum[l % 8] += sc[is + 6] * (q3 * q8[l + 96]);
+                const int q[4] = {
+                    (ql[l] & 0xf) | (((qh[l] >> 0) & 3) << 4), (ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4),
+                    (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4), (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4),
+                };
+                for (int k = 0; k < 4; k++) {   // element 128h + 32k + l, sub-block 8h + 2k + l/16
+                    const int e = 128 * h + 32 * k + l;
+                    isum[l / 4] += x[i].scales[e / 16] * (q[k] * y[i].qs[e]);
+                }
             }
         }
-        add_lanes(lanes, mg_fp16_to_fp32(x[i].d) * y[i].d, isum);
+        for (int l = 0; l < 8; l++) {
+            isum[l] -= 32 * (y[i].bsums[2 * l] * x[i].scales[2 * l] + y[i].bsums[2 * l + 1] * x[i].scales[2 * l + 1]);
+        }
+        const float d = y[i].d * mg_fp16_to_fp32(x[i].d);
+        for (int l = 0; l < 8; l++) lanes[l] = fmaf(d, (float) isum[l], lanes[l]);
     }
-    *s = sum_lanes(0.0f, lanes);
+    *s = mg_hsum_lanes_8(lanes);
 }
 
 // ---------------------------------------------------------------------------

@@ -445,11 +445,15 @@ int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const ch
 // mg_session_new, with llama.cpp's warning when -c goes beyond the context
 // the model was trained with (llama_context: "possible training context overflow").
 struct mg_session * cli_session_new(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e) {
-    if (e->n_ctx > m->hp.n_ctx_train) {
+    return cli_session_new_params(cmd, m, cli_session_params(e));
+}
+
+struct mg_session * cli_session_new_params(const char * cmd, struct mg_model * m, struct mg_session_params p) {
+    if (p.n_ctx > m->hp.n_ctx_train) {
         fprintf(stderr, "mg %s: warning: -c %d is larger than the context the model was trained with (%d): "
-                        "possible training context overflow\n", cmd, e->n_ctx, m->hp.n_ctx_train);
+                        "possible training context overflow\n", cmd, p.n_ctx, m->hp.n_ctx_train);
     }
-    struct mg_session * s = mg_session_new(m, cli_session_params(e));
+    struct mg_session * s = mg_session_new(m, p);
     if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
     return s;
 }

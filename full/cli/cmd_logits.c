@@ -1,6 +1,7 @@
 //@file full
 // cmd_logits.c - mg logits: the numbers another engine can be compared with.
 #include "cli.h"
+#include "npy.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -15,14 +16,18 @@ static const char * usage =
     "Evaluates the prompt as one batch at positions 0..n-1 and writes the logits of its last position\n"
     "(or of every position with --all, position 0 first) as little-endian float32, n_vocab per row:\n"
     "the format of the test fixtures' *.logits.bin. Prints the top K of the last position.\n"
-    "The prompt is tokenized without special-token parsing and without BOS/EOS, like the fixtures;\n"
-    "--special parses special tokens.";
+    "The prompt is tokenized as llama-simple does: special tokens written in it (<|im_start|>, ...) are\n"
+    "parsed unless --no-special, and BOS is added where the vocabulary asks for it unless --no-bos.\n"
+    "-b 1 evaluates it token by token instead (each token one graph, as llama.cpp with n_ubatch 1).\n"
+    "--dump-tensors DIR writes every named intermediate of the graph of the prompt's last batch\n"
+    "(attn_norm-0, Qcur-0, kq-0, ffn_out-0, ...) as DIR/<name>.npy, float32, in graph order in\n"
+    "DIR/order.txt (tools/npy_diff compares two such folders; numpy.load opens the files).";
 
 int cmd_logits(int argc, char ** argv) {
     const char * cmd = "logits";
     struct cli_engine_opts e = cli_engine_defaults();
-    const char * prompt = NULL, * prompt_file = NULL, * out_path = NULL, * normalize = NULL;
-    bool all = false, special = false;
+    const char * prompt = NULL, * prompt_file = NULL, * out_path = NULL, * normalize = NULL, * dump_dir = NULL;
+    bool all = false, no_special = false, no_bos = false;
     int  top = 10;
     struct cli_option opts[24];
     int n_opts = 0;
@@ -31,7 +36,12 @@ int cmd_logits(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {"-o", "--output", CLI_STRING, &out_path, "write the logits here"};
     opts[n_opts++] = (struct cli_option) {NULL, "--all", CLI_FLAG, &all, "every position's logits, not only the last"};
     opts[n_opts++] = (struct cli_option) {NULL, "--top", CLI_INT, &top, "how many top logits to print (default 10)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--special", CLI_FLAG, &special, "parse special tokens in the prompt"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
+                                          "do not parse special tokens in the prompt (default: parse them)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-bos", CLI_FLAG, &no_bos,
+                                          "do not add BOS even if the vocabulary asks for it"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_STRING, &dump_dir,
+                                          "write the last batch's intermediate tensors as .npy files here"};
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     const char * positional[1];
@@ -55,16 +65,39 @@ int cmd_logits(int argc, char ** argv) {
     struct mg_session * s      = NULL;
     int32_t *           tokens = NULL;
     float *             copy   = NULL;
+    struct mg_npy_dumper dumper = {0};
     struct mg_model *   m      = cli_load_model(cmd, e.model, NULL);
     if (m == NULL) goto done;
-    s = cli_session_new(cmd, m, &e);
+    struct mg_session_params sp = cli_session_params(&e);
+    if (dump_dir != NULL) {
+        if (!mg_npy_dumper_open(&dumper, dump_dir)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            goto done;
+        }
+        sp.cb_eval           = mg_npy_dump_node;
+        sp.cb_eval_user_data = &dumper;
+    }
+    s = cli_session_new_params(cmd, m, sp);
     if (s == NULL) goto done;
     int32_t n = 0;
-    tokens = cli_tokenize(cmd, m->vocab, text, len, false, special, &n);
+    tokens = cli_tokenize(cmd, m->vocab, text, len, !no_bos, !no_special, &n);
     if (tokens == NULL) goto done;
-    if (n == 0 || !mg_decode(s, tokens, n, all)) {
-        fprintf(stderr, "mg %s: %s\n", cmd, n == 0 ? "the prompt is empty" : mg_last_error());
+    // With a dump and several batches, the batches before the last are not dumped.
+    const int n_last  = all || n <= 0 ? n : (n - 1) % sp.n_batch + 1;
+    dumper.active = false;
+    bool decoded  = n > 0 && (n_last == n || mg_decode(s, tokens, n - n_last, false));
+    dumper.active = true;
+    decoded       = decoded && mg_decode(s, tokens + n - n_last, n_last, all);
+    if (!decoded) {
+        fprintf(stderr, "mg %s: %s\n", cmd, n <= 0 ? "the prompt is empty" : mg_last_error());
         goto done;
+    }
+    if (dump_dir != NULL) {
+        printf("dumped %d tensors to %s (order.txt lists them)\n", dumper.n_written, dump_dir);
+        if (dumper.n_failed > 0) {
+            fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, mg_last_error());
+            goto done;
+        }
     }
     const int     n_vocab = m->hp.n_vocab;
     const float * logits  = mg_get_logits(s);
@@ -95,6 +128,7 @@ int cmd_logits(int argc, char ** argv) {
     status = 0;
 
 done:
+    mg_npy_dumper_close(&dumper);
     free(copy);
     free(tokens);
     free(text);

@@ -2,6 +2,7 @@
 // cmd_run.c - mg run: a prompt in, its continuation streamed out (llama-completion).
 #include "cli.h"
 #include "memmap.h"
+#include "npy.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -13,17 +14,20 @@ static const char * usage =
     "usage: mg run -m MODEL.gguf -p PROMPT [options]\n"
     "\n"
     "Completes the prompt, printing tokens as they come, and ends with a timing summary on stderr.\n"
-    "Special tokens written in the prompt (<|im_start|>, ...) are recognised. Generation stops at an\n"
+    "As llama-completion: special tokens written in the prompt (<|im_start|>, ...) are recognised unless\n"
+    "--no-special, and BOS is added where the vocabulary asks for it. Generation stops at an\n"
     "end-of-generation token, after -n tokens, or when the context is full (a prompt that does not\n"
-    "fit is an error).";
+    "fit is an error). --dump-tensors DIR writes the prompt graph's intermediate tensors as .npy files\n"
+    "(see mg logits --help).";
 
 int cmd_run(int argc, char ** argv) {
     const char * cmd = "run";
     struct cli_engine_opts   e   = cli_engine_defaults();
     struct cli_sampling_opts smp = cli_sampling_defaults();
-    const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL, * trace_json = NULL, * memory_map = NULL;
+    const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL, * trace_json = NULL, * memory_map = NULL,
+               * dump_dir = NULL;
     int  n_predict = 128;
-    bool ignore_eos = false, no_display_prompt = false;
+    bool ignore_eos = false, no_display_prompt = false, no_special = false;
 
     struct cli_option opts[32];
     int n_opts = 0;
@@ -40,6 +44,10 @@ int cmd_run(int argc, char ** argv) {
                                           "write every thread's time per node as a Chrome trace (Perfetto)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_STRING, &memory_map,
                                           "draw the run's memory regions and the pointers between them (SVG)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
+                                          "do not parse special tokens in the prompt (default: parse them)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_STRING, &dump_dir,
+                                          "write the prompt's intermediate tensors as .npy files here"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     n_opts += cli_sampling_options(&smp, opts + n_opts);
     const char * positional[1];
@@ -70,10 +78,20 @@ int cmd_run(int argc, char ** argv) {
     struct mg_sampler * sampler = NULL;
     int32_t *           tokens  = NULL;
     struct mg_timeline * timeline = NULL;
+    struct mg_npy_dumper dumper   = {0};
     double              load_ms;
     struct mg_model *   m = cli_load_model(cmd, e.model, &load_ms);
     if (m == NULL) goto done;
-    s = cli_session_new(cmd, m, &e);
+    struct mg_session_params sp = cli_session_params(&e);
+    if (dump_dir != NULL) {
+        if (!mg_npy_dumper_open(&dumper, dump_dir)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            goto done;
+        }
+        sp.cb_eval           = mg_npy_dump_node;
+        sp.cb_eval_user_data = &dumper;
+    }
+    s = cli_session_new_params(cmd, m, sp);
     if (s == NULL) goto done;
 
     if (trace_json != NULL) {
@@ -81,10 +99,11 @@ int cmd_run(int argc, char ** argv) {
         mg_session_set_timeline(s, timeline);
     }
 
-    // Tokenize as llama-completion does: special tokens parsed, BOS added if the vocabulary asks.
+    // Tokenize as llama-completion does: special tokens parsed (unless --no-special), BOS added if the
+    // vocabulary asks.
     const int n_ctx = mg_session_n_ctx(s);
     int32_t   n_prompt = 0;
-    tokens = cli_tokenize(cmd, m->vocab, text, text_len, true, true, &n_prompt);
+    tokens = cli_tokenize(cmd, m->vocab, text, text_len, true, !no_special, &n_prompt);
     if (tokens == NULL) goto done;
     if (n_prompt == 0) {
         fprintf(stderr, "mg %s: the prompt is empty\n", cmd);
@@ -109,6 +128,11 @@ int cmd_run(int argc, char ** argv) {
         goto done;
     }
     const double prompt_ms = cli_now_ms() - t0;
+    dumper.active          = false;   // the prompt only
+    if (dumper.n_failed > 0) {
+        fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, mg_last_error());
+        goto done;
+    }
     mg_session_dump_dot(s, "prompt");
     mg_session_dump_svg(s, "prompt-alloc");
 
@@ -161,6 +185,7 @@ int cmd_run(int argc, char ** argv) {
     }
 
 done:
+    mg_npy_dumper_close(&dumper);
     mg_sampler_free(sampler);
     mg_session_free(s);
     mg_timeline_free(timeline);   // after the session: its pool records into it

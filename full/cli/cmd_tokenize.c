@@ -8,23 +8,25 @@
 #include <stdlib.h>
 
 static const char * usage =
-    "usage: mg tokenize -m MODEL.gguf (-p TEXT | -f FILE) [--json] [--pieces] [--special] [--add-special]\n"
+    "usage: mg tokenize -m MODEL.gguf (-p TEXT | -f FILE) [--json] [--pieces] [--no-special] [--no-bos]\n"
     "\n"
     "Prints one token id per line (with --pieces, also its text), or a JSON array with --json.\n"
+    "As llama-tokenize: special tokens in the text are parsed unless --no-special, and BOS is added\n"
+    "where the vocabulary asks for it unless --no-bos.\n"
     "Only the vocabulary is read, so this works for any GGUF with a gpt2-style tokenizer.";
 
 int cmd_tokenize(int argc, char ** argv) {
     const char * cmd = "tokenize";
     const char * model = NULL, * prompt = NULL, * prompt_file = NULL, * normalize = NULL;
-    bool json = false, pieces = false, special = false, add_special = false;
+    bool json = false, pieces = false, no_special = false, no_bos = false;
     const struct cli_option opts[] = {
         {"-m", "--model", CLI_STRING, &model, "GGUF file whose vocabulary to use"},
         {"-p", "--prompt", CLI_STRING, &prompt, "the text"},
         {"-f", "--file", CLI_STRING, &prompt_file, "read the text from a file"},
         {NULL, "--json", CLI_FLAG, &json, "print a JSON array of ids"},
         {NULL, "--pieces", CLI_FLAG, &pieces, "print each token's text next to its id"},
-        {NULL, "--special", CLI_FLAG, &special, "recognise special tokens (<|im_start|>, ...) in the text"},
-        {NULL, "--add-special", CLI_FLAG, &add_special, "add BOS/EOS where the vocabulary asks for them"},
+        {NULL, "--no-special", CLI_FLAG, &no_special, "do not recognise special tokens (<|im_start|>, ...) in the text"},
+        {NULL, "--no-bos", CLI_FLAG, &no_bos, "do not add BOS even if the vocabulary asks for it"},
         {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"},
     };
     const char * positional[1];
@@ -52,7 +54,7 @@ int cmd_tokenize(int argc, char ** argv) {
         return 1;
     }
     int32_t   n   = 0;
-    int32_t * ids = cli_tokenize(cmd, vocab, text, len, add_special, special, &n);
+    int32_t * ids = cli_tokenize(cmd, vocab, text, len, !no_bos, !no_special, &n);
     if (ids == NULL) {
         free(text);
         mg_vocab_free(vocab);

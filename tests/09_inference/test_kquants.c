@@ -446,13 +446,25 @@ START_TEST(test_vec_dot_q6_K_order) {
         const float  got = prepare_dot(MG_TYPE_Q6_K, n, 170 + (uint64_t) k, k % 4 != 0, &exact, &mag);
         const struct mg_block_q6_K * w = (const void *) dot.wq;
         const struct mg_block_q8_K * a = (const void *) dot.aq;
-        float lanes[8] = {0}, acc = 0;
+        // ggml's x86 (AVX2) order: lane l takes elements 4l..4l+3 of every 32
+        // with their unsigned codes, minus 32 * (bsums sc) of sub-blocks 2l, 2l+1;
+        // each lane fused with dA * dW per super-block; hsum_float_8 at the end.
+        float lanes[8] = {0};
         for (int i = 0; i < n / 256; i++) {
             int isum[8] = {0};
-            for (int e = 0; e < 256; e++) isum[e % 8] += w[i].scales[e / 16] * q6_K_elem(&w[i], e).q * a[i].qs[e];
-            for (int l = 0; l < 8; l++) lanes[l] += (mg_fp16_to_fp32(w[i].d) * a[i].d) * (float) isum[l];
+            for (int e = 0; e < 256; e++) {
+                isum[e % 32 / 4] += w[i].scales[e / 16] * (q6_K_elem(&w[i], e).q + 32) * a[i].qs[e];
+            }
+            for (int l = 0; l < 8; l++) {
+                int bsum[2] = {0, 0};   // Q8_K's bsums, recomputed from the codes
+                for (int e = 0; e < 32; e++) bsum[e / 16] += a[i].qs[32 * l + e];
+                ck_assert_int_eq(bsum[0], a[i].bsums[2 * l]);
+                ck_assert_int_eq(bsum[1], a[i].bsums[2 * l + 1]);
+                isum[l] -= 32 * (bsum[0] * w[i].scales[2 * l] + bsum[1] * w[i].scales[2 * l + 1]);
+                lanes[l] = fmaf(a[i].d * mg_fp16_to_fp32(w[i].d), (float) isum[l], lanes[l]);
+            }
         }
-        for (int l = 0; l < 8; l++) acc += lanes[l];
+        const float acc = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
         ck_assert_float_eq(got, acc);
     }
 }

@@ -368,6 +368,40 @@ START_TEST(test_tokenize_fox) {
 }
 END_TEST
 
+// llama.cpp's tools parse special tokens written in a prompt by default
+// (llama-tokenize, llama-simple, llama-completion): so do mg tokenize and
+// mg logits, and --no-special turns it off. In the fixtures' vocabulary
+// <|im_start|> is id 1 and <|im_end|> id 2 (fixtures/README.md).
+START_TEST(test_special_tokens_default) {
+    const char * model = fixture("models/tiny-q8_0.gguf");
+    const char * chat  = "<|im_start|>user\nhi<|im_end|>";
+    struct run r = mg("tokenize -m '%s' -p '%s'", model, chat);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strncmp(r.out, "1\n", 2) == 0, "the prompt does not start with <|im_start|> (1):\n%s", r.out);
+    ck_assert_msg(strstr(r.out, "\n2\n") != NULL, "no <|im_end|> (2) in:\n%s", r.out);
+    const int n_parsed = count_lines(r.out);
+    run_free(&r);
+
+    r = mg("tokenize -m '%s' -p '%s' --no-special", model, chat);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strncmp(r.out, "1\n", 2) != 0 && strstr(r.out, "\n2\n") == NULL && strstr(r.out, "\n1\n") == NULL,
+                  "--no-special still gives the special ids:\n%s", r.out);
+    ck_assert_int_gt(count_lines(r.out), n_parsed);   // "<|im_start|>" as text is several tokens
+    run_free(&r);
+
+    r = mg("logits -m '%s' -p '%s' -t 1 --top 1", model, chat);
+    ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
+    char want[32];
+    snprintf(want, sizeof(want), "tokens (%d): 1 ", n_parsed);
+    ck_assert_msg(strstr(r.out, want) != NULL, "mg logits did not parse the special tokens:\n%.500s", r.out);
+    run_free(&r);
+    r = mg("logits -m '%s' -p '%s' -t 1 --top 1 --no-special", model, chat);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strstr(r.out, "tokens (") != NULL && strstr(r.out, want) == NULL, "%.500s", r.out);
+    run_free(&r);
+}
+END_TEST
+
 // mg logits writes what mg_decode computes (the same settings in this
 // process give the same bits) and what the reference computed (within the
 // README's tolerance).
@@ -1015,6 +1049,7 @@ Suite * mg_test_suite(void) {
     tcase_add_checked_fixture(fixtures, setup, teardown);
     tcase_add_test(fixtures, test_info_fixtures);
     tcase_add_test(fixtures, test_tokenize_fox);
+    tcase_add_test(fixtures, test_special_tokens_default);
     tcase_add_loop_test(fixtures, test_logits_file, 0, N_MODELS);
     tcase_add_test(fixtures, test_logits_all);
     tcase_add_loop_test(fixtures, test_run_greedy_matches_golden, 0, N_MODELS);

@@ -79,8 +79,9 @@ START_TEST(test_rope_pairs_matches_scalar_and_works_in_place) {
         fill(s, n, &rng, -1.0f, 1.0f);
         mg_rope_pairs(n, y, y + n, x, x + n, c, s);
         for (int i = 0; i < n; i++) {
-            const float want0 = x[i] * c[i] - x[n + i] * s[i];
-            const float want1 = x[i] * s[i] + x[n + i] * c[i];
+            // Fused as llama.cpp's build fuses ggml's rotate_pairs (compute.c, forward_rope).
+            const float want0 = fmaf(x[i], c[i], -(x[n + i] * s[i]));
+            const float want1 = fmaf(x[i], s[i], x[n + i] * c[i]);
             ck_assert(same_bits(y[i], want0));
             ck_assert(same_bits(y[n + i], want1));
         }

@@ -778,6 +778,11 @@ START_TEST(test_vec_dot_accuracy) {
 }
 END_TEST
 
+// The 8 lanes of ggml's x86 dot products summed as hsum_float_8 does.
+static float lanes_sum(const float l[8]) {
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
 // FACTS 2.6, to the bit. Mostly one to three blocks of aligned data (where one
 // rounding in one block's term is not lost in the rounding of a large sum),
 // every fourth a long Gaussian row.
@@ -787,45 +792,57 @@ START_TEST(test_vec_dot_order_32_blocks) {
         const int64_t n       = rep % 4 == 0 ? DOT_N : 32 * (rep % 4);
         const bool    aligned = rep % 4 != 0;
 
-        // Q4_1 x Q8_1: acc += (dW * dA) * S + mW * sA.
+        // Q4_1 x Q8_1, ggml's x86 order: 8 lanes of 4 products per block,
+        // lane += (dW * dA) * S_lane fused; summs += mW * sA fused; then
+        // ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)) + summs.
         float got = prepare_dot(MG_TYPE_Q4_1, n, 500 + (uint64_t) rep, aligned, &exact, &mag);
-        float acc = 0;
+        float lane[8] = {0}, summs = 0;
         for (int b = 0; b < n / 32; b++) {
             const struct mg_block_q4_1 * w = (const struct mg_block_q4_1 *) dot.wq + b;
             const struct mg_block_q8_1 * a = (const struct mg_block_q8_1 *) dot.aq + b;
-            int                          S = 0;
-            for (int j = 0; j < 32; j++) S += q4_1_elem(dot.wq, 32 * b + j).q * a->qs[j];
-            acc += (mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d)) * (float) S +
-                   mg_fp16_to_fp32(w->m) * mg_fp16_to_fp32(a->s);
+            for (int l = 0; l < 8; l++) {
+                int S = 0;
+                for (int j = 4 * l; j < 4 * l + 4; j++) S += q4_1_elem(dot.wq, 32 * b + j).q * a->qs[j];
+                lane[l] = fmaf(mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d), (float) S, lane[l]);
+            }
+            summs = fmaf(mg_fp16_to_fp32(w->m), mg_fp16_to_fp32(a->s), summs);
         }
+        float acc = lanes_sum(lane) + summs;
         ck_assert_float_eq(got, acc);
 
         // Q5_1 x Q8_1: the same.
         got = prepare_dot(MG_TYPE_Q5_1, n, 510 + (uint64_t) rep, aligned, &exact, &mag);
-        acc = 0;
+        memset(lane, 0, sizeof(lane));
+        summs = 0;
         for (int b = 0; b < n / 32; b++) {
             const struct mg_block_q5_1 * w = (const struct mg_block_q5_1 *) dot.wq + b;
             const struct mg_block_q8_1 * a = (const struct mg_block_q8_1 *) dot.aq + b;
-            int                          S = 0;
-            for (int j = 0; j < 32; j++) S += q5_1_elem(dot.wq, 32 * b + j).q * a->qs[j];
-            acc += (mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d)) * (float) S +
-                   mg_fp16_to_fp32(w->m) * mg_fp16_to_fp32(a->s);
+            for (int l = 0; l < 8; l++) {
+                int S = 0;
+                for (int j = 4 * l; j < 4 * l + 4; j++) S += q5_1_elem(dot.wq, 32 * b + j).q * a->qs[j];
+                lane[l] = fmaf(mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d), (float) S, lane[l]);
+            }
+            summs = fmaf(mg_fp16_to_fp32(w->m), mg_fp16_to_fp32(a->s), summs);
         }
+        acc = lanes_sum(lane) + summs;
         ck_assert_float_eq(got, acc);
 
-        // Q5_0 x Q8_0: acc += (dW * dA) * S.
+        // Q5_0 x Q8_0: the lanes of Q4_1, signed codes, no mins.
         got = prepare_dot(MG_TYPE_Q5_0, n, 520 + (uint64_t) rep, aligned, &exact, &mag);
-        acc = 0;
+        memset(lane, 0, sizeof(lane));
         for (int b = 0; b < n / 32; b++) {
             const struct mg_block_q5_0 * w = (const struct mg_block_q5_0 *) dot.wq + b;
             const struct mg_block_q8_0 * a = (const struct mg_block_q8_0 *) dot.aq + b;
-            int                          S = 0;
-            for (int j = 0; j < 32; j++) S += q5_0_elem(dot.wq, 32 * b + j).q * a->qs[j];
-            acc += (mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d)) * (float) S;
+            for (int l = 0; l < 8; l++) {
+                int S = 0;
+                for (int j = 4 * l; j < 4 * l + 4; j++) S += q5_0_elem(dot.wq, 32 * b + j).q * a->qs[j];
+                lane[l] = fmaf(mg_fp16_to_fp32(w->d) * mg_fp16_to_fp32(a->d), (float) S, lane[l]);
+            }
         }
+        acc = lanes_sum(lane);
         ck_assert_float_eq(got, acc);
 
-        // IQ4_NL x Q8_0: acc += (dA * dW) * S, S over table values.
+        // IQ4_NL x Q8_0, as llama.cpp's repacked gemv: acc = fma(dA * dW, S, acc), S over table values.
         got = prepare_dot(MG_TYPE_IQ4_NL, n, 530 + (uint64_t) rep, aligned, &exact, &mag);
         acc = 0;
         for (int b = 0; b < n / 32; b++) {
@@ -833,7 +850,7 @@ START_TEST(test_vec_dot_order_32_blocks) {
             const struct mg_block_q8_0 *   a = (const struct mg_block_q8_0 *) dot.aq + b;
             int                            S = 0;
             for (int j = 0; j < 32; j++) S += iq4_nl_elem(dot.wq, 32 * b + j).q * a->qs[j];
-            acc += (mg_fp16_to_fp32(a->d) * mg_fp16_to_fp32(w->d)) * (float) S;
+            acc = fmaf(mg_fp16_to_fp32(a->d) * mg_fp16_to_fp32(w->d), (float) S, acc);
         }
         ck_assert_float_eq(got, acc);
     }

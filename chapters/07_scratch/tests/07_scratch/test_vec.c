@@ -218,7 +218,7 @@ static void make_order_rows(enum mg_type type, int k, uint64_t seed) {
     else make_rows_of(type, 32 * (k % 4), seed, true);
 }
 
-// Q4_0: acc += (S * dW) * dA with S the exact int sum of (q - 8) * a per block.
+// Q4_0, as llama.cpp's repacked gemv: acc = fma(dW * dA, S, acc) with S the exact int sum of (q - 8) * a per block.
 START_TEST(test_vec_dot_q4_0_order) {
     for (int k = 0; k < 200; k++) {
         make_order_rows(MG_TYPE_Q4_0, k, 510 + (uint64_t) k);
@@ -231,25 +231,30 @@ START_TEST(test_vec_dot_q4_0_order) {
                 const int q = j < 16 ? (w[b].qs[j] & 15) : (w[b].qs[j - 16] >> 4);
                 S += (q - 8) * a[b].qs[j];
             }
-            acc += ((float) S * mg_fp16_to_fp32(w[b].d)) * mg_fp16_to_fp32(a[b].d);
+            acc = fmaf(mg_fp16_to_fp32(w[b].d) * mg_fp16_to_fp32(a[b].d), (float) S, acc);
         }
         ck_assert_float_eq(run_scalar(mg_vec_dot_q4_0_q8_0), acc);
     }
 }
 END_TEST
 
-// Q8_0: acc += S * (dW * dA).
+// Q8_0, ggml's x86 order: 8 lanes of 4 products per block, lane += (dW * dA) * S_lane
+// fused, then the lanes summed halves first: ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)).
 START_TEST(test_vec_dot_q8_0_order) {
     for (int k = 0; k < 200; k++) {
         make_order_rows(MG_TYPE_Q8_0, k, 1520 + (uint64_t) k);
-        const struct mg_block_q8_0 * w   = (const void *) R.w;
-        const struct mg_block_q8_0 * a   = (const void *) R.a;
-        float                        acc = 0;
+        const struct mg_block_q8_0 * w        = (const void *) R.w;
+        const struct mg_block_q8_0 * a        = (const void *) R.a;
+        float                        lane[8]  = {0};
         for (int64_t b = 0; b < R.n / 32; b++) {
-            int S = 0;
-            for (int j = 0; j < 32; j++) S += w[b].qs[j] * a[b].qs[j];
-            acc += (float) S * (mg_fp16_to_fp32(w[b].d) * mg_fp16_to_fp32(a[b].d));
+            const float d = mg_fp16_to_fp32(w[b].d) * mg_fp16_to_fp32(a[b].d);
+            for (int l = 0; l < 8; l++) {
+                int S = 0;
+                for (int j = 4 * l; j < 4 * l + 4; j++) S += w[b].qs[j] * a[b].qs[j];
+                lane[l] = fmaf(d, (float) S, lane[l]);
+            }
         }
+        const float acc = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
         ck_assert_float_eq(run_scalar(mg_vec_dot_q8_0_q8_0), acc);
     }
 }

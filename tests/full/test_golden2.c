@@ -1,0 +1,342 @@
+// test_golden2.c - every weight type against llama.cpp, in both of its modes.
+//
+// tests/fixtures/golden2/ holds llama.cpp's outputs (tools/llama-ref) for the
+// fixtures' tiny model in 14 types, 4 prompts (1, 18, 68 and 78 tokens, one a
+// chat prompt with special tokens) and 2 modes: the prompt as one batch, and
+// token by token (n_ubatch 1). The models are not vendored: `mg quantize`
+// makes them from the vendored F32 master, and the test first checks that
+// each file is byte for byte the one llama-quantize wrote (its sha256 in
+// golden2/models.tsv), so both engines read identical weights.
+//
+// Each case asserts, with the project's tolerance for the type (F32 1e-3;
+// F16, BF16, Q8_0 5e-3; the others 2e-2; fixtures/README.md):
+//   - the prompt's tokens (our tokenizer, special tokens parsed) are llama.cpp's;
+//   - the last position's logits, all 6400 of them;
+//   - teacher-forced on llama.cpp's 32 greedy tokens: at every step, the
+//     logits of llama.cpp's top 5 ids;
+//   - our greedy pick equals llama.cpp's at every step before the first whose
+//     reference top-1/top-2 margin is below the tolerance.
+// One batch is compared with llama.cpp's one batch, token by token with its
+// token by token (our n_batch 1: one graph per token).
+//
+// The comparison is made in the SIMD build (full/, -march=native), whose
+// kernels add in the order of llama.cpp's x86 build; the scalar build
+// (SCALAR=1) runs every case and prints it without comparing.
+//
+// Cases that fail today are listed in known_differences[]: they are still run
+// and printed ("known difference, see issue 9"), and the test fails if one of
+// them starts passing, so the table stays exact.
+#define _POSIX_C_SOURCE 200809L   // mkdtemp, readlink
+#include "harness.h"
+#include "model.h"
+#include "session.h"
+#include "vocab.h"
+
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { N_VOCAB = 6400, N_STEPS = 32, N_TOP = 5, MAX_PROMPT = 256 };
+
+static const struct {
+    const char * name;   // as in golden2/models.tsv and llama-quantize's type names, lower case
+    float        tol;
+} types[] = {
+    {"f32", 1e-3f},  {"f16", 5e-3f},  {"bf16", 5e-3f},   {"q8_0", 5e-3f},   {"q4_0", 2e-2f},
+    {"q4_1", 2e-2f}, {"q5_0", 2e-2f}, {"q5_1", 2e-2f},   {"q2_k", 2e-2f},   {"q3_k_m", 2e-2f},
+    {"q4_k_m", 2e-2f}, {"q5_k_m", 2e-2f}, {"q6_k", 2e-2f}, {"iq4_nl", 2e-2f},
+};
+enum { N_TYPES = sizeof(types) / sizeof(types[0]) };
+static const char * const prompts[] = {"nihao", "fox", "long", "chat"};
+enum { N_PROMPTS = 4 };
+static const char * const modes[] = {"batch", "tokens"};
+
+// The cases that differ from llama.cpp beyond the tolerance today (issue 9).
+static const char * const known_differences[] = {
+    "f16/fox.batch", "f16/long.batch", "f16/chat.batch", "bf16/fox.batch", "bf16/long.batch", "bf16/chat.batch",
+    "q2_k/nihao.batch", "q2_k/nihao.tokens", "q2_k/long.batch", "q2_k/long.tokens", "q3_k_m/chat.batch",
+    "q4_k_m/chat.batch",
+    NULL,
+};
+
+static bool is_known(const char * key) {
+    for (int i = 0; known_differences[i] != NULL; i++) {
+        if (strcmp(known_differences[i], key) == 0) return true;
+    }
+    return false;
+}
+
+// ---------------------------------------------------------------------------
+// sha256 (FIPS 180-4), to prove the quantized file is llama-quantize's
+// ---------------------------------------------------------------------------
+
+static uint32_t ror(uint32_t x, int n) {
+    return (x >> n) | (x << (32 - n));
+}
+
+static void sha256_block(uint32_t h[8], const unsigned char * p) {
+    static const uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+    };
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++) {
+        w[i] = (uint32_t) p[4 * i] << 24 | (uint32_t) p[4 * i + 1] << 16 | (uint32_t) p[4 * i + 2] << 8 | p[4 * i + 3];
+    }
+    for (int i = 16; i < 64; i++) {
+        const uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        const uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i]              = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; i++) {
+        const uint32_t t1 = hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+        const uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        hh = g;
+        g  = f;
+        f  = e;
+        e  = d + t1;
+        d  = c;
+        c  = b;
+        b  = a;
+        a  = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+}
+
+static void sha256_hex(const unsigned char * data, size_t n, char out[65]) {
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    size_t   i    = 0;
+    for (; i + 64 <= n; i += 64) sha256_block(h, data + i);
+    unsigned char tail[128] = {0};
+    const size_t  rest      = n - i;
+    memcpy(tail, data + i, rest);
+    tail[rest]             = 0x80;
+    const size_t tail_len  = rest + 9 <= 64 ? 64 : 128;
+    const uint64_t bits    = (uint64_t) n * 8;
+    for (int b = 0; b < 8; b++) tail[tail_len - 1 - b] = (unsigned char) (bits >> (8 * b));
+    for (size_t t = 0; t < tail_len; t += 64) sha256_block(h, tail + t);
+    for (int k = 0; k < 8; k++) snprintf(out + 8 * k, 9, "%08x", h[k]);
+}
+
+// ---------------------------------------------------------------------------
+// The models: quantized once, by mg quantize, checked against models.tsv
+// ---------------------------------------------------------------------------
+
+static char dir[64];
+static char model_paths[N_TYPES][1100];
+
+static const char * mg_bin(void) {
+    static char bin[4096];
+    const char * env = getenv("MG_BIN");
+    if (env != NULL && *env != '\0') return env;
+    char self[4000];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    ck_assert(n > 0);
+    self[n] = '\0';
+    snprintf(bin, sizeof(bin), "%s/mg", dirname(dirname(self)));
+    return bin;
+}
+
+// The sha256 models.tsv records for type t.
+static void recorded_sha(const char * type, char out[65]) {
+    char * tsv = mg_test_read_file(mg_test_fixture("golden2/models.tsv"), NULL);
+    ck_assert_ptr_nonnull(tsv);
+    out[0] = '\0';
+    for (char * line = strtok(tsv, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        char name[32], sha[65];
+        long long size;
+        if (sscanf(line, "%31s %lld %64s", name, &size, sha) == 3 && strcmp(name, type) == 0) {
+            snprintf(out, 65, "%s", sha);
+        }
+    }
+    free(tsv);
+    ck_assert_msg(out[0] != '\0', "golden2/models.tsv has no row for %s", type);
+}
+
+static void setup_models(void) {
+    snprintf(dir, sizeof(dir), "/tmp/mg_test_golden2_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char master[1024];
+    snprintf(master, sizeof(master), "%s", mg_test_fixture("models/tiny-f32.gguf"));
+    for (int t = 0; t < N_TYPES; t++) {
+        if (t == 0) {
+            snprintf(model_paths[t], sizeof(model_paths[t]), "%s", master);
+        } else {
+            char upper[16];
+            size_t k = 0;
+            for (const char * c = types[t].name; *c && k + 1 < sizeof(upper); c++) {
+                upper[k++] = (*c >= 'a' && *c <= 'z') ? (char) (*c - 32) : *c;
+            }
+            upper[k] = '\0';
+            snprintf(model_paths[t], sizeof(model_paths[t]), "%s/tiny-%s.gguf", dir, types[t].name);
+            char cmd[8192];
+            snprintf(cmd, sizeof(cmd), "'%s' quantize '%s' '%s' %s > /dev/null 2>&1", mg_bin(), master, model_paths[t],
+                     upper);
+            ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
+        }
+    }
+}
+
+static void teardown_models(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+START_TEST(test_models_are_llama_quantize_s) {
+    size_t size;
+    unsigned char * bytes = mg_test_read_file(model_paths[_i], &size);
+    ck_assert_ptr_nonnull(bytes);
+    char got[65], want[65];
+    sha256_hex(bytes, size, got);
+    free(bytes);
+    recorded_sha(types[_i].name, want);
+    ck_assert_msg(strcmp(got, want) == 0, "%s: mg quantize wrote sha256 %s, llama-quantize %s", types[_i].name, got,
+                  want);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// One case: a type, a prompt, a mode
+// ---------------------------------------------------------------------------
+
+struct golden {
+    int     n_prompt;
+    int32_t prompt[MAX_PROMPT];
+    int32_t greedy[N_STEPS];
+    double  top5[N_STEPS][N_TOP][2];   // [step][rank] = {id, logit}
+    float * logits;                    // the last position's, N_VOCAB
+};
+
+static void load_golden(const char * type, const char * prompt, const char * mode, struct golden * g) {
+    char rel[256];
+    snprintf(rel, sizeof(rel), "golden2/tiny-%s/%s.%s.json", type, prompt, mode);
+    char * json = mg_test_read_file(mg_test_fixture(rel), NULL);
+    ck_assert_msg(json != NULL, "cannot read %s", rel);
+    double v[MAX_PROMPT];
+    g->n_prompt = mg_test_json_numbers(json, "prompt_tokens", v, MAX_PROMPT);
+    ck_assert(g->n_prompt >= 1 && g->n_prompt <= MAX_PROMPT);
+    for (int i = 0; i < g->n_prompt; i++) g->prompt[i] = (int32_t) v[i];
+    ck_assert_int_eq(mg_test_json_numbers(json, "greedy", v, N_STEPS), N_STEPS);
+    for (int i = 0; i < N_STEPS; i++) g->greedy[i] = (int32_t) v[i];
+    ck_assert_int_eq(mg_test_json_numbers(json, "greedy_steps_top5", &g->top5[0][0][0], N_STEPS * N_TOP * 2),
+                     N_STEPS * N_TOP * 2);
+    free(json);
+    snprintf(rel, sizeof(rel), "golden2/tiny-%s/%s.%s.logits.bin", type, prompt, mode);
+    size_t size;
+    g->logits = mg_test_read_file(mg_test_fixture(rel), &size);
+    ck_assert_msg(g->logits != NULL && size == N_VOCAB * sizeof(float), "%s", rel);
+}
+
+static int argmax(const float * x) {
+    int best = 0;
+    for (int i = 1; i < N_VOCAB; i++) best = x[i] > x[best] ? i : best;
+    return best;
+}
+
+// What a case measured: the worst logit difference of the prompt and of
+// the teacher-forced steps, and the first step where greedy parts before a near tie.
+struct outcome {
+    double d_prompt, d_steps;
+    int    greedy_mismatch;   // -1: none before the first near tie
+};
+
+static struct outcome run_case(int t, int p, int mode) {
+    struct golden g;
+    load_golden(types[t].name, prompts[p], modes[mode], &g);
+    const double tol = types[t].tol;
+
+    struct mg_model * m = mg_model_load(model_paths[t]);
+    ck_assert_msg(m != NULL, "%s", mg_last_error());
+    // Our tokenizer (special tokens parsed, BOS where the vocabulary asks) gives llama.cpp's tokens.
+    char rel[128];
+    snprintf(rel, sizeof(rel), "golden2/prompts/%s.txt", prompts[p]);
+    size_t len;
+    char * text = mg_test_read_file(mg_test_fixture(rel), &len);
+    ck_assert_ptr_nonnull(text);
+    int32_t ids[MAX_PROMPT * 4];
+    const int32_t n = mg_tokenize(m->vocab, text, (int32_t) len, ids, MAX_PROMPT * 4, true, true);
+    free(text);
+    ck_assert_int_eq(n, g.n_prompt);
+    ck_assert(memcmp(ids, g.prompt, (size_t) n * sizeof(int32_t)) == 0);
+
+    struct mg_session_params sp = mg_session_default_params();
+    sp.n_threads = 1;
+    sp.kv_type   = MG_TYPE_F32;
+    sp.n_ctx     = 512;
+    sp.n_batch   = mode == 0 ? 512 : 1;
+    struct mg_session * s = mg_session_new(m, sp);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(mg_decode(s, g.prompt, g.n_prompt, false));
+
+    struct outcome o = {0.0, 0.0, -1};
+    const float * logits = mg_get_logits(s);
+    for (int i = 0; i < N_VOCAB; i++) o.d_prompt = fmax(o.d_prompt, fabs((double) logits[i] - g.logits[i]));
+    bool sure = true;   // no near tie so far
+    for (int step = 0; step < N_STEPS; step++) {
+        if (step > 0) {
+            ck_assert(mg_decode(s, &g.greedy[step - 1], 1, false));   // teacher forcing: llama.cpp's token
+            logits = mg_get_logits(s);
+        }
+        for (int r = 0; r < N_TOP; r++) {
+            const int id = (int) g.top5[step][r][0];
+            o.d_steps    = fmax(o.d_steps, fabs((double) logits[id] - g.top5[step][r][1]));
+        }
+        sure = sure && g.top5[step][0][1] - g.top5[step][1][1] >= tol;
+        if (sure && o.greedy_mismatch < 0 && argmax(logits) != g.greedy[step]) o.greedy_mismatch = step;
+    }
+    mg_session_free(s);
+    mg_model_free(m);
+    free(g.logits);
+    return o;
+}
+
+START_TEST(test_golden_case) {
+    const int t = _i / (N_PROMPTS * 2), p = _i / 2 % N_PROMPTS, mode = _i % 2;
+    char key[64];
+    snprintf(key, sizeof(key), "%s/%s.%s", types[t].name, prompts[p], modes[mode]);
+    const struct outcome o = run_case(t, p, mode);
+    const double tol = types[t].tol;
+    const bool   ok  = o.d_prompt <= tol && o.d_steps <= tol && o.greedy_mismatch < 0;
+    char what[256];
+    snprintf(what, sizeof(what), "%s: prompt max |dlogit| %.3g, teacher-forced steps %.3g, greedy %s (tolerance %g)",
+             key, o.d_prompt, o.d_steps, o.greedy_mismatch < 0 ? "equal" : "parts", tol);
+    if (getenv("MG_GOLDEN2_VERBOSE") != NULL) printf("case %s\n", what);   // for tables of the figures
+#if defined(MG_SCALAR)
+    // The goldens are llama.cpp's x86 build (AVX-512 vector orders); the
+    // scalar engine follows ggml's generic C orders for the float rows and the
+    // K-quants, so it is compared only in the SIMD build, where the table
+    // above is exact. Here the case ran (tokens checked) and is printed.
+    printf("scalar build, not compared: %s\n", what);
+    return;
+#endif
+    if (is_known(key)) {
+        printf("known difference, see issue 9: %s\n", what);
+        ck_assert_msg(!ok, "%s now agrees: remove it from known_differences[]", key);
+        return;
+    }
+    ck_assert_msg(ok, "%s%s", what, o.greedy_mismatch >= 0 ? " (see greedy_mismatch)" : "");
+}
+END_TEST
+
+Suite * mg_test_suite(void) {
+    Suite * s  = suite_create("golden2");
+    TCase *  tc = tcase_create("golden2");
+    tcase_set_timeout(tc, 600);
+    tcase_add_unchecked_fixture(tc, setup_models, teardown_models);
+    tcase_add_loop_test(tc, test_models_are_llama_quantize_s, 0, N_TYPES);
+    tcase_add_loop_test(tc, test_golden_case, 0, N_TYPES * N_PROMPTS * 2);
+    suite_add_tcase(s, tc);
+    return s;
+}
