@@ -19,6 +19,7 @@ int cmd_logits(int argc, char ** argv);
 int cmd_mkmodel(int argc, char ** argv);
 int cmd_quantize(int argc, char ** argv);
 int cmd_bench(int argc, char ** argv);
+int cmd_perplexity(int argc, char ** argv);
 
 // ---------------------------------------------------------------------------
 // Options: a table per command, parsed in one place so that every command

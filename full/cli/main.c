@@ -18,6 +18,7 @@ static const struct {
     {"mkmodel",  cmd_mkmodel,  "write a GGUF with random weights (presets tiny, minimind) and the MiniMind vocab"},
     {"quantize", cmd_quantize, "convert a GGUF's weights to another type (Q8_0, Q4_K_M, ...)"},
     {"bench",    cmd_bench,    "tokens per second for prompt processing and generation, like llama-bench"},
+    {"perplexity", cmd_perplexity, "perplexity of a text, and KL divergence from a base model, like llama-perplexity"},
 };
 enum { N_COMMANDS = sizeof(commands) / sizeof(commands[0]) };
 
