@@ -7,6 +7,7 @@
 #   make check-chapters  fail if chapters/ is not what full/ generates
 #   make graph           the full engine's graph drawings (Graphviz)
 #   make bench           speed of the full engine (see full/Makefile)
+#   make quant-table     every quantization of the demo model: size, PPL, KL, speed (see full/Makefile)
 #   make asan / tsan     the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make clean
 
@@ -18,7 +19,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test tour chapters check-chapters graph bench asan tsan clean deps test-tools $(CHAPTER_DIRS)
+.PHONY: run test tour chapters check-chapters graph bench quant-table asan tsan clean deps test-tools $(CHAPTER_DIRS)
 
 run: deps
 	$(MAKE) -C full run
@@ -62,6 +63,10 @@ graph: deps
 
 bench:
 	$(MAKE) -C full bench
+
+# One step at a time (-j1): the speeds in the table are measured.
+quant-table:
+	$(MAKE) -C full -j1 quant-table
 
 # full/ holds every test (chapters 01-09 and its own): the AddressSanitizer run
 # covers them all; ThreadSanitizer runs the tests of chapters 01-08 against
