@@ -456,6 +456,58 @@ START_TEST(test_kl_bad_base_files) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// Against llama-perplexity (tests/fixtures/perplexity/README.md: the command)
+// ---------------------------------------------------------------------------
+
+// The same file, the same text, the same options: llama.cpp's running
+// estimates and final figure, to 1e-4 relative. Both engines round
+// differently in places (llama.cpp's F16 matmuls go through llamafile's
+// tinyBLAS, its CPU flash attention accumulates V in F16), so the fourth
+// decimal can differ; the README records how far apart they were.
+START_TEST(test_ppl_matches_llama_cpp) {
+    char * ref = mg_test_read_file(mg_test_fixture("perplexity/fortune-toy-f16.c128.llama.txt"), NULL);
+    ck_assert_msg(ref != NULL, "no llama.cpp reference in tests/fixtures/perplexity");
+    double want[9], got[9];
+    ck_assert_int_eq(running_estimates(ref, want, 9), 8);
+    const double want_ppl = number_after(ref, "Final estimate: PPL = "), want_err = number_after(ref, "+/- ");
+    char args[8192];
+    snprintf(args, sizeof(args), "perplexity -m '%s' -f '%s' -c 128 -b 128 -t 2 --chunks 8", root(model_f16),
+             root(heldout));
+    struct run r = mg_ok(args);
+    ck_assert_int_eq(running_estimates(r.out, got, 9), 8);
+    for (int c = 0; c < 8; c++) {
+        ck_assert_msg(close_rel(got[c], want[c], 1e-4), "chunk %d: mg %.4f, llama.cpp %.4f", c + 1, got[c], want[c]);
+    }
+    const double ppl = number_after(r.out, "Final estimate: PPL = "), err = number_after(r.out, "+/- ");
+    ck_assert_msg(close_rel(ppl, want_ppl, 1e-4), "PPL: mg %.4f, llama.cpp %.4f", ppl, want_ppl);
+    ck_assert_msg(close_rel(err, want_err, 1e-3), "error: mg %.5f, llama.cpp %.5f", err, want_err);
+    run_free(&r);
+    free(ref);
+}
+END_TEST
+
+// The table in chapter 07's README is the committed output of make
+// quant-table, line for line (so the lesson cannot drift from its table).
+#ifdef MG_README_TABLE_TEST
+START_TEST(test_readme_shows_the_committed_table) {
+    char * table = mg_test_read_file(root("chapters/07_scratch/quant-table.md"), NULL);
+    char * readme = mg_test_read_file(root("chapters/07_scratch/README.md"), NULL);
+    ck_assert(table != NULL && readme != NULL);
+    int rows = 0;
+    for (char * line = strtok(table, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        if (line[0] != '|') continue;
+        ck_assert_msg(strstr(readme, line) != NULL, "chapter 07's README lacks the table row:\n%s", line);
+        rows++;
+    }
+    ck_assert_int_ge(rows, 10);
+    ck_assert(strstr(readme, "quant-kl.svg") != NULL);
+    free(table);
+    free(readme);
+}
+END_TEST
+#endif
+
 START_TEST(test_bad_options) {
     const char * m = root(model_f16);
     expect_error("no text", "perplexity -m '%s'", m);
@@ -476,6 +528,8 @@ Suite * mg_test_suite(void) {
     tcase_add_test(t, test_logits_file_round_trips);
     tcase_add_test(t, test_kl_against_itself_and_others);
     tcase_add_test(t, test_kl_bad_base_files);
+    tcase_add_test(t, test_ppl_matches_llama_cpp);
+    //READMETEST tcase_add_test(t, test_readme_shows_the_committed_table);
     tcase_add_test(t, test_bad_options);
     suite_add_tcase(s, t);
     return s;
