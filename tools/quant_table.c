@@ -28,7 +28,7 @@
 
 struct row {
     const char * type;
-    double       mib, bpw, ppl, ppl_err, llama_ppl, llama_err, kld, kld_err, ln_ratio, same_top, pp, tg;
+    double       mib, bpw, ppl, ppl_err, llama_ppl, llama_err, kld, kld_err, ln_ratio, same_top, pp, pp_sd, tg, tg_sd;
     char         pp_name[16], tg_name[16];
 };
 
@@ -69,7 +69,7 @@ static double after_last(const char * text, const char * key, double * err_after
 }
 
 // From mg bench's table: the t/s of the row whose test starts with prefix ("pp", "tg").
-static double bench_tps(const char * text, const char * prefix, char * name) {
+static double bench_tps(const char * text, const char * prefix, char * name, double * sd) {
     if (text == NULL) return NAN;
     for (const char * line = text; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line)) {
         // | model | weights | test | t | t/s | ...
@@ -85,7 +85,11 @@ static double bench_tps(const char * text, const char * prefix, char * name) {
             continue;
         }
         sscanf(test, "%15s", name);
-        return strtod(cells[4], NULL);
+        char * end;
+        const double v = strtod(cells[4], &end);
+        const char * pm = strstr(end, "\xc2\xb1");   // "1234.5 ± 67.8"
+        *sd = pm && pm < cells[5] ? strtod(pm + 2, NULL) : NAN;
+        return v;
     }
     return NAN;
 }
@@ -112,8 +116,8 @@ static void read_row(const char * dir, struct row * r) {
     char * b = read_text(dir, r->type, "bench");
     strcpy(r->pp_name, "pp");
     strcpy(r->tg_name, "tg");
-    r->pp = bench_tps(b, "pp", r->pp_name);
-    r->tg = bench_tps(b, "tg", r->tg_name);
+    r->pp = bench_tps(b, "pp", r->pp_name, &r->pp_sd);
+    r->tg = bench_tps(b, "tg", r->tg_name, &r->tg_sd);
     free(b);
 }
 
@@ -142,8 +146,10 @@ static void write_table(FILE * f, const char * note, const struct row * rows, in
         if (isnan(r->kld)) cell(f, "%f", NAN);
         else fprintf(f, " | %.6f ± %.6f", r->kld, r->kld_err);
         cell(f, "%.2f %%", r->same_top);
-        cell(f, "%.0f", r->pp);
-        cell(f, "%.0f", r->tg);
+        if (isnan(r->pp)) cell(f, "%f", NAN);
+        else fprintf(f, " | %.0f ± %.0f", r->pp, r->pp_sd);
+        if (isnan(r->tg)) cell(f, "%f", NAN);
+        else fprintf(f, " | %.0f ± %.0f", r->tg, r->tg_sd);
         fprintf(f, " |\n");
     }
 }
@@ -172,8 +178,10 @@ static const char * colour(const char * type) {
 
 // Is this point on the chart? A KL that does not stand out of its own noise
 // (the base itself, F32 from F16) has no place on a log scale.
+// And the 16-bit types sit so far right that they would squeeze all the
+// others into a corner: they are named under the chart instead.
 static bool plotted(const struct row * r) {
-    return !isnan(r->bpw) && !isnan(r->kld) && r->kld > 0 && r->kld > 2 * r->kld_err;
+    return !isnan(r->bpw) && r->bpw < 12 && !isnan(r->kld) && r->kld > 0 && r->kld > 2 * r->kld_err;
 }
 
 static void write_svg(FILE * f, const char * title, const struct row * rows, int n) {
@@ -186,9 +194,11 @@ static void write_svg(FILE * f, const char * title, const struct row * rows, int
         hi    = fmax(hi, log10(rows[i].kld));
     }
     if (lo > hi) lo = -6, hi = -1;
-    x_max = 2 * ceil((x_max + 1) / 2);
-    x_min = x_min < x_max ? 2 * floor((x_min - 0.5) / 2) : 0;   // the axis starts below the smallest type, not at 0
+    // the axis spans the types plotted, with a little room, not 0..x_max
+    x_min = x_min <= x_max ? floor(x_min - 0.25) : 0;
+    x_max = ceil(x_max + 0.5);
     if (x_min < 0) x_min = 0;
+    const double x_step = x_max - x_min > 8 ? 2 : 1;
     const double y_lo = floor(lo), y_hi = ceil(hi) > floor(lo) ? ceil(hi) : floor(lo) + 1;
 #define PX(b) (LEFT + ((b) - x_min) / (x_max - x_min) * (RIGHT - LEFT))
 #define PY(k) (BOTTOM - (log10(k) - y_lo) / (y_hi - y_lo) * (BOTTOM - TOP))
@@ -196,13 +206,13 @@ static void write_svg(FILE * f, const char * title, const struct row * rows, int
                "font-family=\"sans-serif\" font-size=\"12\">\n", W, H, W, H);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
     fprintf(f, "<text x=\"%d\" y=\"28\" font-size=\"15\" font-weight=\"bold\">%s</text>\n", LEFT, title);
-    // grid and ticks: a line per decade of KL, a tick every 2 bits
+    // grid and ticks: a line per decade of KL, a tick every bit (or 2)
     for (double d = y_lo; d <= y_hi + 1e-9; d++) {
         const double y = PY(pow(10, d));
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, y, RIGHT, y);
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">1e%d</text>\n", LEFT - 6, y + 4, (int) d);
     }
-    for (double b = x_min; b <= x_max + 1e-9; b += 2) {
+    for (double b = x_min; b <= x_max + 1e-9; b += x_step) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", PX(b), TOP, PX(b), BOTTOM);
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", PX(b), BOTTOM + 16, b);
     }
@@ -221,39 +231,63 @@ static void write_svg(FILE * f, const char * title, const struct row * rows, int
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/>\n", x, y, colour(rows[i].type));
         if (n_placed < 64) placed[n_placed++] = (struct box) {x - 5, y - 5, x + 5, y + 5};
     }
-    for (int i = 0; i < n; i++) {
-        if (!plotted(&rows[i])) continue;
-        const double x = PX(rows[i].bpw), y = PY(rows[i].kld), w = 7.2 * (double) strlen(rows[i].type), h = 12;
-        const double cand[][2] = {{x + 7, y + 4}, {x - 7 - w, y + 4}, {x - w / 2, y - 8}, {x - w / 2, y + 17},
-                                  {x + 7, y - 9}, {x + 7, y + 17}, {x - 7 - w, y - 9}, {x - 7 - w, y + 17}};
-        int pick = 0;
-        for (int c = 0; c < 8; c++) {
-            const struct box bx = {cand[c][0], cand[c][1] - h + 2, cand[c][0] + w, cand[c][1] + 2};
-            bool free_spot = bx.x0 > LEFT && bx.x1 < RIGHT && bx.y0 > TOP && bx.y1 < BOTTOM;
-            for (int j = 0; free_spot && j < n_placed; j++) free_spot = !overlaps(bx, placed[j]);
-            if (free_spot) {
-                pick = c;
-                break;
-            }
-        }
-        const struct box bx = {cand[pick][0], cand[pick][1] - h + 2, cand[pick][0] + w, cand[pick][1] + 2};
-        if (n_placed < 64) placed[n_placed++] = bx;
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", cand[pick][0], cand[pick][1], rows[i].type);
-    }
-    // the types that are not on the chart, and the colours
-    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#555\">not shown (KL within the noise of the "
-               "16-bit saved base):", LEFT, BOTTOM + 58);
-    for (int i = 0; i < n; i++) {
-        if (!plotted(&rows[i])) fprintf(f, " %s", rows[i].type);
-    }
-    fprintf(f, "</text>\n");
-    static const char * legend[][2] = {{"#1f77b4", "K-quants"}, {"#ff7f0e", "32-weight blocks"},
-                                       {"#2ca02c", "IQ4_NL"}, {"#7f7f7f", "16-bit float"}};
-    for (int i = 0; i < 4; i++) {
+    static const char * legend[][2] = {{"#1f77b4", "K-quants"}, {"#ff7f0e", "32-weight blocks"}, {"#2ca02c", "IQ4_NL"}};
+    for (int i = 0; i < 3; i++) {
         const int lx = RIGHT - 130, ly = TOP + 16 + 16 * i;
         fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"4.5\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">%s</text>\n", lx,
                 ly - 4, legend[i][0], lx + 9, ly, legend[i][1]);
     }
+    if (n_placed < 64) placed[n_placed++] = (struct box) {RIGHT - 140, TOP, RIGHT, TOP + 58};
+    for (int i = 0; i < n; i++) {
+        if (!plotted(&rows[i])) continue;
+        // Try spots around the point, nearest first (right, left, above, below,
+        // then the corners), further out each round; a label away from its
+        // point gets a thin line to it.
+        const double x = PX(rows[i].bpw), y = PY(rows[i].kld), w = 7.2 * (double) strlen(rows[i].type), h = 12;
+        double lx = x + 7, ly = y + 4;
+        bool   found = false;
+        int    round = 0;
+        for (; round < 6 && !found; round++) {
+            const double d = 16.0 * round;
+            const double cand[][2] = {{x + 7 + d, y + 4},     {x - 7 - w - d, y + 4}, {x - w / 2, y - 8 - d},
+                                      {x - w / 2, y + 17 + d}, {x + 7 + d, y - 9 - d}, {x + 7 + d, y + 17 + d},
+                                      {x - 7 - w - d, y - 9 - d}, {x - 7 - w - d, y + 17 + d}};
+            for (int c = 0; c < 8 && !found; c++) {
+                const struct box bx = {cand[c][0], cand[c][1] - h + 2, cand[c][0] + w, cand[c][1] + 2};
+                bool free_spot = bx.x0 > LEFT && bx.x1 < RIGHT && bx.y0 > TOP && bx.y1 < BOTTOM;
+                for (int j = 0; free_spot && j < n_placed; j++) free_spot = !overlaps(bx, placed[j]);
+                if (free_spot) {
+                    lx = cand[c][0], ly = cand[c][1];
+                    found = true;
+                }
+            }
+        }
+        const struct box bx = {lx, ly - h + 2, lx + w, ly + 2};
+        if (n_placed < 64) placed[n_placed++] = bx;
+        if (found && round > 1) {   // from the point to the nearest point of the label's box
+            const double ex = fmax(bx.x0, fmin(x, bx.x1)), ey = fmax(bx.y0, fmin(y, bx.y1));
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-width=\"0.8\"/>\n",
+                    x, y, ex, ey);
+        }
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx, ly, rows[i].type);
+    }
+    // the types that are not on the chart, and the colours
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#555\">not shown:", LEFT, BOTTOM + 58);
+    const char * sep = " ";
+    for (int i = 0; i < n; i++) {   // first the ones off the right edge, with their figures
+        const struct row * r = &rows[i];
+        if (plotted(r) || isnan(r->kld) || !(r->kld > 2 * r->kld_err)) continue;
+        fprintf(f, "%s%s (%.2f bits, KL %.1e)", sep, r->type, r->bpw, r->kld);
+        sep = ", ";
+    }
+    int n_noise = 0;
+    for (int i = 0; i < n; i++) {   // then the ones whose KL is noise
+        const struct row * r = &rows[i];
+        if (plotted(r) || (!isnan(r->kld) && r->kld > 2 * r->kld_err)) continue;
+        fprintf(f, "%s%s", n_noise++ ? ", " : sep[0] == ',' ? "; " : " ", r->type);
+    }
+    if (n_noise) fprintf(f, " (KL within the noise of the 16-bit saved base)");
+    fprintf(f, "</text>\n");
     fprintf(f, "</svg>\n");
 #undef PX
 #undef PY

@@ -466,11 +466,12 @@ END_TEST
 // Against llama-perplexity (tests/fixtures/perplexity/README.md: the command)
 // ---------------------------------------------------------------------------
 
-// The same file, the same text, the same options: llama.cpp's running
-// estimates and final figure, to 1e-4 relative. Both engines round
-// differently in places (llama.cpp's F16 matmuls go through llamafile's
-// tinyBLAS, its CPU flash attention accumulates V in F16), so the fourth
-// decimal can differ; the README records how far apart they were.
+// The same file, the same text, the same options: llama.cpp's final figure
+// to 1e-4 relative, its running estimates to 3e-4 (the first ones average
+// only 63 tokens). Both engines round differently in places (llama.cpp's F16
+// matmuls go through llamafile's tinyBLAS, its CPU flash attention
+// accumulates V in F16; our scalar build adds in another order than our SIMD
+// one), so the fourth decimal can differ; the README records by how much.
 START_TEST(test_ppl_matches_llama_cpp) {
     char * ref = mg_test_read_file(mg_test_fixture("perplexity/fortune-toy-f16.c128.llama.txt"), NULL);
     ck_assert_msg(ref != NULL, "no llama.cpp reference in tests/fixtures/perplexity");
@@ -483,7 +484,7 @@ START_TEST(test_ppl_matches_llama_cpp) {
     struct run r = mg_ok(args);
     ck_assert_int_eq(running_estimates(r.out, got, 9), 8);
     for (int c = 0; c < 8; c++) {
-        ck_assert_msg(close_rel(got[c], want[c], 1e-4), "chunk %d: mg %.4f, llama.cpp %.4f", c + 1, got[c], want[c]);
+        ck_assert_msg(close_rel(got[c], want[c], 3e-4), "chunk %d: mg %.4f, llama.cpp %.4f", c + 1, got[c], want[c]);
     }
     const double ppl = number_after(r.out, "Final estimate: PPL = "), err = number_after(r.out, "+/- ");
     ck_assert_msg(close_rel(ppl, want_ppl, 1e-4), "PPL: mg %.4f, llama.cpp %.4f", ppl, want_ppl);
@@ -495,7 +496,6 @@ END_TEST
 
 // The table in chapter 07's README is the committed output of make
 // quant-table, line for line (so the lesson cannot drift from its table).
-#ifdef MG_README_TABLE_TEST
 START_TEST(test_readme_shows_the_committed_table) {
     char * table = mg_test_read_file(root("chapters/07_scratch/quant-table.md"), NULL);
     char * readme = mg_test_read_file(root("chapters/07_scratch/README.md"), NULL);
@@ -512,7 +512,6 @@ START_TEST(test_readme_shows_the_committed_table) {
     free(readme);
 }
 END_TEST
-#endif
 
 START_TEST(test_bad_options) {
     const char * m = root(model_f16);
@@ -535,7 +534,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(t, test_kl_against_itself_and_others);
     tcase_add_test(t, test_kl_bad_base_files);
     tcase_add_test(t, test_ppl_matches_llama_cpp);
-    //READMETEST tcase_add_test(t, test_readme_shows_the_committed_table);
+    tcase_add_test(t, test_readme_shows_the_committed_table);
     tcase_add_test(t, test_bad_options);
     suite_add_tcase(s, t);
     return s;
