@@ -514,6 +514,13 @@ START_TEST(test_readme_shows_the_committed_table) {
 END_TEST
 
 START_TEST(test_bad_options) {
+    struct run r = mg_ok("--help");
+    ck_assert_msg(strstr(r.out, "\n  perplexity ") != NULL, "mg --help does not list perplexity:\n%s", r.out);
+    run_free(&r);
+    r = mg_ok("perplexity --help");
+    ck_assert(strncmp(r.out, "usage: mg perplexity", 20) == 0 && strstr(r.out, "--kl-base") != NULL);
+    run_free(&r);
+
     const char * m = root(model_f16);
     expect_error("no text", "perplexity -m '%s'", m);
     expect_error("needs at least 512", "perplexity -m '%s' -f '%s' -c 256", m, mg_test_fixture("prompts/fox.txt"));
