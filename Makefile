@@ -12,6 +12,7 @@
 #   make check-handout   chapters 01 and 09 unpacked alone must build, run, test, graph
 #   make graph           the full engine's graph drawings (Graphviz)
 #   make bench           speed of the full engine (see full/Makefile)
+#   make quant-table     every quantization of the demo model: size, PPL, KL, speed (see full/Makefile)
 #   make asan / tsan     the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make check-solutions the exercises' reference solutions apply and earn full marks
 #   make fuzz            each libFuzzer harness (fuzz/) FUZZ_SECONDS seconds (default 20)
@@ -26,7 +27,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench asan tsan clean deps test-tools check-solutions \
+.PHONY: run test tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench quant-table asan tsan clean deps test-tools check-solutions \
         fuzz fuzz-deps valgrind test-fuzz-regressions $(CHAPTER_DIRS)
 
 run: deps
@@ -118,6 +119,10 @@ graph: deps
 
 bench:
 	$(MAKE) -C full bench
+
+# One step at a time (-j1): the speeds in the table are measured.
+quant-table:
+	$(MAKE) -C full -j1 quant-table
 
 # full/ holds every test (chapters 01-09 and its own): the AddressSanitizer run
 # covers them all; ThreadSanitizer runs the tests of chapters 01-08 against

@@ -158,6 +158,7 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     s->graph_all_logits = all_logits;
     s->stats.n_graphs_built++;
     s->stats.n_nodes = s->graph->n_nodes;
+    s->stats.n_kv    = n_kv;
     if (mg_gallocr_get_buffer_size(s->galloc) > s->stats.compute_buffer_size) {
         s->stats.compute_buffer_size = mg_gallocr_get_buffer_size(s->galloc);
     }

@@ -35,6 +35,7 @@ struct mg_session_stats {
     int    n_graphs_built;
     int    n_graphs_reused;
     int    n_nodes;              // of the last graph
+    int    n_kv;                 // cache positions the last graph attends over (padded)
     size_t compute_buffer_size;  // the largest compute buffer planned so far
     size_t work_size;            // the largest work buffer planned so far
     size_t kv_size;              // the KV cache's bytes

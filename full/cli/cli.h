@@ -21,6 +21,7 @@ int cmd_quantize(int argc, char ** argv);
 int cmd_bench(int argc, char ** argv);
 int cmd_batched_bench(int argc, char ** argv);
 int cmd_parallel(int argc, char ** argv);
+int cmd_perplexity(int argc, char ** argv);
 
 // ---------------------------------------------------------------------------
 // Options: a table per command, parsed in one place so that every command

@@ -20,6 +20,7 @@ static const struct {
     {"bench",    cmd_bench,    "tokens per second for prompt processing and generation, like llama-bench"},
     {"batched-bench", cmd_batched_bench, "N sequences decoded in one batch: llama-batched-bench's table"},
     {"parallel", cmd_parallel, "complete several prompts at once, one batch per step"},
+    {"perplexity", cmd_perplexity, "perplexity of a text, and KL divergence from a base model, like llama-perplexity"},
 };
 enum { N_COMMANDS = sizeof(commands) / sizeof(commands[0]) };
 

@@ -983,11 +983,11 @@ START_TEST(test_mkmodel_own_vocab) {
                      "259 264 32 49 50 51");
     ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' -p '%s'", out, "\xE4\xBD\xA0"),   // 你
                      "228 189 160");
-    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' --special -p '%s'", out,
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' -p '%s'", out,
                                   "<|im_start|>hello<|im_end|>"),
                      "267 259 268");
-    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' -p '%s'", out, "<think>hello"),
-                     "269 259");   // a user-defined token is matched even without --special
+    ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' --no-special -p '%s'", out, "<think>hello"),
+                     "269 259");   // a user-defined token is matched even with --no-special
 
     // --normalize nfc: "e" + U+0301 (bytes 65 CC 81) becomes "é" (C3 A9), as the
     // tokenizer.json's NFC normalizer would have it; without it the bytes stay.

@@ -134,25 +134,31 @@ START_TEST(test_graph_reuse) {
 END_TEST
 
 // The reuse test compares the graph's shape: tokens in the batch and the
-// cache length it attends over, n_past + n rounded up to 32. Crossing a
-// multiple of 32 changes the shape, so the graph is rebuilt there and only
-// there; the count is predicted from the shapes alone.
+// cache length it attends over, n_past + n rounded up to the session's
+// padding (32 in chapter 09, 64 in full/: read from the prompt's graph,
+// which attends over one padding's worth). Crossing a multiple of it changes
+// the shape, so the graph is rebuilt there and only there; the count is
+// predicted from the shapes alone.
 START_TEST(test_graph_rebuilt_at_padding) {
-    enum { STEPS = 40 };
+    enum { STEPS = 60 };
     struct mg_session * s = new_session(512, 512);
     int n_built = 0, last_n = -1, last_kv = -1, n_past = 0;
     ck_assert(mg_decode(s, fox, N_FOX, false));
+    const int pad = mg_session_get_stats(s).n_kv;   // N_FOX < the padding
+    ck_assert_msg(pad == 32 || pad == 64, "the prompt's graph attends over %d positions", pad);
     for (int call = 0; call <= STEPS; call++) {
-        const int n = call == 0 ? N_FOX : 1, n_kv = (n_past + n + 31) / 32 * 32;
+        const int n = call == 0 ? N_FOX : 1, n_kv = (n_past + n + pad - 1) / pad * pad;
         if (n != last_n || n_kv != last_kv) n_built++;
         last_n = n, last_kv = n_kv, n_past += n;
         if (call > 0) ck_assert(mg_decode(s, &more[call % 4], 1, false));
         const struct mg_session_stats st = mg_session_get_stats(s);
         ck_assert_msg(st.n_graphs_built == n_built, "call %d (n_past %d): %d graphs built, expected %d", call, n_past,
                       st.n_graphs_built, n_built);
+        ck_assert_int_eq(st.n_kv, n_kv);
         ck_assert_int_eq(st.n_graphs_built + st.n_graphs_reused, call + 1);
     }
-    ck_assert_int_eq(n_built, 3);   // the prompt, the first step, the step at position 32
+    // The prompt, the first step, then one more at each multiple of the padding crossed.
+    ck_assert_int_eq(n_built, 2 + (N_FOX + STEPS - 1) / pad);
     mg_session_free(s);
 }
 END_TEST

@@ -1,0 +1,674 @@
+//@file full
+// cmd_perplexity.c - mg perplexity: how well a model predicts a text, and how
+// far a quantized model's predictions are from its parent's.
+//
+//     $ mg perplexity -m fortune-toy-f16.gguf -f heldout.txt -c 256 --save-logits f16.kld
+//     [1]41.2087,[2]45.9412,[3]47.5201,...
+//     Final estimate: PPL = 48.7012 +/- 0.77013
+//     $ mg perplexity -m fortune-toy-q4_k_m.gguf --kl-base f16.kld
+//     ... Mean KLD: 0.004512 +- ..., Same top p: 96.1 %, ...
+//
+// It is llama-perplexity (llama.cpp tools/perplexity/perplexity.cpp, the
+// functions perplexity() and kl_divergence()) redone, rule for rule, so that
+// both print the same figures for the same file and text:
+//   - the text is tokenized once, as common_tokenize(ctx, text, true) does:
+//     BOS first if the vocabulary asks for it (add_bos), special tokens not
+//     parsed;
+//   - the tokens are cut into n_chunk = n_tokens / n_ctx chunks of n_ctx
+//     tokens (the rest is dropped); each chunk is evaluated from an empty
+//     cache, in batches of n_batch tokens, with its first token replaced by
+//     BOS when add_bos is set;
+//   - only the second half of each chunk is scored: the logits at positions
+//     first = n_ctx/2 .. n_ctx-2 predict the tokens at first+1 .. n_ctx-1, so
+//     every scored token has at least n_ctx/2 tokens of context;
+//   - PPL = exp(mean NLL), and its error is PPL times the standard error of
+//     the mean NLL: sqrt((mean(NLL^2) - mean(NLL)^2) / (count - 1)).
+// The log-softmax sums are kept in double, the terms in float, as llama.cpp's
+// log_softmax() does. Unlike llama.cpp, the positions are summed in order on
+// one thread (llama.cpp's worker threads add their partial sums in whatever
+// order they finish), so the figures do not depend on -t; and a -b larger than
+// -c evaluates one chunk at a time where llama.cpp runs several sequences in
+// one batch (the same numbers, not the same speed).
+#define _POSIX_C_SOURCE 200809L   // fileno
+#include "cli.h"
+#include "vocab.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char * usage =
+    "usage: mg perplexity -m MODEL.gguf -f TEXT [-c N] [-b N] [-t N] [--chunks N] [--save-logits FILE]\n"
+    "       mg perplexity -m MODEL.gguf --kl-base FILE [-f TEXT] [-b N] [-t N]\n"
+    "\n"
+    "Perplexity as llama-perplexity computes it: the text tokenized once (BOS first if the vocabulary\n"
+    "asks for it), cut into chunks of -c tokens (default: 512, or the model's training context if\n"
+    "smaller), each chunk evaluated from an empty cache in batches of -b, the negative log-likelihood\n"
+    "scored over the second half of each chunk. Prints the running estimate after every chunk,\n"
+    "[1]x,[2]y,..., then 'Final estimate: PPL = x +/- err' and the speed (on stderr).\n"
+    "\n"
+    "--save-logits FILE also writes the scored positions' log-probabilities, to compare another model\n"
+    "(a quantization of this one) with --kl-base FILE: it then reads the tokens from FILE (a -f TEXT\n"
+    "must tokenize to the same tokens), evaluates them, and prints per chunk and at the end: PPL of\n"
+    "this model and of the base, ln(PPL/PPL base), the KL divergence from the base's distribution\n"
+    "(mean +- err, median, max, percentiles), delta-p of the right token (RMS, percentiles) and how\n"
+    "often both models agree on the top token. FILE is llama-perplexity's --kl-divergence-base\n"
+    "format, so either tool reads the other's. All little-endian:\n"
+    "  char[8] \"_logits_\", int32 n_ctx, int32 n_vocab, int32 n_chunk, int32 tokens[n_chunk*n_ctx],\n"
+    "  then per chunk, per scored position (n_ctx - 1 - n_ctx/2 of them), a row of nv = n_vocab +\n"
+    "  (n_vocab odd) + 4 uint16: float32 scale, float32 min (4 slots), then q[i] for every token,\n"
+    "  log p(i) = min + scale * q[i] (q = 0 for the tokens 16 or more below the top logit).";
+
+// ---------------------------------------------------------------------------
+// One chunk through the model
+// ---------------------------------------------------------------------------
+
+struct ppl_eval {
+    struct mg_session * s;
+    int                 n_ctx;
+    int                 n_batch;
+    int                 first;     // the first position whose logits are kept: n_ctx/2
+    int                 n_vocab;
+    int32_t             bos;       // replaces a chunk's first token, or -1 (no add_bos)
+    int32_t *           batch;     // [n_batch] token ids of one batch
+    float *             logits;    // [n_ctx - first][n_vocab] logits of the kept positions
+};
+
+// Chunk tokens[0..n_ctx) from an empty cache, batch by batch, keeping the
+// logits of positions first..n_ctx-1 (perplexity(): the llama_decode loop).
+static bool eval_chunk(struct ppl_eval * ev, const int32_t * tokens) {
+    mg_session_rewind(ev->s, 0);
+    for (int start = 0; start < ev->n_ctx; start += ev->n_batch) {
+        const int n = ev->n_ctx - start < ev->n_batch ? ev->n_ctx - start : ev->n_batch;
+        memcpy(ev->batch, tokens + start, (size_t) n * sizeof(int32_t));
+        if (start == 0 && ev->bos >= 0) ev->batch[0] = ev->bos;
+        const bool keep = start + n > ev->first;   // any position of this batch scored?
+        if (!mg_decode(ev->s, ev->batch, n, keep)) return false;
+        if (!keep) continue;
+        const float * out = mg_get_logits(ev->s);
+        const int     k0  = start >= ev->first ? 0 : ev->first - start;   // first kept row of the batch
+        memcpy(ev->logits + (size_t) (start + k0 - ev->first) * (size_t) ev->n_vocab, out + (size_t) k0 * (size_t) ev->n_vocab,
+               (size_t) (n - k0) * (size_t) ev->n_vocab * sizeof(float));
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Scoring one position: log-softmax, in llama.cpp's precision
+// ---------------------------------------------------------------------------
+
+static float max_of(const float * x, int n, int * argmax) {
+    float m = x[0];
+    int   im = 0;
+    for (int i = 1; i < n; i++) {
+        if (x[i] > m) {
+            m  = x[i];
+            im = i;
+        }
+    }
+    if (argmax) *argmax = im;
+    return m;
+}
+
+// sum_i exp(x_i - max), the terms in float (expf) and their sum in double.
+static double sum_exp(const float * x, int n, float max) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += expf(x[i] - max);
+    return sum;
+}
+
+// -log p(tok): llama.cpp's log_softmax(n_vocab, logits, tok).
+static double nll_of(const float * logits, int n_vocab, int32_t tok) {
+    const float max = max_of(logits, n_vocab, NULL);
+    return -(logits[tok] - max - log(sum_exp(logits, n_vocab, max)));
+}
+
+// -log p(tok) as the --save-logits path computes it (log_sum_exp rounded to
+// float), and row = the position's log-probabilities in 16 bits: everything
+// within 16 of the top logit on a uniform grid of 65536 steps, the rest 0.
+// llama.cpp's log_softmax(n_vocab, logits, log_prob, tok).
+static double nll_and_row(const float * logits, int n_vocab, int32_t tok, uint16_t * row) {
+    const float max = max_of(logits, n_vocab, NULL);
+    float       min = logits[0];
+    for (int i = 1; i < n_vocab; i++) min = logits[i] < min ? logits[i] : min;
+    min = min > max - 16 ? min : max - 16;
+    const float log_sum_exp  = (float) log(sum_exp(logits, n_vocab, max));
+    const float min_log_prob = min - max - log_sum_exp;
+    const float scale        = (max - min) / 65535.f;
+    memcpy(row, &scale, sizeof(float));
+    memcpy(row + 2, &min_log_prob, sizeof(float));
+    uint16_t * q = row + 4;
+    if (scale != 0.0f) {
+        const float inv_scale = 1 / scale;
+        // lrintf rounds half to even, as ggml's nearest_int trick does
+        for (int i = 0; i < n_vocab; i++) q[i] = logits[i] > min ? (uint16_t) lrintf(inv_scale * (logits[i] - min)) : 0;
+    } else {
+        memset(q, 0, (size_t) n_vocab * sizeof(uint16_t));
+    }
+    return max + log_sum_exp - logits[tok];
+}
+
+// ---------------------------------------------------------------------------
+// KL divergence against a saved row (llama.cpp's kl_divergence_result and
+// the log_softmax(..., base_log_prob, tok, kld) beside it)
+// ---------------------------------------------------------------------------
+
+struct kld_sums {
+    double sum_nll, sum_nll2, sum_nll_base, sum_nll_base2, sum_nll_nll_base;
+    double sum_kld, sum_kld2;
+    double sum_p_diff, sum_p_diff2, sum_p_diff4;
+    size_t n_same_top, count;
+};
+
+// Adds one position; *kld and *p_diff get its KL divergence and p - p_base
+// of the right token.
+static void kld_add(struct kld_sums * k, const float * logits, int n_vocab, const uint16_t * base_row, int32_t tok,
+                    float * kld, float * p_diff) {
+    int         imax;
+    float       max         = max_of(logits, n_vocab, &imax);
+    const float log_sum_exp = (float) log(sum_exp(logits, n_vocab, max));
+    float       scale, min_log_prob;
+    memcpy(&scale, base_row, sizeof(float));
+    memcpy(&min_log_prob, base_row + 2, sizeof(float));
+    const uint16_t * q = base_row + 4;
+
+    const float nll      = max + log_sum_exp - logits[tok];
+    const float nll_base = -(scale * q[tok] + min_log_prob);
+    k->sum_nll += nll;
+    k->sum_nll2 += nll * nll;
+    k->sum_nll_base += nll_base;
+    k->sum_nll_base2 += nll_base * nll_base;
+    k->sum_nll_nll_base += nll * nll_base;
+
+    // KL(base || this) = sum_i p_base(i) (log p_base(i) - log p(i)), over the
+    // tokens the base file resolves (log p_base > -16).
+    max += log_sum_exp;   // log p(i) = logits[i] - max
+    double sum = 0.0;
+    int    imax_base = 0;
+    float  lp_base_max = 0.0f;
+    for (int i = 0; i < n_vocab; i++) {
+        const float lp_base = scale * q[i] + min_log_prob;
+        if (i == 0 || lp_base > lp_base_max) {
+            lp_base_max = lp_base;
+            imax_base   = i;
+        }
+        if (lp_base > -16.f) sum += expf(lp_base) * (lp_base - logits[i] + max);
+    }
+    k->sum_kld += sum;
+    k->sum_kld2 += sum * sum;
+    k->count++;
+    k->n_same_top += imax == imax_base;
+
+    const float  dp  = expf(-nll) - expf(-nll_base);
+    const double dp2 = dp * dp;
+    k->sum_p_diff += dp;
+    k->sum_p_diff2 += dp2;
+    k->sum_p_diff4 += dp2 * dp2;
+    *kld    = (float) sum;
+    *p_diff = dp;
+}
+
+// A mean and the standard error of it (mean_and_uncertainty in kl_divergence()).
+struct estimate {
+    double value, err;
+};
+
+static struct estimate mean_err(double sum, double sum2, size_t count) {
+    if (count < 1) return (struct estimate) {0, 0};
+    const double f  = sum / (double) count;
+    const double df = sum2 / (double) count - f * f;
+    return (struct estimate) {f, df > 0 && count > 10 ? sqrt(df / (double) (count - 1)) : 0.0};
+}
+
+static double covariance(double suma, double sumb, double sumab, size_t count) {
+    if (count < 10) return 0.0;
+    const double n = (double) count;
+    return (sumab / n - (suma / n) * (sumb / n)) / (n - 1);
+}
+
+// The error of a difference of two almost equal figures (a model against
+// itself) can round below 0: 0 then, where llama.cpp prints -nan.
+static double sqrt_pos(double x) {
+    return x > 0 ? sqrt(x) : 0.0;
+}
+
+static int cmp_float(const void * a, const void * b) {
+    const float x = *(const float *) a, y = *(const float *) b;
+    return (x > y) - (x < y);
+}
+
+// Of sorted values: linear interpolation between neighbours (llama.cpp's percentile lambda).
+static float percentile(const float * v, size_t n, float fraction) {
+    if (fraction <= 0) return v[0];
+    if (fraction >= 1) return v[n - 1];
+    float        p  = fraction * (float) (n - 1);
+    const size_t ip = (size_t) p;
+    p -= (float) ip;
+    return (1 - p) * v[ip] + p * v[ip + 1 < n ? ip + 1 : n - 1];
+}
+
+static float median(const float * v, size_t n) {
+    return n % 2 == 0 ? 0.5f * (v[n / 2] + v[n / 2 - 1]) : v[n / 2];
+}
+
+// The running figures after a chunk, one line (kl_divergence()'s table).
+static void print_kld_row(int chunk, const struct kld_sums * k) {
+    const struct estimate lp   = mean_err(k->sum_nll, k->sum_nll2, k->count);
+    const struct estimate lpb  = mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
+    const double          cov  = covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
+    const struct estimate kl   = mean_err(k->sum_kld, k->sum_kld2, k->count);
+    const struct estimate mse  = mean_err(k->sum_p_diff2, k->sum_p_diff4, k->count);
+    const double          rms  = sqrt(mse.value);
+    const double          top  = (double) k->n_same_top / (double) k->count;
+    printf("%4d    %9.4f ± %9.4f    %10.5f ± %10.5f    %10.5f ± %10.5f    %6.3f ± %6.3f %%    %6.3f ± %6.3f %%\n", chunk,
+           exp(lp.value), exp(lp.value) * lp.err, lp.value - lpb.value,
+           sqrt_pos(lp.err * lp.err + lpb.err * lpb.err - 2.0 * cov), kl.value, kl.err, 100.0 * rms,
+           rms > 0 ? 100.0 * 0.5 / rms * mse.err : 0.0, 100.0 * top,
+           k->count > 1 ? 100.0 * sqrt(top * (1 - top) / (double) (k->count - 1)) : 0.0);
+}
+
+static void print_distribution(const char * name, float * v, size_t n, double unit, const char * fmt) {
+    static const struct {
+        const char * label;
+        float        fraction;
+    } rows[] = {{"Maximum", 1.0f}, {"99.9%  ", 0.999f}, {"99.0%  ", 0.99f}, {"95.0%  ", 0.95f}, {"90.0%  ", 0.9f},
+                {"Median ", -1.0f}, {"10.0%  ", 0.1f}, {" 5.0%  ", 0.05f}, {" 1.0%  ", 0.01f}, {" 0.1%  ", 0.001f},
+                {"Minimum", 0.0f}};
+    qsort(v, n, sizeof(float), cmp_float);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const float x = rows[i].fraction < 0 ? median(v, n) : percentile(v, n, rows[i].fraction);
+        printf("%s %s: ", rows[i].label, name);
+        printf(fmt, unit * x);
+        printf("\n");
+    }
+}
+
+// The closing statistics of kl_divergence().
+static void print_kld_summary(const struct kld_sums * k, float * kld_values, float * p_diff_values) {
+    const struct estimate lp  = mean_err(k->sum_nll, k->sum_nll2, k->count);
+    const struct estimate lpb = mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
+    const double          cov = covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
+    const double ppl = exp(lp.value), ppl_err = ppl * lp.err;
+    const double ppl_base = exp(lpb.value), ppl_base_err = ppl_base * lpb.err;
+    const double ln_ratio = lp.value - lpb.value;
+    const double ln_ratio_err = sqrt_pos(lp.err * lp.err + lpb.err * lpb.err - 2.0 * cov);
+    printf("\n====== Perplexity statistics ======\n");
+    printf("Mean PPL(Q)                   : %10.6f ± %10.6f\n", ppl, ppl_err);
+    printf("Mean PPL(base)                : %10.6f ± %10.6f\n", ppl_base, ppl_base_err);
+    printf("Cor(ln(PPL(Q)), ln(PPL(base))): %6.2f%%\n", lp.err * lpb.err > 0 ? 100.0 * cov / (lp.err * lpb.err) : 0.0);
+    printf("Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f\n", ln_ratio, ln_ratio_err);
+    printf("Mean PPL(Q)/PPL(base)         : %10.6f ± %10.6f\n", exp(ln_ratio), exp(ln_ratio) * ln_ratio_err);
+    printf("Mean PPL(Q)-PPL(base)         : %10.6f ± %10.6f\n", ppl - ppl_base,
+           sqrt_pos(ppl_err * ppl_err + ppl_base_err * ppl_base_err - 2.0 * ppl * ppl_base * cov));
+
+    const struct estimate kl = mean_err(k->sum_kld, k->sum_kld2, k->count);
+    printf("\n====== KL divergence statistics ======\n");
+    printf("Mean    KLD: %10.6f ± %10.6f\n", kl.value, kl.err);
+    print_distribution("KLD", kld_values, k->count, 1.0, "%10.6f");
+
+    const struct estimate dp  = mean_err(k->sum_p_diff, k->sum_p_diff2, k->count);
+    const struct estimate mse = mean_err(k->sum_p_diff2, k->sum_p_diff4, k->count);
+    const double          rms = sqrt(mse.value);
+    const double          top = (double) k->n_same_top / (double) k->count;
+    printf("\n====== Token probability statistics ======\n");
+    printf("Mean    Δp: %6.3f ± %5.3f %%\n", 100.0 * dp.value, 100.0 * dp.err);
+    print_distribution("Δp", p_diff_values, k->count, 100.0, "%6.3f%%");
+    printf("RMS Δp    : %6.3f ± %5.3f %%\n", 100.0 * rms, rms > 0 ? 100.0 * 0.5 / rms * mse.err : 0.0);
+    printf("Same top p: %6.3f ± %5.3f %%\n", 100.0 * top,
+           k->count > 1 ? 100.0 * sqrt(top * (1.0 - top) / (double) (k->count - 1)) : 0.0);
+}
+
+// ---------------------------------------------------------------------------
+// The logits file (see the usage text for its layout)
+// ---------------------------------------------------------------------------
+
+static const char logits_magic[8] = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
+
+static int row_slots(int n_vocab) {   // uint16 per saved row: 2 floats, then n_vocab rounded up to even
+    return 2 * ((n_vocab + 1) / 2) + 4;
+}
+
+static bool write_all(FILE * f, const void * p, size_t bytes) {
+    return fwrite(p, 1, bytes, f) == bytes;
+}
+
+static FILE * logits_file_create(const char * cmd, const char * path, int32_t n_ctx, int32_t n_vocab, int32_t n_chunk,
+                                 const int32_t * tokens) {
+    FILE * f = fopen(path, "wb");
+    if (f == NULL || !write_all(f, logits_magic, 8) || !write_all(f, &n_ctx, 4) || !write_all(f, &n_vocab, 4) ||
+        !write_all(f, &n_chunk, 4) || !write_all(f, tokens, (size_t) n_chunk * (size_t) n_ctx * sizeof(int32_t))) {
+        fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+        if (f) fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
+struct logits_base {
+    FILE *    f;
+    int32_t   n_ctx, n_vocab, n_chunk;
+    int32_t * tokens;   // [n_chunk * n_ctx]
+};
+
+// Opens a saved file and checks it against this model: the magic, the
+// header's figures, the vocabulary size, and that the file is exactly as long
+// as its header says (so a truncated file fails here, not mid-run).
+static bool logits_base_open(const char * cmd, const char * path, int n_vocab_model, struct logits_base * b) {
+    memset(b, 0, sizeof(*b));
+    b->f = fopen(path, "rb");
+    if (b->f == NULL) {
+        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, path, strerror(errno));
+        return false;
+    }
+    char       magic[8];
+    struct stat st;
+    if (fread(magic, 1, 8, b->f) != 8 || memcmp(magic, logits_magic, 8) != 0 || fread(&b->n_ctx, 4, 1, b->f) != 1 ||
+        fread(&b->n_vocab, 4, 1, b->f) != 1 || fread(&b->n_chunk, 4, 1, b->f) != 1) {
+        fprintf(stderr, "mg %s: %s is not a logits file (no \"_logits_\" header; make one with --save-logits)\n", cmd,
+                path);
+        return false;
+    }
+    if (b->n_ctx < 4 || b->n_vocab < 1 || b->n_chunk < 1 || b->n_chunk > (1 << 30) / b->n_ctx) {
+        fprintf(stderr, "mg %s: %s: a header of n_ctx %d, n_vocab %d, n_chunk %d makes no sense\n", cmd, path,
+                b->n_ctx, b->n_vocab, b->n_chunk);
+        return false;
+    }
+    if (b->n_vocab != n_vocab_model) {
+        fprintf(stderr, "mg %s: %s was saved with a vocabulary of %d tokens, this model has %d\n", cmd, path,
+                b->n_vocab, n_vocab_model);
+        return false;
+    }
+    const int    n_scored = b->n_ctx - 1 - b->n_ctx / 2;
+    const double expected = 20.0 + 4.0 * b->n_chunk * (double) b->n_ctx +
+                            2.0 * b->n_chunk * (double) n_scored * row_slots(b->n_vocab);
+    if (fstat(fileno(b->f), &st) != 0 || (double) st.st_size != expected) {
+        fprintf(stderr, "mg %s: %s has %lld bytes, but its header (%d chunks of %d tokens, %d-token vocabulary) "
+                        "needs %.0f: %s\n", cmd, path, (long long) st.st_size, b->n_chunk, b->n_ctx, b->n_vocab,
+                expected, (double) st.st_size < expected ? "truncated" : "extra bytes at the end");
+        return false;
+    }
+    const size_t n_tokens = (size_t) b->n_chunk * (size_t) b->n_ctx;
+    b->tokens = malloc(n_tokens * sizeof(int32_t));
+    if (b->tokens == NULL || fread(b->tokens, sizeof(int32_t), n_tokens, b->f) != n_tokens) {
+        fprintf(stderr, "mg %s: cannot read the tokens of %s\n", cmd, path);
+        return false;
+    }
+    for (size_t i = 0; i < n_tokens; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= b->n_vocab) {
+            fprintf(stderr, "mg %s: %s: token %zu is %d, not in the vocabulary (0..%d)\n", cmd, path, i,
+                    b->tokens[i], b->n_vocab - 1);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void logits_base_close(struct logits_base * b) {
+    if (b->f) fclose(b->f);
+    free(b->tokens);
+}
+
+// ---------------------------------------------------------------------------
+// The command
+// ---------------------------------------------------------------------------
+
+struct ppl_opts {
+    const char * text_file;
+    const char * save_logits;
+    const char * kl_base;
+    int          n_chunks;   // at most this many chunks (-1: all)
+};
+
+// The text's tokens, as common_tokenize(ctx, text, add_special = true) gives them.
+static int32_t * tokenize_file(const char * cmd, const char * path, const struct mg_vocab * vocab, int * n_tokens) {
+    size_t len;
+    char * text = cli_read_file(cmd, path, &len);
+    if (text == NULL) return NULL;
+    int32_t * tokens = len + 2 <= (size_t) INT32_MAX ? malloc((len + 2) * sizeof(int32_t)) : NULL;
+    const int32_t n = tokens ? mg_tokenize(vocab, text, (int32_t) len, tokens, (int32_t) len + 2, true, false) : -1;
+    free(text);
+    if (n < 0) {
+        fprintf(stderr, "mg %s: %s is too big to tokenize\n", cmd, path);
+        free(tokens);
+        return NULL;
+    }
+    *n_tokens = n;
+    return tokens;
+}
+
+// perplexity(): the running estimate per chunk, then the final one.
+static bool run_perplexity(const char * cmd, struct ppl_eval * ev, const int32_t * tokens, int n_chunk, FILE * save) {
+    const int n_scored = ev->n_ctx - 1 - ev->first;
+    const int nv       = row_slots(ev->n_vocab);
+    uint16_t * rows    = save ? malloc((size_t) n_scored * (size_t) nv * sizeof(uint16_t)) : NULL;
+    double nll = 0.0, nll2 = 0.0;
+    size_t count = 0;
+    bool   ok = save == NULL || rows != NULL;
+    for (int c = 0; ok && c < n_chunk; c++) {
+        const int32_t * chunk = tokens + (size_t) c * (size_t) ev->n_ctx;
+        const double    t0    = cli_now_ms();
+        if (!eval_chunk(ev, chunk)) {
+            fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
+            ok = false;
+            break;
+        }
+        if (c == 0) fprintf(stderr, "mg %s: %.2f seconds per pass - ETA %.2f minutes\n", cmd,
+                            (cli_now_ms() - t0) / 1e3, (cli_now_ms() - t0) * n_chunk / 6e4);
+        for (int i = 0; i < n_scored; i++) {
+            const float * logits = ev->logits + (size_t) i * (size_t) ev->n_vocab;
+            const int32_t target = chunk[ev->first + i + 1];
+            const double  v      = save ? nll_and_row(logits, ev->n_vocab, target, rows + (size_t) i * (size_t) nv)
+                                        : nll_of(logits, ev->n_vocab, target);
+            nll += v;
+            nll2 += v * v;
+        }
+        count += (size_t) n_scored;
+        if (save && !write_all(save, rows, (size_t) n_scored * (size_t) nv * sizeof(uint16_t))) {
+            fprintf(stderr, "\nmg %s: cannot write the logits file: %s\n", cmd, strerror(errno));
+            ok = false;
+            break;
+        }
+        printf("[%d]%.4f,", c + 1, exp(nll / (double) count));
+        fflush(stdout);
+    }
+    free(rows);
+    if (!ok) return false;
+    printf("\n");
+    nll /= (double) count;
+    nll2 = nll2 / (double) count - nll * nll;
+    const double ppl = exp(nll);
+    if (!(nll2 > 0)) {
+        fprintf(stderr, "mg %s: unexpected negative variance of the log-probabilities\n", cmd);
+        return false;
+    }
+    printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl, sqrt(nll2 / (double) (count - 1)) * ppl);
+    fflush(stdout);
+    return true;
+}
+
+// kl_divergence(): this model against a saved base, chunk by chunk.
+static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct logits_base * b, int n_chunk) {
+    const int  n_scored = ev->n_ctx - 1 - ev->first;
+    const int  nv       = row_slots(ev->n_vocab);
+    uint16_t * rows     = malloc((size_t) n_scored * (size_t) nv * sizeof(uint16_t));
+    float *    klds     = malloc((size_t) n_chunk * (size_t) n_scored * sizeof(float));
+    float *    p_diffs  = malloc((size_t) n_chunk * (size_t) n_scored * sizeof(float));
+    struct kld_sums k = {0};
+    bool ok = rows != NULL && klds != NULL && p_diffs != NULL;
+    if (ok) printf("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS"
+                   "            Same top p\n");
+    for (int c = 0; ok && c < n_chunk; c++) {
+        const int32_t * chunk = b->tokens + (size_t) c * (size_t) ev->n_ctx;
+        if (!eval_chunk(ev, chunk)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            ok = false;
+            break;
+        }
+        if (fread(rows, sizeof(uint16_t), (size_t) n_scored * (size_t) nv, b->f) != (size_t) n_scored * (size_t) nv) {
+            fprintf(stderr, "mg %s: cannot read the log-probabilities of chunk %d\n", cmd, c + 1);
+            ok = false;
+            break;
+        }
+        for (int i = 0; i < n_scored; i++) {
+            const size_t at = (size_t) c * (size_t) n_scored + (size_t) i;
+            kld_add(&k, ev->logits + (size_t) i * (size_t) ev->n_vocab, ev->n_vocab, rows + (size_t) i * (size_t) nv,
+                    chunk[ev->first + i + 1], &klds[at], &p_diffs[at]);
+        }
+        print_kld_row(c + 1, &k);
+        fflush(stdout);
+    }
+    if (ok) print_kld_summary(&k, klds, p_diffs);
+    fflush(stdout);
+    free(rows);
+    free(klds);
+    free(p_diffs);
+    return ok;
+}
+
+// With --kl-base and -f: the text must be the one the base was saved from.
+static bool same_tokens(const char * cmd, const struct ppl_opts * o, const struct mg_vocab * vocab,
+                        const struct logits_base * b) {
+    int       n;
+    int32_t * t = tokenize_file(cmd, o->text_file, vocab, &n);
+    if (t == NULL) return false;
+    const int n_base = b->n_chunk * b->n_ctx;
+    int       i      = 0;
+    while (i < n && i < n_base && t[i] == b->tokens[i]) i++;
+    free(t);
+    if (n / b->n_ctx < b->n_chunk || i < n_base) {
+        fprintf(stderr, "mg %s: %s does not match %s: %s %d (%d tokens, %d chunks of %d; the base has %d chunks)\n",
+                cmd, o->text_file, o->kl_base, i < n && i < n_base ? "the tokens differ at" : "it ends at token", i, n,
+                n / b->n_ctx, b->n_ctx, b->n_chunk);
+        return false;
+    }
+    return true;
+}
+
+int cmd_perplexity(int argc, char ** argv) {
+    const char *           cmd = "perplexity";
+    struct cli_engine_opts e   = cli_engine_defaults();
+    struct ppl_opts        o   = {.n_chunks = -1};
+    struct cli_option      opts[24];
+    int                    n_opts = 0;
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &o.text_file, "the text to score"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--chunks", CLI_INT, &o.n_chunks, "score at most N chunks (default all)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--save-logits", CLI_STRING, &o.save_logits,
+                                          "write the scored log-probabilities to FILE, for --kl-base"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--kl-base", CLI_STRING, &o.kl_base,
+                                          "KL divergence against FILE (from --save-logits)"};
+    n_opts += cli_engine_options(&e, opts + n_opts);
+    const char * positional[1];
+    int          n_positional;
+    if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
+    if (!cli_engine_setup(cmd, &e)) return 1;
+    if (o.text_file == NULL && o.kl_base == NULL) {
+        fprintf(stderr, "mg %s: no text: give one with -f TEXT (or --kl-base FILE)\n", cmd);
+        return 1;
+    }
+    if (o.save_logits != NULL && o.kl_base != NULL) {
+        fprintf(stderr, "mg %s: --save-logits and --kl-base do not go together (save from the base model)\n", cmd);
+        return 1;
+    }
+    if (o.n_chunks == 0 || o.n_chunks < -1) {
+        fprintf(stderr, "mg %s: --chunks must be at least 1, got %d\n", cmd, o.n_chunks);
+        return 1;
+    }
+    if (e.n_ctx != 0 && e.n_ctx < 4) {
+        fprintf(stderr, "mg %s: --ctx-size must be at least 4 (half of each chunk is context), got %d\n", cmd, e.n_ctx);
+        return 1;
+    }
+
+    int                status = 1;
+    struct ppl_eval    ev     = {0};
+    struct logits_base base   = {0};
+    int32_t *          tokens = NULL;
+    FILE *             save   = NULL;
+    double             load_ms;
+    struct mg_model *  m = cli_load_model(cmd, e.model, &load_ms);
+    if (m == NULL) goto done;
+    const int n_vocab = m->hp.n_vocab;
+
+    int n_tokens = 0;
+    if (o.kl_base != NULL) {
+        if (!logits_base_open(cmd, o.kl_base, n_vocab, &base)) goto done;
+        if (e.n_ctx != 0 && e.n_ctx != base.n_ctx) {
+            fprintf(stderr, "mg %s: %s was saved with -c %d, not %d (leave -c out)\n", cmd, o.kl_base, base.n_ctx,
+                    e.n_ctx);
+            goto done;
+        }
+        if (o.text_file != NULL && !same_tokens(cmd, &o, m->vocab, &base)) goto done;
+        e.n_ctx = base.n_ctx;
+    } else {
+        if (e.n_ctx == 0) e.n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 512 ? m->hp.n_ctx_train : 512;
+        tokens = tokenize_file(cmd, o.text_file, m->vocab, &n_tokens);
+        if (tokens == NULL) goto done;
+        if (n_tokens < 2 * e.n_ctx) {
+            fprintf(stderr, "mg %s: %s tokenizes to only %d tokens: perplexity with -c %d needs at least %d\n", cmd,
+                    o.text_file, n_tokens, e.n_ctx, 2 * e.n_ctx);
+            goto done;
+        }
+    }
+    if (mg_vocab_add_eos(m->vocab)) {   // llama.cpp asserts the same: EOS inside chunks would be scored
+        fprintf(stderr, "mg %s: this vocabulary adds EOS to every text (add_eos): perplexity does not apply\n", cmd);
+        goto done;
+    }
+    if (e.n_ctx > m->hp.n_ctx_train) {
+        fprintf(stderr, "mg %s: warning: the model was trained on only %d context tokens (-c %d)\n", cmd,
+                m->hp.n_ctx_train, e.n_ctx);
+    }
+    if (e.n_batch > e.n_ctx) e.n_batch = e.n_ctx;
+    const int n_chunk_max = o.kl_base ? base.n_chunk : n_tokens / e.n_ctx;
+    const int n_chunk     = o.n_chunks > 0 && o.n_chunks < n_chunk_max ? o.n_chunks : n_chunk_max;
+
+    ev = (struct ppl_eval) {
+        .s = mg_session_new(m, cli_session_params(&e)), .n_ctx = e.n_ctx, .n_batch = e.n_batch, .first = e.n_ctx / 2,
+        .n_vocab = n_vocab, .bos = mg_vocab_add_bos(m->vocab) ? mg_vocab_bos(m->vocab) : -1,
+        .batch = malloc((size_t) e.n_batch * sizeof(int32_t)),
+        .logits = malloc((size_t) (e.n_ctx - e.n_ctx / 2) * (size_t) n_vocab * sizeof(float)),
+    };
+    if (ev.s == NULL || ev.batch == NULL || ev.logits == NULL) {
+        fprintf(stderr, "mg %s: %s\n", cmd, ev.s == NULL ? mg_last_error() : "out of memory");
+        goto done;
+    }
+    fprintf(stderr, "mg %s: %s over %d chunks, n_ctx=%d, batch_size=%d, %d threads%s\n", cmd,
+            o.kl_base ? "KL divergence" : "perplexity", n_chunk, e.n_ctx, e.n_batch, e.n_threads,
+            o.kl_base ? "" : " (scoring the second half of each chunk)");
+
+    const double t0 = cli_now_ms();
+    bool         ok;
+    if (o.kl_base != NULL) {
+        ok = run_kl_divergence(cmd, &ev, &base, n_chunk);
+    } else {
+        save = o.save_logits ? logits_file_create(cmd, o.save_logits, e.n_ctx, n_vocab, n_chunk, tokens) : NULL;
+        if (o.save_logits != NULL && save == NULL) goto done;
+        ok = run_perplexity(cmd, &ev, tokens, n_chunk, save);
+        if (save != NULL) {
+            const bool closed = fclose(save) == 0;
+            save = NULL;
+            if (ok && !closed) {
+                fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, o.save_logits, strerror(errno));
+                ok = false;
+            }
+        }
+    }
+    if (!ok) goto done;
+    const double ms = cli_now_ms() - t0;
+    const int    n_eval = n_chunk * e.n_ctx;
+    fprintf(stderr, "mg %s: %d tokens in %.2f s: %.2f tokens per second\n", cmd, n_eval, ms / 1e3,
+            ms > 0 ? 1e3 * n_eval / ms : 0.0);
+    cli_print_timings(ev.s, load_ms, n_eval, ms, 0, 0.0);
+    status = 0;
+
+done:
+    if (save != NULL) fclose(save);
+    logits_base_close(&base);
+    free(ev.batch);
+    free(ev.logits);
+    mg_session_free(ev.s);
+    free(tokens);
+    mg_model_free(m);
+    return status;
+}
