@@ -30,8 +30,7 @@ static void forget_log(void) {
 }
 
 static void setup(void) {
-    const char * bin = getenv("MG_BIN");
-    snprintf(mg_bin, sizeof(mg_bin), "%s", bin && *bin ? bin : mg_test_root("full/build/mg"));
+    snprintf(mg_bin, sizeof(mg_bin), "%s", mg_test_mg_bin());
     snprintf(tiny_f32, sizeof(tiny_f32), "%s", mg_test_fixture("models/tiny-f32.gguf"));
     snprintf(tiny_q8_0, sizeof(tiny_q8_0), "%s", mg_test_fixture("models/tiny-q8_0.gguf"));
     snprintf(tiny_q4_k_m, sizeof(tiny_q4_k_m), "%s", mg_test_fixture("models/tiny-q4_k_m.gguf"));

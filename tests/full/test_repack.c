@@ -305,9 +305,7 @@ static void check_model(const char * options, const char * type, int min_repacke
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char path[256], cmd[2048];
     snprintf(path, sizeof(path), "%s/tiny-%s.gguf", dir, type);
-    const char * bin = getenv("MG_BIN");
-    snprintf(cmd, sizeof(cmd), "'%s' quantize %s '%s' '%s' %s > /dev/null 2>&1",
-             bin && *bin ? bin : mg_test_root("full/build/mg"), options, mg_test_fixture("models/tiny-f32.gguf"),
+    snprintf(cmd, sizeof(cmd), "'%s' quantize %s '%s' '%s' %s > /dev/null 2>&1", mg_test_mg_bin(), options, mg_test_fixture("models/tiny-f32.gguf"),
              path, type);
     ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
     int     on_repacked, off_repacked, n_on, n_off;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef MG_TEST_ROOT
 #error "MG_TEST_ROOT must name the project root (set by tools/engine.mk)"
@@ -31,6 +32,27 @@ const char * mg_test_root(const char * rel) {
     static char path[4096];
     snprintf(path, sizeof(path), "%s/%s", MG_TEST_ROOT, rel);
     return path;
+}
+
+const char * mg_test_mg_bin(void) {
+    static char bin[4096];
+    const char * env = getenv("MG_BIN");
+    if (env != NULL && *env) return env;
+    char self[4000];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char * slash = strrchr(self, '/');             // .../$(BUILD)/tests/NAME
+        if (slash != NULL) *slash = '\0';
+        slash = strrchr(self, '/');                    // .../$(BUILD)/tests
+        if (slash != NULL) {
+            *slash = '\0';
+            snprintf(bin, sizeof(bin), "%s/mg", self);
+            if (access(bin, X_OK) == 0) return bin;
+        }
+    }
+    snprintf(bin, sizeof(bin), "%s", mg_test_root("full/build/mg"));
+    return bin;
 }
 
 void * mg_test_read_file(const char * path, size_t * size) {

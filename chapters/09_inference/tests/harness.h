@@ -20,6 +20,11 @@ const char * mg_test_fixture(const char * rel);
 // A path inside the project's root directory (for vendored data, READMEs).
 const char * mg_test_root(const char * rel);
 
+// The mg binary the full/ tests run: $MG_BIN, else the mg of the build folder
+// this test binary is in ($(BUILD)/tests/.. : build-asan/mg for make asan),
+// else full/build/mg. The returned string is static.
+const char * mg_test_mg_bin(void);
+
 // Reads a whole file; NULL if it cannot. The caller frees.
 void * mg_test_read_file(const char * path, size_t * size);
 
