@@ -530,3 +530,17 @@ char * cli_output_path(const char * cmd, const char * out, const char * in) {
     return strdup(out);
 }
 
+
+// "1,2,4" -> {1, 2, 4}: the comma lists of mg bench and mg batched-bench, as
+// llama-bench takes them. Each value in lo..hi; -1 on anything else.
+int cli_parse_int_list(const char * text, int * out, int max, long lo, long hi) {
+    int n = 0;
+    for (const char * p = text; *p;) {
+        char * end;
+        const long v = strtol(p, &end, 10);
+        if (end == p || v < lo || v > hi || (*end != ',' && *end != '\0') || n == max) return -1;
+        out[n++] = (int) v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}

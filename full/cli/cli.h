@@ -97,6 +97,9 @@ bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s);
 
 double cli_now_ms(void);
 
+// "1,2,4" -> {1, 2, 4}, each value in lo..hi; -1 on anything else (a comma list as llama-bench takes).
+int cli_parse_int_list(const char * text, int * out, int max, long lo, long hi);
+
 // A type by its ggml name ("q8_0", "Q4_K", "f16"; any case). False if unknown.
 bool cli_parse_type(const char * name, enum mg_type * out);
 

@@ -16,19 +16,6 @@
 
 enum { MAX_LIST = 16, MAX_PARALLEL = 64 };
 
-// "1,2,4" -> {1, 2, 4}, each in lo..hi; -1 on anything else.
-static int parse_list(const char * text, int * out, int max, long lo, long hi) {
-    int n = 0;
-    for (const char * p = text; *p;) {
-        char * end;
-        const long v = strtol(p, &end, 10);
-        if (end == p || v < lo || v > hi || (*end != ',' && *end != '\0') || n == max) return -1;
-        out[n++] = (int) v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
-
 // Any tokens will do for a benchmark (llama-batched-bench draws them at random).
 static int32_t bench_token(int i, int n_vocab) {
     return (int32_t) (((long long) i * 7919 + 11) % n_vocab);
@@ -122,8 +109,8 @@ int cmd_batched_bench(int argc, char ** argv) {
     if (!cli_parse(argc, argv, bb_usage, opts, n_opts, positional, 0, &n_positional)) return 1;
     if (!cli_engine_setup(cmd, &e)) return 1;
     int npp[MAX_LIST], ntg[MAX_LIST], npl[MAX_LIST];
-    const int n_pp = parse_list(npp_text, npp, MAX_LIST, 1, 1 << 16), n_tg = parse_list(ntg_text, ntg, MAX_LIST, 0, 1 << 16),
-              n_pl = parse_list(npl_text, npl, MAX_LIST, 1, MAX_PARALLEL);
+    const int n_pp = cli_parse_int_list(npp_text, npp, MAX_LIST, 1, 1 << 16), n_tg = cli_parse_int_list(ntg_text, ntg, MAX_LIST, 0, 1 << 16),
+              n_pl = cli_parse_int_list(npl_text, npl, MAX_LIST, 1, MAX_PARALLEL);
     if (n_pp <= 0 || n_tg <= 0 || n_pl <= 0) {
         fprintf(stderr, "mg %s: -npp, -ntg and -npl take comma lists of whole numbers (-npl at most %d)\n", cmd,
                 MAX_PARALLEL);

@@ -45,19 +45,6 @@ enum {
 // Lists and the tests they make
 // ---------------------------------------------------------------------------
 
-// "1,2,4" -> {1, 2, 4}; -1 on anything else (a value outside lo..hi too).
-static int parse_list(const char * text, int * out, int max, long lo, long hi) {
-    int n = 0;
-    for (const char * p = text; *p;) {
-        char * end;
-        const long v = strtol(p, &end, 10);
-        if (end == p || v < lo || v > hi || (*end != ',' && *end != '\0') || n == max) return -1;
-        out[n++] = (int) v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
-
 struct bench_test {
     int  n_prompt, n_gen, n_depth;   // one of n_prompt / n_gen is 0, as in llama-bench
     int  n_threads;
@@ -462,7 +449,7 @@ static bool parse_lists(const char * cmd, const struct bench_opts * o, struct be
         {"-fa", o->fa, l->fa, &l->n_fa, 0, 1},
     };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
-        *lists[i].n = parse_list(lists[i].text, lists[i].out, MAX_LIST, lists[i].lo, lists[i].hi);
+        *lists[i].n = cli_parse_int_list(lists[i].text, lists[i].out, MAX_LIST, lists[i].lo, lists[i].hi);
         if (*lists[i].n <= 0) {
             fprintf(stderr, "mg %s: %s %s: need a comma list of at most %d whole numbers in %ld..%ld\n", cmd,
                     lists[i].flag, lists[i].text, MAX_LIST, lists[i].lo, lists[i].hi);
