@@ -1292,7 +1292,7 @@ static _Noreturn void usage(void) {
     exit(2);
 }
 
-// "full" from "full", "../full/" or "/work/main/full".
+// "full" from "full", "../full/" or "/home/me/minigml/full".
 static const char * last_path_part(const char * path) {
     static char part[256];
     snprintf(part, sizeof(part), "%s", path);

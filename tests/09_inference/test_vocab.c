@@ -14,7 +14,7 @@
 //
 // Build and run from the project root:
 //
-//   gcc -std=c11 -O2 -Wall -Wextra -Werror -ffp-contract=off -Ifull -Itests -DMG_TEST_ROOT='"/work/main"'
+//   gcc -std=c11 -O2 -Wall -Wextra -Werror -ffp-contract=off -Ifull -Itests -DMG_TEST_ROOT="\"$PWD\""
 //       tests/09_inference/test_vocab.c tests/harness.c full/vocab.c full/unicode.c full/unicode_data.c
 //       full/gguf.c full/mmap.c full/tensor.c full/arena.c full/trace.c full/quants*.c
 //       $(pkg-config --cflags --libs check) -lm -o /tmp/test_vocab && /tmp/test_vocab

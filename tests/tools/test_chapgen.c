@@ -10,7 +10,7 @@
 // Build and run from the project root (make test-tools does the same). One
 // command; -D_DEFAULT_SOURCE is for harness.c, which uses M_PI:
 //
-//   gcc -std=c11 -Wall -Wextra -Werror -o /tmp/chapgen tools/chapgen.c && gcc -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -DMG_TEST_ROOT='"/work/main"' -DCHAPGEN_BIN='"/tmp/chapgen"' -DCHAPGEN_FIXTURE='"/work/main/tests/tools/fixture"' -Itests tests/tools/test_chapgen.c tests/harness.c $(pkg-config --cflags --libs check) -lm -o /tmp/test_chapgen && /tmp/test_chapgen
+//   gcc -std=c11 -Wall -Wextra -Werror -o /tmp/chapgen tools/chapgen.c && gcc -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -DMG_TEST_ROOT="\"$PWD\"" -DCHAPGEN_BIN='"/tmp/chapgen"' -DCHAPGEN_FIXTURE="\"$PWD/tests/tools/fixture\"" -Itests tests/tools/test_chapgen.c tests/harness.c $(pkg-config --cflags --libs check) -lm -o /tmp/test_chapgen && /tmp/test_chapgen
 
 #ifndef _XOPEN_SOURCE
 #define _XOPEN_SOURCE 700   // popen, mkdtemp, nftw, utimensat
