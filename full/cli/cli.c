@@ -2,6 +2,7 @@
 // cli.c - option parsing and the pieces every mg command shares.
 #define _XOPEN_SOURCE 700   // realpath
 #include "cli.h"
+#include "npy.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -445,10 +446,20 @@ int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const ch
 // mg_session_new, with llama.cpp's warning when -c goes beyond the context
 // the model was trained with (llama_context: "possible training context overflow").
 struct mg_session * cli_session_new(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e) {
-    return cli_session_new_params(cmd, m, cli_session_params(e));
+    return cli_session_new_dumping(cmd, m, e, NULL, NULL);
 }
 
-struct mg_session * cli_session_new_params(const char * cmd, struct mg_model * m, struct mg_session_params p) {
+struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e,
+                                            const char * dump_dir, struct mg_npy_dumper * dumper) {
+    struct mg_session_params p = cli_session_params(e);
+    if (dump_dir != NULL) {   // --dump-tensors: every node's result through the eval callback (npy.h)
+        if (!mg_npy_dumper_open(dumper, dump_dir)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            return NULL;
+        }
+        p.cb_eval           = mg_npy_dump_node;
+        p.cb_eval_user_data = dumper;
+    }
     if (p.n_ctx > m->hp.n_ctx_train) {
         fprintf(stderr, "mg %s: warning: -c %d is larger than the context the model was trained with (%d): "
                         "possible training context overflow\n", cmd, p.n_ctx, m->hp.n_ctx_train);

@@ -117,8 +117,11 @@ int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const ch
 // A session for the engine options; warns when -c is beyond the model's
 // trained context (as llama.cpp). NULL after printing why.
 struct mg_session * cli_session_new(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e);
-// The same for parameters a command adjusted first (mg logits sets cb_eval).
-struct mg_session * cli_session_new_params(const char * cmd, struct mg_model * m, struct mg_session_params p);
+// The same, and with dump_dir (--dump-tensors) every node's result written
+// by dumper as .npy files (npy.h); NULL after printing why.
+struct mg_npy_dumper;
+struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e,
+                                            const char * dump_dir, struct mg_npy_dumper * dumper);
 
 // Checks an output file before any work (it is written to OUT.tmp and renamed
 // over OUT, mg_gguf_writer_write): not the input in (NULL: none), by inode;

@@ -68,22 +68,13 @@ int cmd_logits(int argc, char ** argv) {
     struct mg_npy_dumper dumper = {0};
     struct mg_model *   m      = cli_load_model(cmd, e.model, NULL);
     if (m == NULL) goto done;
-    struct mg_session_params sp = cli_session_params(&e);
-    if (dump_dir != NULL) {
-        if (!mg_npy_dumper_open(&dumper, dump_dir)) {
-            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-            goto done;
-        }
-        sp.cb_eval           = mg_npy_dump_node;
-        sp.cb_eval_user_data = &dumper;
-    }
-    s = cli_session_new_params(cmd, m, sp);
+    s = cli_session_new_dumping(cmd, m, &e, dump_dir, &dumper);
     if (s == NULL) goto done;
     int32_t n = 0;
     tokens = cli_tokenize(cmd, m->vocab, text, len, !no_bos, !no_special, &n);
     if (tokens == NULL) goto done;
     // With a dump and several batches, the batches before the last are not dumped.
-    const int n_last  = all || n <= 0 ? n : (n - 1) % sp.n_batch + 1;
+    const int n_last  = all || n <= 0 ? n : (n - 1) % cli_session_params(&e).n_batch + 1;
     dumper.active = false;
     bool decoded  = n > 0 && (n_last == n || mg_decode(s, tokens, n - n_last, false));
     dumper.active = true;

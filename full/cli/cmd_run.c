@@ -82,16 +82,7 @@ int cmd_run(int argc, char ** argv) {
     double              load_ms;
     struct mg_model *   m = cli_load_model(cmd, e.model, &load_ms);
     if (m == NULL) goto done;
-    struct mg_session_params sp = cli_session_params(&e);
-    if (dump_dir != NULL) {
-        if (!mg_npy_dumper_open(&dumper, dump_dir)) {
-            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-            goto done;
-        }
-        sp.cb_eval           = mg_npy_dump_node;
-        sp.cb_eval_user_data = &dumper;
-    }
-    s = cli_session_new_params(cmd, m, sp);
+    s = cli_session_new_dumping(cmd, m, &e, dump_dir, &dumper);
     if (s == NULL) goto done;
 
     if (trace_json != NULL) {
