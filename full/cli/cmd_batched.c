@@ -8,6 +8,7 @@
 // matrix product, and the weights are read once for all of them. Only
 // attention is per sequence (each token attends to its own sequence's cells,
 // which the mask selects: session.h, mg_decode_batch).
+#define _POSIX_C_SOURCE 200809L   // popen, pclose
 #include "cli.h"
 
 #include <stdio.h>
@@ -32,11 +33,20 @@ static const char * bb_usage =
     "of PP prompt tokens are evaluated in one batch (-pps: one prompt shared by all B, stored once),\n"
     "then TG steps each decode one token of every sequence in one batch of B. Prints\n"
     "llama-batched-bench's table: the times and speeds of the prompt (S_PP), of generation (S_TG,\n"
-    "all B sequences together) and of both (S).";
+    "all B sequences together) and of both (S).\n"
+    "\n"
+    "--llama-batched-bench PATH races llama.cpp's llama-batched-bench on the same file in the same\n"
+    "run: --rounds times ours then theirs (same -npp/-ntg/-npl/-t/-c/-fa, F16 K/V), then one table\n"
+    "of S_PP and S_TG for both, the ratio of the means and its min-max over the rounds.";
 
 struct bb_case {
     int pp, tg, pl;
     bool shared;
+};
+
+// What one row measured: prompt and generation speed (t/s, all sequences together).
+struct bb_speed {
+    double s_pp, s_tg;
 };
 
 // Fill the batch arrays for B prompts of pp tokens (or one, shared), each keeping its last logits.
@@ -51,8 +61,8 @@ static int bb_prompt_batch(const struct bb_case * c, int n_vocab, int32_t * tok,
     return n;
 }
 
-// One row of the table: returns false after printing why.
-static bool bb_run(struct mg_session * s, const struct bb_case * c, int n_vocab) {
+// One row of the table (printed unless quiet, its speeds in *out): returns false after printing why.
+static bool bb_run(struct mg_session * s, const struct bb_case * c, int n_vocab, bool quiet, struct bb_speed * out) {
     const int n_max = (c->shared ? 1 : c->pl) * c->pp + c->pl;
     int32_t * tok  = malloc((size_t) n_max * sizeof(int32_t));
     int32_t * pos  = malloc((size_t) n_max * sizeof(int32_t));
@@ -78,9 +88,12 @@ static bool bb_run(struct mg_session * s, const struct bb_case * c, int n_vocab)
         const double t_pp = (t1 - t0) / 1e3, t_tg = (t2 - t1) / 1e3, t = t_pp + t_tg;
         const double s_pp = (c->shared ? c->pp : c->pl * c->pp) / t_pp;
         const double s_tg = c->tg > 0 ? c->pl * c->tg / t_tg : 0.0;
-        printf("|%6d | %6d | %4d | %6d | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f |\n", c->pp, c->tg, c->pl, n_kv,
-               t_pp, s_pp, t_tg, s_tg, t, n_kv / t);
-        fflush(stdout);
+        *out = (struct bb_speed) {s_pp, s_tg};
+        if (!quiet) {
+            printf("|%6d | %6d | %4d | %6d | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f |\n", c->pp, c->tg, c->pl,
+                   n_kv, t_pp, s_pp, t_tg, s_tg, t, n_kv / t);
+            fflush(stdout);
+        }
     } else {
         fprintf(stderr, "mg batched-bench: PP %d, TG %d, B %d: %s\n", c->pp, c->tg, c->pl, mg_last_error());
     }
@@ -91,39 +104,147 @@ static bool bb_run(struct mg_session * s, const struct bb_case * c, int n_vocab)
     return ok;
 }
 
+// ---------------------------------------------------------------------------
+// The race with llama-batched-bench
+// ---------------------------------------------------------------------------
+
+enum { MAX_CASES = MAX_LIST * MAX_LIST * MAX_LIST, MAX_ROUNDS = 16 };
+
+struct bb_race {
+    struct bb_case  cases[MAX_CASES];
+    int             n_cases;
+    struct bb_speed ours[MAX_CASES][MAX_ROUNDS], theirs[MAX_CASES][MAX_ROUNDS];
+};
+
+static void bb_join(const int * v, int n, char * out, size_t size) {
+    size_t len = 0;
+    out[0]     = '\0';
+    for (int i = 0; i < n && len < size; i++) len += (size_t) snprintf(out + len, size - len, "%s%d", i ? "," : "", v[i]);
+}
+
+// Run llama-batched-bench once on the same cases; each row of its table goes
+// to theirs[case][round]. False, with the reason printed, if a case has no row.
+static bool bb_run_llama(const char * exe, const char * model, const char * lists, int n_ctx, int n_threads,
+                         bool fa, bool shared, struct bb_race * r, int round) {
+    char cmd[4096], line[1024];
+    snprintf(cmd, sizeof(cmd), "'%s' -m '%s' -c %d %s -t %d -fa %s -ctk f16 -ctv f16%s 2>/dev/null", exe, model, n_ctx,
+             lists, n_threads, fa ? "on" : "off", shared ? " -pps" : "");
+    for (int i = 0; i < r->n_cases; i++) r->theirs[i][round].s_tg = -1.0;
+    FILE * f = popen(cmd, "r");
+    if (f == NULL) {
+        fprintf(stderr, "mg batched-bench: cannot run %s\n", exe);
+        return false;
+    }
+    while (fgets(line, sizeof(line), f)) {   // |  PP |  TG |  B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | ...
+        int pp, tg, pl, n_kv;
+        double t_pp, s_pp, t_tg, s_tg;
+        if (sscanf(line, "| %d | %d | %d | %d | %lf | %lf | %lf | %lf |", &pp, &tg, &pl, &n_kv, &t_pp, &s_pp, &t_tg,
+                   &s_tg) != 8) {
+            continue;
+        }
+        for (int i = 0; i < r->n_cases; i++) {
+            const struct bb_case * c = &r->cases[i];
+            if (c->pp == pp && c->tg == tg && c->pl == pl) r->theirs[i][round] = (struct bb_speed) {s_pp, s_tg};
+        }
+    }
+    const int status = pclose(f);
+    for (int i = 0; i < r->n_cases; i++) {
+        if (r->theirs[i][round].s_tg < 0) {
+            fprintf(stderr, "mg batched-bench: llama-batched-bench gave no row for PP %d, TG %d, B %d (exit status %d) from: %s\n",
+                    r->cases[i].pp, r->cases[i].tg, r->cases[i].pl, status, cmd);
+            return false;
+        }
+    }
+    return true;
+}
+
+// Mean of ours / mean of theirs, and the min-max of the per-round ratios.
+static void bb_print_ratio(const struct bb_speed * ours, const struct bb_speed * theirs, int n, bool tg) {
+    double so = 0, st = 0, lo = 1e30, hi = 0;
+    for (int i = 0; i < n; i++) {
+        const double o = tg ? ours[i].s_tg : ours[i].s_pp, t = tg ? theirs[i].s_tg : theirs[i].s_pp;
+        so += o, st += t;
+        lo = t > 0 && o / t < lo ? o / t : lo;
+        hi = t > 0 && o / t > hi ? o / t : hi;
+    }
+    printf(" %9.2f | %9.2f | %5.2fx | %5.2f-%5.2fx |", so / n, st / n, st > 0 ? so / st : 0.0, lo, hi);
+}
+
+static void bb_print_race(const struct bb_race * r, int n_rounds) {
+    printf("\n| %5s | %5s | %3s | %9s | %9s | %6s | %12s | %9s | %9s | %6s | %12s |\n", "PP", "TG", "B", "ours S_PP",
+           "llama", "ratio", "min-max", "ours S_TG", "llama", "ratio", "min-max");
+    printf("|------:|------:|----:|----------:|----------:|-------:|-------------:|----------:|----------:|-------:|-------------:|\n");
+    for (int i = 0; i < r->n_cases; i++) {
+        printf("| %5d | %5d | %3d |", r->cases[i].pp, r->cases[i].tg, r->cases[i].pl);
+        bb_print_ratio(r->ours[i], r->theirs[i], n_rounds, false);
+        bb_print_ratio(r->ours[i], r->theirs[i], n_rounds, true);
+        printf("\n");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The command
+// ---------------------------------------------------------------------------
+
+struct bb_opts {
+    const char * npp, * ntg, * npl, * llama;
+    bool         shared;
+    int          rounds;
+};
+
+// The cases of the lists that fit in n_ctx (all of them when n_ctx is 0), and the cache the largest needs.
+static int bb_cases(const int * npp, int n_pp, const int * ntg, int n_tg, const int * npl, int n_pl, bool shared,
+                    struct bb_race * r) {
+    int need_max = 0;
+    r->n_cases   = 0;
+    for (int a = 0; a < n_pp; a++)
+        for (int b = 0; b < n_tg; b++)
+            for (int c = 0; c < n_pl; c++) {
+                const int need = (shared ? npp[a] : npl[c] * npp[a]) + npl[c] * ntg[b];
+                need_max       = need > need_max ? need : need_max;
+                r->cases[r->n_cases++] = (struct bb_case) {npp[a], ntg[b], npl[c], shared};
+            }
+    return need_max;
+}
+
+static bool bb_need_fits(const struct bb_case * c, int n_ctx) {
+    return (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg <= n_ctx;
+}
+
 int cmd_batched_bench(int argc, char ** argv) {
     const char * cmd = "batched-bench";
     struct cli_engine_opts e = cli_engine_defaults();
-    const char * npp_text = "128", * ntg_text = "128", * npl_text = "1,2,4,8,16";
-    bool shared = false;
+    struct bb_opts o = {.npp = "128", .ntg = "128", .npl = "1,2,4,8,16", .llama = NULL, .shared = false, .rounds = 3};
     struct cli_option opts[32];
     int n_opts = 0;
-    opts[n_opts++] = (struct cli_option) {NULL, "-npp", CLI_STRING, &npp_text, "prompt sizes (default 128)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "-ntg", CLI_STRING, &ntg_text, "generation lengths (default 128)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "-npl", CLI_STRING, &npl_text, "parallel levels (default 1,2,4,8,16)"};
-    opts[n_opts++] = (struct cli_option) {"-pps", "--pp-shared", CLI_FLAG, &shared,
+    opts[n_opts++] = (struct cli_option) {NULL, "-npp", CLI_STRING, &o.npp, "prompt sizes (default 128)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "-ntg", CLI_STRING, &o.ntg, "generation lengths (default 128)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "-npl", CLI_STRING, &o.npl, "parallel levels (default 1,2,4,8,16)"};
+    opts[n_opts++] = (struct cli_option) {"-pps", "--pp-shared", CLI_FLAG, &o.shared,
                                           "one prompt shared by all sequences, stored once"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--llama-batched-bench", CLI_STRING, &o.llama,
+                                          "race this llama-batched-bench on the same file"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race (default 3)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     const char * positional[1];
     int n_positional;
     if (!cli_parse(argc, argv, bb_usage, opts, n_opts, positional, 0, &n_positional)) return 1;
     if (!cli_engine_setup(cmd, &e)) return 1;
     int npp[MAX_LIST], ntg[MAX_LIST], npl[MAX_LIST];
-    const int n_pp = cli_parse_int_list(npp_text, npp, MAX_LIST, 1, 1 << 16), n_tg = cli_parse_int_list(ntg_text, ntg, MAX_LIST, 0, 1 << 16),
-              n_pl = cli_parse_int_list(npl_text, npl, MAX_LIST, 1, MAX_PARALLEL);
+    const int n_pp = cli_parse_int_list(o.npp, npp, MAX_LIST, 1, 1 << 16), n_tg = cli_parse_int_list(o.ntg, ntg, MAX_LIST, 0, 1 << 16),
+              n_pl = cli_parse_int_list(o.npl, npl, MAX_LIST, 1, MAX_PARALLEL);
     if (n_pp <= 0 || n_tg <= 0 || n_pl <= 0) {
         fprintf(stderr, "mg %s: -npp, -ntg and -npl take comma lists of whole numbers (-npl at most %d)\n", cmd,
                 MAX_PARALLEL);
         return 1;
     }
+    if (o.rounds < 1 || o.rounds > MAX_ROUNDS) {
+        fprintf(stderr, "mg %s: --rounds must be 1..%d, got %d\n", cmd, MAX_ROUNDS, o.rounds);
+        return 1;
+    }
+    static struct bb_race race;   // large: not on the stack
+    const int n_ctx_req = bb_cases(npp, n_pp, ntg, n_tg, npl, n_pl, o.shared, &race);
     // The cache holds the largest case, unless -c says otherwise (then larger cases are skipped, as llama's are).
-    int n_ctx_req = 0;
-    for (int a = 0; a < n_pp; a++)
-        for (int b = 0; b < n_tg; b++)
-            for (int c = 0; c < n_pl; c++) {
-                const int need = (shared ? npp[a] : npl[c] * npp[a]) + npl[c] * ntg[b];
-                n_ctx_req = need > n_ctx_req ? need : n_ctx_req;
-            }
     struct mg_session_params params = cli_session_params(&e);
     if (params.n_ctx <= 0) params.n_ctx = n_ctx_req;
     struct mg_model * m = cli_load_model(cmd, e.model, NULL);
@@ -134,22 +255,36 @@ int cmd_batched_bench(int argc, char ** argv) {
         mg_model_free(m);
         return 1;
     }
+    int n_fit = 0;   // the cases that fit, first
+    for (int i = 0; i < race.n_cases; i++)
+        if (bb_need_fits(&race.cases[i], mg_session_n_ctx(s))) race.cases[n_fit++] = race.cases[i];
+    race.n_cases = n_fit;
     // Warm up as llama-batched-bench does: 16 tokens of one sequence.
     int32_t warm[16];
     for (int i = 0; i < 16; i++) warm[i] = bench_token(i, m->hp.n_vocab);
     bool ok = mg_decode(s, warm, 16, false);
+    const bool racing = o.llama != NULL;
     printf("\nmg %s: n_kv_max = %d, n_batch = %d, flash_attn = %d, is_pp_shared = %d, n_threads = %d\n\n", cmd,
-           mg_session_n_ctx(s), params.n_batch, params.flash_attn, shared, params.n_threads);
-    printf("|%6s | %6s | %4s | %6s | %8s | %8s | %8s | %8s | %8s | %8s |\n", "PP", "TG", "B", "N_KV", "T_PP s", "S_PP t/s",
-           "T_TG s", "S_TG t/s", "T s", "S t/s");
-    printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
-    for (int a = 0; ok && a < n_pp; a++)
-        for (int b = 0; ok && b < n_tg; b++)
-            for (int c = 0; ok && c < n_pl; c++) {
-                const struct bb_case bc = {npp[a], ntg[b], npl[c], shared};
-                if ((shared ? bc.pp : bc.pl * bc.pp) + bc.pl * bc.tg > mg_session_n_ctx(s)) continue;
-                ok = bb_run(s, &bc, m->hp.n_vocab);
-            }
+           mg_session_n_ctx(s), params.n_batch, params.flash_attn, o.shared, params.n_threads);
+    if (!racing) {
+        printf("|%6s | %6s | %4s | %6s | %8s | %8s | %8s | %8s | %8s | %8s |\n", "PP", "TG", "B", "N_KV", "T_PP s",
+               "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s");
+        printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
+    }
+    char lists[1024], pp_list[256], tg_list[256], pl_list[256];
+    bb_join(npp, n_pp, pp_list, sizeof(pp_list));
+    bb_join(ntg, n_tg, tg_list, sizeof(tg_list));
+    bb_join(npl, n_pl, pl_list, sizeof(pl_list));
+    snprintf(lists, sizeof(lists), "-npp %s -ntg %s -npl %s", pp_list, tg_list, pl_list);
+    for (int round = 0; ok && round < (racing ? o.rounds : 1); round++) {
+        for (int i = 0; ok && i < race.n_cases; i++) ok = bb_run(s, &race.cases[i], m->hp.n_vocab, racing, &race.ours[i][round]);
+        if (ok && racing) {
+            ok = bb_run_llama(o.llama, e.model, lists, mg_session_n_ctx(s), params.n_threads, params.flash_attn,
+                              o.shared, &race, round);
+            fprintf(stderr, "mg %s: round %d of %d done\n", cmd, round + 1, o.rounds);
+        }
+    }
+    if (ok && racing) bb_print_race(&race, o.rounds);
     mg_session_free(s);
     mg_model_free(m);
     return ok ? 0 : 1;
