@@ -171,6 +171,8 @@ static void bb_print_ratio(const struct bb_speed * ours, const struct bb_speed *
 }
 
 static void bb_print_race(const struct bb_race * r, int n_rounds) {
+    printf("\nours and llama-batched-bench's, in turn, %d rounds: means, ratio of the means, min-max of the round ratios\n",
+           n_rounds);
     printf("\n| %5s | %5s | %3s | %9s | %9s | %6s | %12s | %9s | %9s | %6s | %12s |\n", "PP", "TG", "B", "ours S_PP",
            "llama", "ratio", "min-max", "ours S_TG", "llama", "ratio", "min-max");
     printf("|------:|------:|----:|----------:|----------:|-------:|-------------:|----------:|----------:|-------:|-------------:|\n");
@@ -260,9 +262,11 @@ int cmd_batched_bench(int argc, char ** argv) {
         if (bb_need_fits(&race.cases[i], mg_session_n_ctx(s))) race.cases[n_fit++] = race.cases[i];
     race.n_cases = n_fit;
     // Warm up as llama-batched-bench does: 16 tokens of one sequence.
-    int32_t warm[16];
-    for (int i = 0; i < 16; i++) warm[i] = bench_token(i, m->hp.n_vocab);
-    bool ok = mg_decode(s, warm, 16, false);
+    int32_t   warm[16];
+    const int n_warm = mg_session_n_ctx(s) < 16 ? mg_session_n_ctx(s) : 16;
+    for (int i = 0; i < n_warm; i++) warm[i] = bench_token(i, m->hp.n_vocab);
+    bool ok = mg_decode(s, warm, n_warm, false);
+    if (!ok) fprintf(stderr, "mg %s: the warm-up failed: %s\n", cmd, mg_last_error());
     const bool racing = o.llama != NULL;
     printf("\nmg %s: n_kv_max = %d, n_batch = %d, flash_attn = %d, is_pp_shared = %d, n_threads = %d\n\n", cmd,
            mg_session_n_ctx(s), params.n_batch, params.flash_attn, o.shared, params.n_threads);
@@ -281,7 +285,7 @@ int cmd_batched_bench(int argc, char ** argv) {
         if (ok && racing) {
             ok = bb_run_llama(o.llama, e.model, lists, mg_session_n_ctx(s), params.n_threads, params.flash_attn,
                               o.shared, &race, round);
-            fprintf(stderr, "mg %s: round %d of %d done\n", cmd, round + 1, o.rounds);
+            if (ok) fprintf(stderr, "mg %s: round %d of %d done\n", cmd, round + 1, o.rounds);
         }
     }
     if (ok && racing) bb_print_race(&race, o.rounds);

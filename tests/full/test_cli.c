@@ -832,6 +832,62 @@ START_TEST(test_batched_bench_rows) {
 }
 END_TEST
 
+// A stand-in for llama-batched-bench: its table, every row at S_PP 1000 and S_TG 100
+// (complete), or without the B 3 rows.
+static const char * fake_llama_batched_bench(bool complete) {
+    const char * path = path_in_dir(complete ? "llama-batched-bench" : "llama-batched-bench-short");
+    FILE * f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "#!/bin/sh\n"
+               "echo '|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |'\n"
+               "echo '|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|'\n"
+               "echo '|     8 |      4 |    1 |     12 |    0.008 |  1000.00 |    0.040 |   100.00 |    0.048 |   250.00 |'\n");
+    if (complete) {
+        fprintf(f, "echo '|     8 |      4 |    3 |     36 |    0.024 |  1000.00 |    0.120 |   100.00 |    0.144 |   250.00 |'\n");
+    }
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0755), 0);
+    return path;
+}
+
+// mg batched-bench --llama-batched-bench: one row per case with both speeds and
+// the ratios of ours over theirs; a rival that leaves a case out is an error.
+START_TEST(test_batched_bench_race) {
+    const char * model = fixture("models/tiny-q8_0.gguf");
+    struct run r = mg("batched-bench -m '%s' -npp 8 -ntg 4 -npl 1,3 -t 1 --llama-batched-bench '%s' --rounds 2", model,
+                      fake_llama_batched_bench(true));
+    ck_assert_msg(r.status == 0, "mg batched-bench --llama-batched-bench failed: %s", r.err);
+    ck_assert_msg(strstr(r.out, "2 rounds") != NULL, "the table does not say how many rounds: %s", r.out);
+    int n = 0;
+    for (const char * line = r.out; (line = strstr(line, "\n|")) != NULL; line++) {
+        int PP, TG, B;
+        double o_pp, t_pp, ratio_pp, o_tg, t_tg, ratio_tg;
+        if (sscanf(line + 1, "| %d | %d | %d | %lf | %lf | %lfx | %*f-%*fx | %lf | %lf | %lfx", &PP, &TG, &B, &o_pp, &t_pp,
+                   &ratio_pp, &o_tg, &t_tg, &ratio_tg) != 9) {
+            continue;
+        }
+        ck_assert_int_eq(B, n == 0 ? 1 : 3);
+        ck_assert_msg(t_pp == 1000.0 && t_tg == 100.0, "B %d: llama columns %g, %g; the stand-in said 1000, 100", B, t_pp, t_tg);
+        ck_assert_msg(fabs(ratio_pp - o_pp / 1000.0) < 0.006 + 0.001 * ratio_pp, "B %d: S_PP ratio %g for %g", B, ratio_pp, o_pp);
+        ck_assert_msg(fabs(ratio_tg - o_tg / 100.0) < 0.006 + 0.001 * ratio_tg, "B %d: S_TG ratio %g for %g", B, ratio_tg, o_tg);
+        n++;
+    }
+    ck_assert_msg(n == 2, "expected the B 1 and B 3 rows of the race, found %d:\n%s", n, r.out);
+    run_free(&r);
+    struct run bad = mg("batched-bench -m '%s' -npp 8 -ntg 4 -npl 1,3 -t 1 --llama-batched-bench '%s' --rounds 1", model,
+                        fake_llama_batched_bench(false));
+    ck_assert_msg(bad.status == 1 && strstr(bad.err, "no row for PP 8, TG 4, B 3") != NULL,
+                  "a rival without the B 3 row: status %d, stderr: %s", bad.status, bad.err);
+    ck_assert_msg(strstr(bad.out, "ratio") == NULL, "a table of ratios against nothing:\n%s", bad.out);
+    run_free(&bad);
+    // A cache smaller than the 16 tokens of the warm-up still runs its one case.
+    struct run small = mg("batched-bench -m '%s' -npp 8 -ntg 4 -npl 1 -t 1", model);
+    ck_assert_msg(small.status == 0 && strstr(small.out, "|     8 |      4 |    1 |     12 |") != NULL,
+                  "a 12-cell case: status %d\n%s%s", small.status, small.out, small.err);
+    run_free(&small);
+}
+END_TEST
+
 // mg parallel: each prompt's greedy continuation, decoded among the others,
 // is the text mg run gives for it alone.
 START_TEST(test_parallel_equals_run) {
@@ -1073,6 +1129,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(bench, test_bench_lists);
     tcase_add_test(bench, test_bench_race);
     tcase_add_test(bench, test_batched_bench_rows);
+    tcase_add_test(bench, test_batched_bench_race);
     tcase_add_test(bench, test_parallel_equals_run);
     suite_add_tcase(s, bench);
     return s;
