@@ -6,6 +6,7 @@
 #include "quants.h"
 #include "ops_simd.h"
 #include "vec.h"
+#include "vec_simd.h"
 
 #include <math.h>
 #include <string.h>
@@ -79,7 +80,10 @@ static void attend_one(const struct mg_tensor * q, const struct mg_tensor * k, c
     } else {
         memcpy(q_conv, qr, (size_t) D * sizeof(float));
     }
-    const mg_to_float_fn v_to_f32 = mg_get_type_traits(v->type)->to_float;
+    mg_to_float_fn v_to_f32 = mg_get_type_traits(v->type)->to_float;
+#ifdef MG_SIMD
+    if (v->type == MG_TYPE_F16) v_to_f32 = mg_fp16_to_fp32_row_simd;   // the same floats, 8 at a time
+#endif
     float M = -INFINITY, S = 0.0f;
     for (int64_t d = 0; d < D; d++) acc[d] = 0.0f;
     for (int64_t j0 = 0; j0 < k->ne[1]; j0 += FA_TILE) {

@@ -29,6 +29,7 @@
 // Activation converters (the from_float of the CPU table).
 void mg_fp32_to_fp16_row_simd (const float * x, void * y, int64_t n);
 void mg_fp32_to_bf16_row_simd (const float * x, void * y, int64_t n);
+void mg_fp16_to_fp32_row_simd (const void * x, float * y, int64_t n);   // exact, as mg_fp16_to_fp32_row
 void mg_quantize_row_q8_0_simd(const float * x, void * y, int64_t n);
 void mg_quantize_row_q8_1_simd(const float * x, void * y, int64_t n);
 void mg_quantize_row_q8_K_simd(const float * x, void * y, int64_t n);

@@ -584,6 +584,27 @@ START_TEST(test_fp16_row) {
 }
 END_TEST
 
+// F16 -> F32, 8 lanes at a time (flash attention's value rows): every one of
+// the 65536 halves, at every lane position and in the scalar tail, gives the
+// bits of mg_fp16_to_fp32.
+START_TEST(test_fp16_to_fp32_row) {
+    static mg_fp16_t h[65536 + 7];
+    static float     y[65536 + 7];
+    for (int off = 0; off < 8; off++) {
+        const int64_t n = 65536 - off;
+        for (int64_t i = 0; i < n; i++) h[i] = (mg_fp16_t) (i + off);
+        mg_fp16_to_fp32_row_simd(h, y, n);
+        for (int64_t i = 0; i < n; i++) {
+            const float want = mg_fp16_to_fp32(h[i]);
+            uint32_t a, b;
+            memcpy(&a, &y[i], 4);
+            memcpy(&b, &want, 4);
+            ck_assert_msg(a == b, "half 0x%04x: 0x%08x, mg_fp16_to_fp32 gives 0x%08x", h[i], a, b);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_bf16_row) {
     uint64_t rng = 12;
     float    x[1003];
@@ -705,6 +726,7 @@ Suite * mg_test_suite(void) {
     tc = tcase_create("converters");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_fp16_row);
+    tcase_add_test(tc, test_fp16_to_fp32_row);
     tcase_add_test(tc, test_bf16_row);
     tcase_add_test(tc, test_q8_0_q8_1_rows);
     tcase_add_test(tc, test_q8_0_q8_1_ties);
