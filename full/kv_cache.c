@@ -374,13 +374,16 @@ bool mg_kv_cache_seq_add(struct mg_kv_cache * kv, int seq, int p0, int p1, int d
     return true;
 }
 
-// One layer's keys, turned by each cell's shift. RoPE turns pair i of a key
-// at position p by p * theta_i; turning it again by d * theta_i gives the
-// turn of position p + d, which is what a key computed at p + d would have.
-static struct mg_tensor * rotate_keys(struct mg_context * ctx, const struct mg_kv_cache * kv, int il,
+// One layer's keys in cells 0..n-1, turned by each cell's shift. RoPE turns
+// pair i of a key at position p by p * theta_i; turning it again by
+// d * theta_i gives the turn of position p + d, which is what a key computed
+// at p + d would have.
+static struct mg_tensor * rotate_keys(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int64_t n,
                                       struct mg_tensor * shift, int n_rot, enum mg_rope_mode mode, float freq_base,
                                       float freq_scale) {
-    struct mg_tensor * k   = mg_reshape_3d(ctx, kv->k[il], kv->head_dim, kv->n_head_kv, kv->n_ctx);
+    const struct mg_tensor * cache = kv->k[il];
+    struct mg_tensor * k = mg_view_3d(ctx, kv->k[il], kv->head_dim, kv->n_head_kv, n,
+                                      (size_t) kv->head_dim * mg_type_size(kv->type), cache->nb[1], 0);
     struct mg_tensor * k32 = k->type == MG_TYPE_F32 ? k : mg_cast(ctx, k, MG_TYPE_F32);   // F16 -> F32
     struct mg_tensor * rot = mg_rope(ctx, k32, shift, n_rot, mode, freq_base, freq_scale);
     mg_format_name(rot, "k_shifted-%d", il);
@@ -389,19 +392,22 @@ static struct mg_tensor * rotate_keys(struct mg_context * ctx, const struct mg_k
 
 struct mg_tensor * mg_kv_cache_build_shift(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv,
                                            int n_rot, enum mg_rope_mode mode, float freq_base, float freq_scale) {
-    struct mg_tensor * shift = mg_new_node(ctx, MG_TYPE_I32, 1, (const int64_t[]) {kv->n_ctx});
+    // llama.cpp turns every cell; the cells past the last used one hold
+    // nothing to turn, so these stop there.
+    const int64_t      n     = mg_kv_cache_cells_end(kv) > 0 ? mg_kv_cache_cells_end(kv) : 1;
+    struct mg_tensor * shift = mg_new_node(ctx, MG_TYPE_I32, 1, (const int64_t[]) {n});
     shift->flags |= MG_TENSOR_FLAG_INPUT;
     mg_set_name(shift, "k_shift");
     for (int il = 0; il < kv->n_layer; il++) {
-        mg_build_forward_expand(g, rotate_keys(ctx, kv, il, shift, n_rot, mode, freq_base, freq_scale));
+        mg_build_forward_expand(g, rotate_keys(ctx, kv, il, n, shift, n_rot, mode, freq_base, freq_scale));
     }
     return shift;
 }
 
 void mg_kv_cache_fill_shift(const struct mg_kv_cache * kv, struct mg_tensor * shift) {
-    MG_ASSERT(shift->type == MG_TYPE_I32 && shift->ne[0] == kv->n_ctx);
+    MG_ASSERT(shift->type == MG_TYPE_I32 && shift->ne[0] <= kv->n_ctx);
     int32_t * d = shift->data;
-    for (int i = 0; i < kv->n_ctx; i++) d[i] = kv->cells[i].pos < 0 ? 0 : kv->cells[i].shift;
+    for (int64_t i = 0; i < shift->ne[0]; i++) d[i] = kv->cells[i].pos < 0 ? 0 : kv->cells[i].shift;
 }
 
 bool mg_kv_cache_shift_pending(const struct mg_kv_cache * kv) {
