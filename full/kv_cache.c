@@ -377,7 +377,9 @@ bool mg_kv_cache_seq_add(struct mg_kv_cache * kv, int seq, int p0, int p1, int d
 // One layer's keys in cells 0..n-1, turned by each cell's shift. RoPE turns
 // pair i of a key at position p by p * theta_i; turning it again by
 // d * theta_i gives the turn of position p + d, which is what a key computed
-// at p + d would have.
+// at p + d would have. llama.cpp turns F32 keys in place
+// (ggml_rope_ext_inplace); mg_rope always makes a new tensor, so the turned
+// rows land in the compute buffer and are copied back.
 static struct mg_tensor * rotate_keys(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int64_t n,
                                       struct mg_tensor * shift, int n_rot, enum mg_rope_mode mode, float freq_base,
                                       float freq_scale) {
