@@ -392,7 +392,7 @@ static bool apply_k_shift(struct mg_session * s) {
         return true;
     }
     const struct mg_model_hparams * hp   = &s->model->hp;
-    const int                       size = 8 * hp->n_layer + 16;   // reshape, cast, rope, cpy per layer
+    const int                       size = 8 * hp->n_layer + 16;   // view, cast, rope, cpy per layer
     struct mg_context * ctx = mg_init((struct mg_init_params) {
         .mem_size = 2 * (size_t) size * mg_tensor_overhead() + mg_graph_overhead_custom(size), .no_alloc = true});
     struct mg_gallocr * ga = mg_gallocr_new(0);
