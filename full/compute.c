@@ -532,6 +532,29 @@ static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * 
         return;
     }
     //@- full contiguous-rows
+    //@+ full shift
+    // F16 rows to F32 and back, as the K-shift casts an F16 cache (the same
+    // conversions, a row at a time: F16C where built for it).
+    if (mg_are_same_shape(src, dst) && src->nb[0] == mg_type_size(src->type) &&
+        dst->nb[0] == mg_type_size(dst->type) &&
+        ((src->type == MG_TYPE_F16 && dst->type == MG_TYPE_F32) ||
+         (src->type == MG_TYPE_F32 && dst->type == MG_TYPE_F16))) {
+        int64_t r0, r1;
+        mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
+        for (int64_t ir = r0; ir < r1; ir++) {
+            int64_t i1, i2, i3;
+            unravel_row(dst, ir, &i1, &i2, &i3);
+            const char * rs = row_ptr(src, i1, i2, i3);
+            char *       rd = row_ptr(dst, i1, i2, i3);
+            if (dst->type == MG_TYPE_F16) {
+                mg_get_type_traits_cpu(MG_TYPE_F16)->from_float((const float *) rs, rd, dst->ne[0]);
+            } else {
+                mg_get_type_traits(MG_TYPE_F16)->to_float(rs, (float *) rd, dst->ne[0]);
+            }
+        }
+        return;
+    }
+    //@- full shift
     int64_t k0, k1;
     mg_split_rows(mg_nelements(dst), p->ith, p->nth, &k0, &k1);
     for (int64_t k = k0; k < k1; k++) {

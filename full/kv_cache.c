@@ -7,6 +7,9 @@
 #include "trace.h"
 
 #include <math.h>
+//@+ full shift
+#include <stdio.h>
+//@- full shift
 #include <stdlib.h>
 
 #if 0 //@old 06..09 kv-new
@@ -54,7 +57,7 @@ static struct mg_kv_cache * kv_cache_create(int n_layer, int n_ctx, int head_dim
     //@+ full seqs
     kv->cells = malloc((size_t) n_ctx * sizeof(struct mg_kv_cell));
     MG_ASSERT(kv->cells != NULL);
-    for (int i = 0; i < n_ctx; i++) kv->cells[i] = (struct mg_kv_cell) {-1, 0};
+    for (int i = 0; i < n_ctx; i++) kv->cells[i] = (struct mg_kv_cell) {-1, 0, 0};
     //@- full seqs
     if (kv->buf == NULL) {
         mg_kv_cache_free(kv);
@@ -283,7 +286,7 @@ void mg_kv_cache_seq_rm(struct mg_kv_cache * kv, int seq, int p0, int p1) {
         struct mg_kv_cell * c = &kv->cells[i];
         if (c->pos < 0 || !in_range(c->pos, p0, p1)) continue;
         c->seqs &= ~bits;
-        if (c->seqs == 0) c->pos = -1;   // no sequence left: the cell is free
+        if (c->seqs == 0) *c = (struct mg_kv_cell) {-1, 0, 0};   // no sequence left: the cell is free
     }
 }
 
@@ -298,7 +301,7 @@ void mg_kv_cache_seq_keep(struct mg_kv_cache * kv, int seq) {
     for (int i = 0; i < kv->n_ctx; i++) {
         struct mg_kv_cell * c = &kv->cells[i];
         c->seqs &= 1ull << seq;
-        if (c->seqs == 0) c->pos = -1;
+        if (c->seqs == 0) *c = (struct mg_kv_cell) {-1, 0, 0};
     }
 }
 
@@ -311,3 +314,113 @@ int mg_kv_cache_seq_pos_max(const struct mg_kv_cache * kv, int seq) {
     return max;
 }
 //@- full seqs
+
+//@+ full shift
+// ---------------------------------------------------------------------------
+// Shifting a sequence (llama.cpp: llama_kv_cache::seq_add, llama_kv_cells::
+// pos_add, build_graph_shift, build_rope_shift)
+// ---------------------------------------------------------------------------
+
+// Everything that can be wrong, checked before any cell changes.
+static bool check_seq_add(const struct mg_kv_cache * kv, int seq, int p0, int p1, int delta) {
+    if (seq < 0 || seq >= MG_MAX_SEQ) {
+        mg_set_error("seq_add: sequence id %d is not in 0..%d", seq, MG_MAX_SEQ - 1);
+        return false;
+    }
+    if (p1 >= 0 && p1 < p0) {
+        mg_set_error("seq_add: the range [%d, %d) ends before it starts", p0, p1);
+        return false;
+    }
+    const uint64_t bit = 1ull << seq;
+    for (int i = 0; i < kv->n_ctx; i++) {
+        const struct mg_kv_cell * c = &kv->cells[i];
+        if (c->pos < 0 || !(c->seqs & bit) || !in_range(c->pos, p0, p1)) continue;
+        if (c->seqs != bit) {
+            mg_set_error("seq_add: position %d of sequence %d is shared with other sequences (cell %d, sequence mask "
+                         "0x%llx): moving it would move theirs too; remove it from them first (seq_rm)",
+                         c->pos, seq, i, (unsigned long long) c->seqs);
+            return false;
+        }
+        if ((int64_t) c->pos + delta > INT32_MAX || (int64_t) c->shift + delta > INT32_MAX ||
+            (int64_t) c->shift + delta < INT32_MIN) {
+            mg_set_error("seq_add: position %d + %d overflows", c->pos, delta);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool mg_kv_cache_seq_add(struct mg_kv_cache * kv, int seq, int p0, int p1, int delta) {
+    if (p0 < 0) p0 = 0;   // as llama.cpp: a negative start means from the beginning
+    if (!check_seq_add(kv, seq, p0, p1, delta)) return false;
+    if (delta == 0) return true;
+    int moved = 0, freed = 0;
+    for (int i = 0; i < kv->n_ctx; i++) {
+        struct mg_kv_cell * c = &kv->cells[i];
+        if (c->pos < 0 || !(c->seqs >> seq & 1) || !in_range(c->pos, p0, p1)) continue;
+        c->pos += delta;
+        c->shift += delta;
+        kv->has_shift = true;
+        moved++;
+        if (c->pos < 0) {   // moved before the start: the cell is dropped, as in pos_add
+            *c = (struct mg_kv_cell) {-1, 0, 0};
+            freed++;
+        }
+    }
+    char end[16] = "end";
+    if (p1 >= 0) snprintf(end, sizeof(end), "%d", p1);
+    mg_trace(MG_TRACE_KV, "seq_add: sequence %d, positions [%d, %s) moved by %d: %d cells, %d of them freed", seq, p0,
+             end, delta, moved, freed);
+    return true;
+}
+
+// One layer's keys in cells 0..n-1, turned by each cell's shift. RoPE turns
+// pair i of a key at position p by p * theta_i; turning it again by
+// d * theta_i gives the turn of position p + d, which is what a key computed
+// at p + d would have. llama.cpp turns F32 keys in place
+// (ggml_rope_ext_inplace); mg_rope always makes a new tensor, so the turned
+// rows land in the compute buffer and are copied back.
+static struct mg_tensor * rotate_keys(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int64_t n,
+                                      struct mg_tensor * shift, int n_rot, enum mg_rope_mode mode, float freq_base,
+                                      float freq_scale) {
+    const struct mg_tensor * cache = kv->k[il];
+    struct mg_tensor * k = mg_view_3d(ctx, kv->k[il], kv->head_dim, kv->n_head_kv, n,
+                                      (size_t) kv->head_dim * mg_type_size(kv->type), cache->nb[1], 0);
+    struct mg_tensor * k32 = k->type == MG_TYPE_F32 ? k : mg_cast(ctx, k, MG_TYPE_F32);   // F16 -> F32
+    struct mg_tensor * rot = mg_rope(ctx, k32, shift, n_rot, mode, freq_base, freq_scale);
+    mg_format_name(rot, "k_shifted-%d", il);
+    return mg_format_name(mg_cpy(ctx, rot, k), "k_shift_store-%d", il);   // back into the cache, in its type
+}
+
+struct mg_tensor * mg_kv_cache_build_shift(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv,
+                                           int n_rot, enum mg_rope_mode mode, float freq_base, float freq_scale) {
+    // llama.cpp turns every cell; the cells past the last used one hold
+    // nothing to turn, so these stop there.
+    const int64_t      n     = mg_kv_cache_cells_end(kv) > 0 ? mg_kv_cache_cells_end(kv) : 1;
+    struct mg_tensor * shift = mg_new_node(ctx, MG_TYPE_I32, 1, (const int64_t[]) {n});
+    shift->flags |= MG_TENSOR_FLAG_INPUT;
+    mg_set_name(shift, "k_shift");
+    for (int il = 0; il < kv->n_layer; il++) {
+        mg_build_forward_expand(g, rotate_keys(ctx, kv, il, n, shift, n_rot, mode, freq_base, freq_scale));
+    }
+    return shift;
+}
+
+void mg_kv_cache_fill_shift(const struct mg_kv_cache * kv, struct mg_tensor * shift) {
+    MG_ASSERT(shift->type == MG_TYPE_I32 && shift->ne[0] <= kv->n_ctx);
+    int32_t * d = shift->data;
+    for (int64_t i = 0; i < shift->ne[0]; i++) d[i] = kv->cells[i].pos < 0 ? 0 : kv->cells[i].shift;
+}
+
+bool mg_kv_cache_shift_pending(const struct mg_kv_cache * kv) {
+    for (int i = 0; kv->has_shift && i < kv->n_ctx; i++) {
+        if (kv->cells[i].pos >= 0 && kv->cells[i].shift != 0) return true;
+    }
+    return false;
+}
+
+void mg_kv_cache_reset_shift(struct mg_kv_cache * kv) {
+    for (int i = 0; i < kv->n_ctx; i++) kv->cells[i].shift = 0;
+    kv->has_shift = false;
+}
+//@- full shift

@@ -21,6 +21,9 @@
 #pragma once
 
 #include "graph.h"
+//@+ full shift
+#include "ops.h"
+//@- full shift
 
 //@+ full seqs
 // Many sequences in one cache (llama.cpp: llama_kv_cells). Up to chapter 09
@@ -32,8 +35,9 @@
 enum { MG_MAX_SEQ = 64 };   // sequence ids 0..63: a cell's set is one uint64_t
 
 struct mg_kv_cell {
-    int32_t  pos;    // the position it holds, or -1 when empty
-    uint64_t seqs;   // bit s set: sequence s has this position here
+    int32_t  pos;     // the position it holds, or -1 when empty
+    uint64_t seqs;    // bit s set: sequence s has this position here
+    int32_t  shift;   // how far pos moved since its key was last rotated (mg_kv_cache_seq_add)
 };
 //@- full seqs
 
@@ -55,6 +59,9 @@ struct mg_kv_cache {
     //@+ full seqs
     struct mg_kv_cell * cells; // [n_ctx] which position of which sequences each cell holds
     //@- full seqs
+    //@+ full shift
+    bool                has_shift;   // some cell's shift is not 0: its key must be rotated again
+    //@- full shift
 };
 
 // NULL, with mg_last_error(), if the memory cannot be had.
@@ -121,6 +128,34 @@ void mg_kv_cache_seq_cp(struct mg_kv_cache * kv, int src, int dst, int p0, int p
 void mg_kv_cache_seq_keep(struct mg_kv_cache * kv, int seq);                         // drop every other sequence
 int  mg_kv_cache_seq_pos_max(const struct mg_kv_cache * kv, int seq);                // -1 when it has none
 //@- full seqs
+
+//@+ full shift
+// Shifting a sequence (llama.cpp: llama_kv_cache::seq_add and the K-shift).
+// Positions p0 <= pos < p1 (p0 < 0: from 0; p1 < 0: to the end) of sequence
+// seq move by delta; a cell whose position becomes negative is freed. Only
+// the cells' numbers change here: each cell adds delta to its shift and
+// has_shift is set, and the cached keys, which RoPE rotated by the old
+// position, are rotated by the shift before the next decode (the graph
+// below). False, with mg_last_error() and nothing changed, for a bad
+// sequence id, p1 < p0, a position that would overflow, or a cell the
+// sequence shares with another one (llama.cpp moves such a cell for every
+// sequence that has it; we refuse, since it would move the others' too).
+bool mg_kv_cache_seq_add(struct mg_kv_cache * kv, int seq, int p0, int p1, int delta);
+
+// Add to g the K-shift of every layer (llama.cpp: build_graph_shift): the
+// cached keys of cells 0 .. cells_end-1, viewed as {head_dim, n_head_kv,
+// cells}, turned by RoPE with the model's n_rot, mode, base and scale and
+// "positions" = each cell's shift, and written back. F16 keys are cast to
+// F32, turned and stored back (mg_rope reads F32). V is not touched.
+// Returns the I32 {cells} input to fill with mg_kv_cache_fill_shift.
+struct mg_tensor * mg_kv_cache_build_shift(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv,
+                                           int n_rot, enum mg_rope_mode mode, float freq_base, float freq_scale);
+void mg_kv_cache_fill_shift(const struct mg_kv_cache * kv, struct mg_tensor * shift);   // 0 for empty cells
+void mg_kv_cache_reset_shift(struct mg_kv_cache * kv);                                  // after the graph ran
+// Is any used cell's shift not 0? (has_shift may outlive the cells it was
+// set for: removing them leaves nothing to turn.)
+bool mg_kv_cache_shift_pending(const struct mg_kv_cache * kv);
+//@- full shift
 
 // softmax(K^T Q * scale + mask) V per head, heads grouped over the KV heads
 // (grouped-query attention: q head h reads kv head h / (H / Hkv)).

@@ -190,6 +190,20 @@ struct mg_tensor * mg_cpy(struct mg_context * ctx, struct mg_tensor * a, struct 
     return t;
 }
 
+//@+ full shift
+// ggml_cast: a copy of a in another type, as a new tensor (the CPY op with a
+// destination of its own). It lets an F16 tensor become F32 for the ops that
+// read only F32 (mg_rope, in the K-shift of kv_cache.c).
+struct mg_tensor * mg_cast(struct mg_context * ctx, struct mg_tensor * a, enum mg_type type) {
+    MG_ASSERT((a->type == MG_TYPE_F32 || a->type == MG_TYPE_F16) && (type == MG_TYPE_F32 || type == MG_TYPE_F16));
+    struct mg_tensor * t = mg_new_node(ctx, type, 4, a->ne);
+    t->op     = MG_OP_CPY;
+    t->src[0] = a;
+    mg_format_name(t, "%s (%s)", a->name, mg_type_name(type));
+    return t;
+}
+//@- full shift
+
 struct mg_tensor * mg_get_rows(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * ids) {
     MG_ASSERT(ids->type == MG_TYPE_I32 && ids->ne[1] == 1 && ids->ne[2] == 1 && ids->ne[3] == 1);
     MG_ASSERT(a->ne[2] == 1 && a->ne[3] == 1);

@@ -72,6 +72,10 @@ struct mg_tensor * mg_cont(struct mg_context * ctx, struct mg_tensor * a);
 // Copy a's values into b's bytes (converting the type, e.g. F32 to F16); the
 // result is a view of b, so later ops see the copied values.
 struct mg_tensor * mg_cpy(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * b);
+//@+ full shift
+// A copy of a (F32 or F16) converted to type, in a new tensor (ggml_cast).
+struct mg_tensor * mg_cast(struct mg_context * ctx, struct mg_tensor * a, enum mg_type type);
+//@- full shift
 
 // Rows of a picked by the I32 indices in ids: {n, rows} x {k} -> {n, k} (F32).
 // This is the embedding lookup, and it decodes quantized rows on the way.

@@ -381,8 +381,62 @@ static float * logits_dst(struct mg_session * s, int from, int n, bool * all, fl
     return *tmp;
 }
 
+//@+ full shift
+// The K-shift (llama.cpp: llama_kv_cache::update with do_shift): after
+// mg_session_seq_add, rotate the cached keys by each cell's shift, in a graph
+// of its own with its own compute buffer, freed right after: shifts are rare,
+// and the decode graph and its plan stay as they were, ready for reuse.
+static bool apply_k_shift(struct mg_session * s) {
+    if (!mg_kv_cache_shift_pending(s->kv)) {   // the moved cells are gone since
+        mg_kv_cache_reset_shift(s->kv);
+        return true;
+    }
+    const struct mg_model_hparams * hp   = &s->model->hp;
+    const int                       size = 8 * hp->n_layer + 16;   // view, cast, rope, cpy per layer
+    struct mg_context * ctx = mg_init((struct mg_init_params) {
+        .mem_size = 2 * (size_t) size * mg_tensor_overhead() + mg_graph_overhead_custom(size), .no_alloc = true});
+    struct mg_gallocr * ga = mg_gallocr_new(0);
+    if (ctx == NULL || ga == NULL) {
+        mg_free(ctx);
+        mg_gallocr_free(ga);
+        mg_set_error("K-shift: cannot allocate its graph");
+        return false;
+    }
+    const double       t0    = now_ms();
+    struct mg_cgraph * g     = mg_new_graph_custom(ctx, size);
+    // The rotation the model's graph gives keys (qwen3.c): NEOX pairs, n_rot = head_dim.
+    struct mg_tensor * shift = mg_kv_cache_build_shift(ctx, g, s->kv, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base,
+                                                       hp->rope_freq_scale);
+    bool ok = mg_gallocr_alloc_graph(ga, g);
+    struct mg_cplan plan = mg_graph_plan(g, s->params.n_threads);
+    void * work = ok && plan.work_size > 0 ? malloc(plan.work_size) : NULL;
+    if (ok && plan.work_size > 0 && work == NULL) ok = false;
+    if (ok) {
+        plan.work_data  = work;
+        plan.threadpool = s->threadpool;
+        mg_kv_cache_fill_shift(s->kv, shift);
+        mg_graph_compute(g, &plan);
+        mg_kv_cache_reset_shift(s->kv);
+        s->stats.n_k_shifts++;
+        mg_trace(MG_TRACE_KV, "K-shift: %d layers' keys rotated, %d nodes, %zu bytes of compute buffer, %.2f ms",
+                 hp->n_layer, g->n_nodes, mg_gallocr_get_buffer_size(ga), now_ms() - t0);
+    } else {
+        char cause[256];
+        snprintf(cause, sizeof(cause), "%s", mg_last_error());
+        mg_set_error("K-shift: cannot allocate its compute buffer (%s)", cause);
+    }
+    free(work);
+    mg_gallocr_free(ga);
+    mg_free(ctx);
+    return ok;
+}
+//@- full shift
+
 bool mg_decode_batch(struct mg_session * s, const struct mg_batch * b) {
     if (!check_batch(s, b)) return false;
+    //@+ full shift
+    if (s->kv->has_shift && !apply_k_shift(s)) return false;
+    //@- full shift
     const size_t n_vocab = (size_t) s->model->hp.n_vocab;
     const int    n_rows  = plan_logit_rows(s, b);
     int32_t *    cells   = malloc((size_t) b->n_tokens * sizeof(int32_t));
@@ -398,7 +452,7 @@ bool mg_decode_batch(struct mg_session * s, const struct mg_batch * b) {
         // earlier tokens of its sequence in the same batch.
         MG_ASSERT(mg_kv_cache_find_cells(s->kv, n, cells + done));   // check_batch counted them
         for (int i = done; i < done + n; i++) {
-            s->kv->cells[cells[i]] = (struct mg_kv_cell) {b->pos[i], 1ull << b->seq_id[i]};
+            s->kv->cells[cells[i]] = (struct mg_kv_cell) {b->pos[i], 1ull << b->seq_id[i], 0};
         }
         s->ub.pos   = b->pos + done;
         s->ub.seq   = b->seq_id + done;
@@ -500,6 +554,12 @@ int mg_session_cells_used(const struct mg_session * s) {
     return mg_kv_cache_cells_used(s->kv);
 }
 //@- full seqs
+
+//@+ full shift
+bool mg_session_seq_add(struct mg_session * s, int seq, int p0, int p1, int delta) {
+    return mg_kv_cache_seq_add(s->kv, seq, p0, p1, delta);
+}
+//@- full shift
 
 struct mg_session_stats mg_session_get_stats(const struct mg_session * s) {
     return s->stats;

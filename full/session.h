@@ -51,6 +51,9 @@ struct mg_session_stats {
     size_t kv_size;              // the KV cache's bytes
     double t_build_ms;           // building and planning graphs
     double t_compute_ms;         // running them
+    //@+ full shift
+    int    n_k_shifts;           // K-shift graphs run (one per decode that follows mg_session_seq_add)
+    //@- full shift
 };
 
 struct mg_session;
@@ -101,6 +104,20 @@ void mg_session_seq_keep(struct mg_session * s, int seq);
 int  mg_session_seq_pos_max(const struct mg_session * s, int seq);   // -1: empty
 int  mg_session_cells_used(const struct mg_session * s);             // cells holding any sequence
 //@- full seqs
+
+//@+ full shift
+// Move positions p0 <= pos < p1 (p0 < 0: from 0, p1 < 0: to the end) of
+// sequence seq by delta (llama_memory_seq_add); positions that become
+// negative are removed. The cached keys hold RoPE's rotation by the old
+// position, so the next decode first rotates them by delta (one small graph
+// over every layer's K; values carry no position and stay). The context
+// shift of a long generation: mg_session_seq_rm(s, 0, n_keep, n_keep + n)
+// then mg_session_seq_add(s, 0, n_keep + n, -1, -n). False, with
+// mg_last_error() and nothing changed, for a sequence id outside
+// 0..MG_MAX_SEQ-1, p1 < p0, an overflow, or a position that seq shares with
+// another sequence (moving it would move theirs).
+bool mg_session_seq_add(struct mg_session * s, int seq, int p0, int p1, int delta);
+//@- full shift
 
 struct mg_session_stats mg_session_get_stats(const struct mg_session * s);
 const struct mg_model * mg_session_model(const struct mg_session * s);

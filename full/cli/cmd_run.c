@@ -17,8 +17,30 @@ static const char * usage =
     "As llama-completion: special tokens written in the prompt (<|im_start|>, ...) are recognised unless\n"
     "--no-special, and BOS is added where the vocabulary asks for it. Generation stops at an\n"
     "end-of-generation token, after -n tokens, or when the context is full (a prompt that does not\n"
-    "fit is an error). --dump-tensors DIR writes the prompt graph's intermediate tensors as .npy files\n"
-    "(see mg logits --help).";
+    "fit is an error). With --context-shift a full context makes room instead, as llama-completion's:\n"
+    "the first --keep tokens of the prompt stay, half of the rest is dropped, and the remainder moves\n"
+    "down (its cached keys turned back by RoPE), so -n -1 generates until an end token.\n"
+    "--dump-tensors DIR writes the prompt graph's intermediate tensors as .npy files (see mg logits --help).";
+
+// The context shift of llama-completion (tools/completion/completion.cpp):
+// keep positions 0..n_keep-1, drop the next half of what follows, and move
+// the rest down over the gap (mg_session_seq_add). False when nothing can
+// be dropped (--keep holds the whole context).
+static bool context_shift(const char * cmd, struct mg_session * s, int n_keep) {
+    const int n_past    = mg_session_n_past(s);
+    const int n_discard = (n_past - n_keep) / 2;
+    if (n_discard <= 0) {
+        fprintf(stderr, "\nmg %s: context full (%d tokens) and --keep %d leaves nothing to discard\n", cmd, n_past,
+                n_keep);
+        return false;
+    }
+    mg_session_seq_rm(s, 0, n_keep, n_keep + n_discard);
+    if (!mg_session_seq_add(s, 0, n_keep + n_discard, n_past, -n_discard)) {
+        fprintf(stderr, "\nmg %s: context shift: %s\n", cmd, mg_last_error());
+        return false;
+    }
+    return true;
+}
 
 int cmd_run(int argc, char ** argv) {
     const char * cmd = "run";
@@ -26,15 +48,15 @@ int cmd_run(int argc, char ** argv) {
     struct cli_sampling_opts smp = cli_sampling_defaults();
     const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL, * trace_json = NULL, * memory_map = NULL,
                * dump_dir = NULL;
-    int  n_predict = 128;
-    bool ignore_eos = false, no_display_prompt = false, no_special = false;
+    int  n_predict = 128, n_keep = 0;
+    bool ignore_eos = false, no_display_prompt = false, no_special = false, ctx_shift = false, no_ctx_shift = false;
 
-    struct cli_option opts[32];
+    struct cli_option opts[40];   // room for the engine and sampling options too
     int n_opts = 0;
     opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &prompt, "the prompt"};
     opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &prompt_file, "read the prompt from a file"};
     opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict,
-                                          "tokens to generate (default 128; -1: until the context is full)"};
+                                          "tokens to generate (default 128; -1: until an end token or a full context)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
                                           "do not stop at end-of-generation tokens"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &no_display_prompt,
@@ -48,12 +70,26 @@ int cmd_run(int argc, char ** argv) {
                                           "do not parse special tokens in the prompt (default: parse them)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_STRING, &dump_dir,
                                           "write the prompt's intermediate tensors as .npy files here"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--context-shift", CLI_FLAG, &ctx_shift,
+                                          "when the context is full, drop half of it and go on (default: stop)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-context-shift", CLI_FLAG, &no_ctx_shift,
+                                          "stop when the context is full (the default, as llama-completion)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--keep", CLI_INT, &n_keep,
+                                          "prompt tokens a context shift keeps (default 0, -1: all; BOS always)"};
     n_opts += cli_engine_options(&e, opts + n_opts);
     n_opts += cli_sampling_options(&smp, opts + n_opts);
     const char * positional[1];
     int n_positional;
     if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
     if (!cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
+    if (ctx_shift && no_ctx_shift) {
+        fprintf(stderr, "mg %s: --context-shift and --no-context-shift contradict each other\n", cmd);
+        return 1;
+    }
+    if (n_keep < -1) {
+        fprintf(stderr, "mg %s: --keep must be -1 (all of the prompt) or >= 0, got %d\n", cmd, n_keep);
+        return 1;
+    }
     const char * outputs[2][2] = {{"--trace-json", trace_json}, {"--memory-map", memory_map}};
     for (int i = 0; i < 2; i++) {   // fail now, not after the whole run
         if (outputs[i][1] == NULL) continue;
@@ -105,6 +141,10 @@ int cmd_run(int argc, char ** argv) {
                         "was trained with %d)\n", cmd, n_prompt, n_ctx, m->hp.n_ctx_train);
         goto done;
     }
+    // As llama-completion: --keep counts prompt tokens after BOS, which is always kept; -1 or more than the
+    // prompt keeps all of it.
+    if (n_keep < 0 || n_keep > n_prompt) n_keep = n_prompt;
+    else n_keep += mg_vocab_add_bos(m->vocab);
     if (!no_display_prompt) {
         fwrite(text, 1, text_len, stdout);
         fflush(stdout);
@@ -129,7 +169,7 @@ int cmd_run(int argc, char ** argv) {
 
     struct mg_detok detok;
     mg_detok_init(&detok, false);
-    int    n_eval  = 0;
+    int    n_eval  = 0, n_shifts = 0;
     double eval_ms = 0.0;
     for (int i = 0; n_predict < 0 || i < n_predict; i++) {
         const int32_t next = mg_sampler_sample(sampler, mg_get_logits(s));
@@ -137,8 +177,13 @@ int cmd_run(int argc, char ** argv) {
         cli_stream_token(&detok, m->vocab, next);
         if (n_predict >= 0 && i + 1 == n_predict) break;   // the last token needs no decode
         if (mg_session_n_past(s) >= n_ctx) {
-            fprintf(stderr, "\n[context full: %d tokens]", n_ctx);
-            break;
+            if (!ctx_shift) {
+                fprintf(stderr, "\n[context full: %d tokens, and context shift is off (--context-shift) => stopping]",
+                        n_ctx);
+                break;
+            }
+            if (!context_shift(cmd, s, n_keep)) goto done;
+            n_shifts++;
         }
         t0 = cli_now_ms();
         if (!mg_decode(s, &next, 1, false)) {
@@ -154,6 +199,10 @@ int cmd_run(int argc, char ** argv) {
     cli_stream_flush(&detok);
     printf("\n");
     cli_print_timings(s, load_ms, n_prompt, prompt_ms, n_eval, eval_ms);
+    if (ctx_shift) {
+        fprintf(stderr, "mg: context shifts   = %9d (keeping the first %d tokens; %d K-shift graphs run)\n", n_shifts,
+                n_keep, mg_session_get_stats(s).n_k_shifts);
+    }
     struct mg_memory_model mm;
     mg_session_memory_model(s, &mm);
     mg_memory_model_print(stderr, &mm);

@@ -529,6 +529,65 @@ START_TEST(test_run_defaults) {
 }
 END_TEST
 
+// The "N runs" of the "eval time" line of a run's summary.
+static int eval_runs(const char * err) {
+    const char * line = line_with(err, "       eval time");
+    ck_assert_ptr_nonnull(line);
+    const char * slash = strchr(line, '/');
+    ck_assert_ptr_nonnull(slash);
+    int n = -1;
+    ck_assert_int_eq(sscanf(slash + 1, " %d runs", &n), 1);
+    return n;
+}
+
+// A run longer than its context: without --context-shift it stops when the
+// context is full and says why; with it, it generates every token asked for,
+// shifting as llama-completion does (keep --keep, drop half of the rest),
+// and what it printed before the first shift is what the stopped run printed.
+START_TEST(test_run_context_shift) {
+    enum { N_CTX = 32, N_PREDICT = 60, N_KEEP = 2, N_FOX_TOKENS = 18 };
+    const char * model = fixture("models/tiny-f32.gguf");
+    char args[8192];
+    snprintf(args, sizeof(args), "run -m '%s' -f '%s' -c %d -n %d --temp 0 --ignore-eos -t 1", model,
+             fixture("prompts/fox.txt"), N_CTX, N_PREDICT);
+    struct run stop = mg("%s", args);
+    ck_assert_msg(stop.status == 0, "exit status %d: %.1500s", stop.status, stop.err);
+    ck_assert_msg(strstr(stop.err, "context full: 32 tokens") != NULL && strstr(stop.err, "--context-shift") != NULL,
+                  "%.1500s", stop.err);
+    ck_assert_int_eq(eval_runs(stop.err), N_CTX - N_FOX_TOKENS);   // every cell filled, then the stop
+
+    struct run go = mg("%s --context-shift --keep %d", args, N_KEEP);
+    ck_assert_msg(go.status == 0, "exit status %d: %.1500s", go.status, go.err);
+    ck_assert_ptr_null(strstr(go.err, "context full"));
+    ck_assert_int_eq(eval_runs(go.err), N_PREDICT - 1);   // the last token needs no decode
+    // llama-completion's rule (the model adds no BOS, so --keep 2 keeps 2):
+    // when the N_CTX cells are full, drop (N_CTX - keep) / 2 after the kept ones.
+    int n_past = N_FOX_TOKENS, want_shifts = 0;
+    for (int i = 0; i < N_PREDICT - 1; i++) {
+        if (n_past == N_CTX) n_past -= (N_CTX - N_KEEP) / 2, want_shifts++;
+        n_past++;
+    }
+    const char * shifts = line_with(go.err, "context shifts");
+    ck_assert_ptr_nonnull(shifts);
+    int n_shifts = -1, keep = -1, n_graphs = -1;
+    ck_assert_int_eq(sscanf(strchr(shifts, '=') + 1, " %d (keeping the first %d tokens; %d K-shift", &n_shifts, &keep,
+                            &n_graphs), 3);
+    ck_assert_int_eq(n_shifts, want_shifts);
+    ck_assert_int_ge(want_shifts, 2);
+    ck_assert_int_eq(keep, N_KEEP);
+    ck_assert_int_eq(n_graphs, want_shifts);
+    // The stopped run's text (less its final newline) begins the longer one.
+    ck_assert_uint_gt(go.out_len, stop.out_len);
+    ck_assert_msg(memcmp(go.out, stop.out, stop.out_len - 1) == 0, "before the first shift the runs differ:\n%s\n%s",
+                  stop.out, go.out);
+    run_free(&stop);
+    run_free(&go);
+
+    expect_one_line_error("--keep", "-3", "%s --context-shift --keep -3", args);
+    expect_one_line_error("--context-shift", "--no-context-shift", "%s --context-shift --no-context-shift", args);
+}
+END_TEST
+
 // Strict UTF-8 (shortest forms, no surrogates, at most U+10FFFF), written
 // here rather than taken from unicode.c.
 static bool valid_utf8(const char * s, size_t len) {
@@ -1111,6 +1170,7 @@ Suite * mg_test_suite(void) {
     tcase_add_loop_test(fixtures, test_run_greedy_matches_golden, 0, N_MODELS);
     tcase_add_loop_test(fixtures, test_run_defaults, 0, N_MODELS);
     tcase_add_test(fixtures, test_run_cut_mid_character);
+    tcase_add_test(fixtures, test_run_context_shift);
     suite_add_tcase(s, fixtures);
 
     TCase * mkmodel = tcase_create("mkmodel");

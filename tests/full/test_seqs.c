@@ -230,6 +230,213 @@ START_TEST(test_malformed_batch_changes_nothing) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// Shifting a sequence (mg_session_seq_add)
+//
+// The property: RoPE turns pair i of a key at position p by the angle
+// p * theta_i, and q . k depends on the positions only through their
+// difference. So a cache whose positions were moved by d, its keys turned by
+// d more, must give the logits of the same tokens decoded from scratch at the
+// moved positions. The two differ only by float rounding: turning by p then
+// by d is not bit for bit a turn by p + d (each angle's cos and sin rounded,
+// then multiplied out), and the prompt's own attention ran at other absolute
+// angles. What a broken K-shift gives is known too: a cache NOT turned is
+// what a prompt decoded at 0..n-1 holds when the steps come at n+d.. (every
+// cell is visible to them either way), and turning by -d instead of +d is
+// the same mistake twice as far (steps at n+2d..). Both must fail the bound.
+// A shift that turned the wrong dimensions (NORMAL pairs instead of NEOX, or
+// half of them) turns most pairs by wrong angles, an error of the size of
+// these two; the case "tail +d" catches a shift applied to cells it should
+// not touch.
+// ---------------------------------------------------------------------------
+
+enum { SHIFT_D = 5, SHIFT_FAR = 300, SHIFT_PART = 3, SHIFT_HEAD = 4 };
+
+// Measured (make -C full build/tests/full_test_seqs; the [shift] lines):
+// with the steps at positions up to 15, an F32 cache gives logits within
+// 1e-5 of decoding from scratch (they have a standard deviation of about 5),
+// an F16 cache within 1.3e-2, because its turned keys are rounded to F16
+// twice (stored, then turned and stored again) where the reference's are
+// rounded once: 2^-11 of every element. The F32 error grows with the angles
+// (an angle's rounding is relative to it): 6.5e-5 with the steps at
+// positions 307..309 ("+far"). The bounds leave a margin of 3-4x over the
+// worst case; a cache left unturned is 8.3 off, turned the wrong way 10.3.
+static const float shift_tol_f32 = 2e-4f, shift_tol_f16 = 5e-2f;
+
+// One session's story: the prompt at first + i (+ gap from token gap_from
+// on, where the tokens may go to sequence tail_seq instead of 0: they then
+// do not see the head, and are copied to sequence 0 afterwards), then seq_rm
+// of positions [0, rm_end), then seq_add of [add_p0, end) by add_delta, then
+// N_STEPS tokens one by one from position step0.
+struct shift_script {
+    int first, gap_from, gap, tail_seq;
+    int rm_end;
+    int add_p0, add_delta;
+    int step0;
+};
+
+static struct mg_session * new_session_kv(bool flash_attn, enum mg_type kv_type) {
+    struct mg_session_params p = mg_session_default_params();
+    p.n_ctx      = 64;
+    p.n_threads  = 2;
+    p.kv_type    = kv_type;
+    p.flash_attn = flash_attn;
+    struct mg_session * s = mg_session_new(model, p);
+    ck_assert_msg(s != NULL, "%s", mg_last_error());
+    return s;
+}
+
+// The steps' logits of a script; returns how many K-shifts the session ran.
+static int run_script(bool fa, enum mg_type kv_type, const struct shift_script * sc, float out[N_STEPS][N_VOCAB]) {
+    struct mg_session * s = new_session_kv(fa, kv_type);
+    int32_t tok[N_PROMPT], pos[N_PROMPT], seq[N_PROMPT];
+    for (int i = 0; i < N_PROMPT; i++) {
+        tok[i] = prompt_token(7, i);
+        pos[i] = sc->first + i + (i >= sc->gap_from ? sc->gap : 0);
+        seq[i] = i >= sc->gap_from ? sc->tail_seq : 0;
+    }
+    const struct mg_batch prompt = {N_PROMPT, tok, pos, seq, NULL};
+    ck_assert_msg(mg_decode_batch(s, &prompt), "%s", mg_last_error());
+    if (sc->tail_seq != 0) {   // the tail joins sequence 0 and leaves its own
+        mg_session_seq_cp(s, sc->tail_seq, 0, 0, -1);
+        mg_session_seq_rm(s, sc->tail_seq, 0, -1);
+    }
+    if (sc->rm_end > 0) mg_session_seq_rm(s, 0, 0, sc->rm_end);
+    if (sc->add_delta != 0) {
+        ck_assert_msg(mg_session_seq_add(s, 0, sc->add_p0, -1, sc->add_delta), "%s", mg_last_error());
+    }
+    for (int k = 0; k < N_STEPS; k++) {
+        const int32_t t = step_token(7, k), p = sc->step0 + k, q = 0;
+        const struct mg_batch step = {1, &t, &p, &q, NULL};
+        ck_assert_msg(mg_decode_batch(s, &step), "%s", mg_last_error());
+        memcpy(out[k], mg_get_logits(s), sizeof(out[k]));
+    }
+    const int n_shifts = mg_session_get_stats(s).n_k_shifts;
+    mg_session_free(s);
+    return n_shifts;
+}
+
+static float steps_diff(float a[N_STEPS][N_VOCAB], float b[N_STEPS][N_VOCAB]) {
+    float worst = 0.0f;
+    for (int k = 0; k < N_STEPS; k++) {
+        const float d = max_abs_diff(a[k], b[k]);
+        if (!(d <= worst)) worst = d;
+    }
+    return worst;
+}
+
+enum { N = N_PROMPT };
+static const struct {
+    const char *        name;
+    struct shift_script shifted, scratch;
+} shift_cases[] = {
+    // +d: decoded at 0..n-1, moved to d..; from scratch at d..
+    {"+d", {0, N, 0, 0, 0, 0, SHIFT_D, N + SHIFT_D}, {SHIFT_D, N, 0, 0, 0, 0, 0, N + SHIFT_D}},
+    // -d: decoded at d.., moved to 0..; from scratch at 0..
+    {"-d", {SHIFT_D, N, 0, 0, 0, 0, -SHIFT_D, N}, {0, N, 0, 0, 0, 0, 0, N}},
+    // Far: larger angles, larger rounding.
+    {"+far", {0, N, 0, 0, 0, 0, SHIFT_FAR, N + SHIFT_FAR}, {SHIFT_FAR, N, 0, 0, 0, 0, 0, N + SHIFT_FAR}},
+    // Only the tail moves: cells turned by d beside cells turned by 0. The
+    // tail was decoded as its own sequence, so that moving it away from the
+    // head changes no distance it was computed with.
+    {"tail +d", {0, SHIFT_PART, 0, 1, 0, SHIFT_PART, SHIFT_D, N + SHIFT_D},
+                {0, SHIFT_PART, SHIFT_D, 1, 0, 0, 0, N + SHIFT_D}},
+    // The context shift: the first k positions removed, the rest moved down
+    // by k. The rest was computed while it saw the removed head, so "from
+    // scratch" is the same decode with the head removed and NOT shifted,
+    // and the steps k later: every distance between a step and a cell is
+    // the same.
+    {"rm head, -k", {0, N, 0, 0, SHIFT_HEAD, SHIFT_HEAD, -SHIFT_HEAD, N - SHIFT_HEAD},
+                    {0, N, 0, 0, SHIFT_HEAD, 0, 0, N}},
+};
+static const struct shift_script unrotated  = {0, N, 0, 0, 0, 0, 0, N + SHIFT_D};       // "+d" without the turn
+static const struct shift_script wrong_sign = {0, N, 0, 0, 0, 0, 0, N + 2 * SHIFT_D};   // "+d" turned by -d
+
+// Every case with plain and flash attention (the caches' V differ, K does
+// not), with an F32 and an F16 cache.
+START_TEST(test_shift_equals_decoding_at_shifted_positions) {
+    const bool         fa      = _i & 1;
+    const enum mg_type kv_type = _i & 2 ? MG_TYPE_F16 : MG_TYPE_F32;
+    const char *       kv_name = kv_type == MG_TYPE_F16 ? "f16" : "f32";
+    const float        tol_kv  = kv_type == MG_TYPE_F16 ? shift_tol_f16 : shift_tol_f32;
+    float (*a)[N_VOCAB] = malloc(N_STEPS * sizeof(*a)), (*b)[N_VOCAB] = malloc(N_STEPS * sizeof(*b));
+    ck_assert(a != NULL && b != NULL);
+    for (size_t c = 0; c < sizeof(shift_cases) / sizeof(shift_cases[0]); c++) {
+        ck_assert_int_eq(run_script(fa, kv_type, &shift_cases[c].shifted, a), 1);   // one K-shift, before step 0
+        ck_assert_int_eq(run_script(fa, kv_type, &shift_cases[c].scratch, b), 0);
+        const float d = steps_diff(a, b);
+        printf("[shift] fa=%d kv=%s %-12s max |diff| %.3g\n", fa, kv_name, shift_cases[c].name, d);
+        ck_assert_msg(d <= tol_kv, "fa=%d kv=%s %s: logits differ by %g (bound %g)", fa, kv_name,
+                      shift_cases[c].name, d, tol_kv);
+    }
+    // The bound would catch a shift that was not done, or done the wrong way.
+    run_script(fa, kv_type, &shift_cases[0].scratch, b);
+    const struct shift_script * wrong[2] = {&unrotated, &wrong_sign};
+    for (int w = 0; w < 2; w++) {
+        run_script(fa, kv_type, wrong[w], a);
+        const float d = steps_diff(a, b);
+        printf("[shift] fa=%d kv=%s %-12s max |diff| %.3g\n", fa, kv_name, w == 0 ? "unturned" : "wrong sign", d);
+        ck_assert_msg(d > 10 * tol_kv, "fa=%d kv=%s: a wrong K-shift (%s) is only %g off", fa, kv_name,
+                      w == 0 ? "none" : "-d", d);
+    }
+    free(a);
+    free(b);
+}
+END_TEST
+
+// Positions and cells after a shift, and what seq_add refuses.
+START_TEST(test_shift_positions_and_refusals) {
+    struct mg_session * s = new_session_kv(false, MG_TYPE_F32);
+    int32_t tok[N_PROMPT];
+    for (int i = 0; i < N_PROMPT; i++) tok[i] = prompt_token(3, i);
+    ck_assert(mg_decode(s, tok, N_PROMPT, false));                   // positions 0..6
+    ck_assert(mg_session_seq_add(s, 0, 2, -1, 10));                  // 2..6 -> 12..16
+    ck_assert_int_eq(mg_session_seq_pos_max(s, 0), N_PROMPT - 1 + 10);
+    ck_assert_int_eq(mg_session_n_past(s), N_PROMPT + 10);
+    ck_assert(mg_session_seq_add(s, 0, 0, 2, 0));                    // delta 0: nothing to do
+    ck_assert(mg_session_seq_add(s, 0, 0, 13, -12));                 // 0, 1, 12 -> -12, -11, 0: two freed
+    ck_assert_int_eq(mg_session_cells_used(s), N_PROMPT - 2);
+    ck_assert_int_eq(mg_session_seq_pos_max(s, 0), 16);
+    mg_session_seq_rm(s, 0, 0, 1);                                   // the cell at 0 (once 12) goes
+    ck_assert_int_eq(mg_session_cells_used(s), N_PROMPT - 3);
+    ck_assert(mg_session_seq_add(s, 0, -5, -1, -13));                // p0 < 0 is 0; 13..16 -> 0..3
+    ck_assert_int_eq(mg_session_seq_pos_max(s, 0), 3);
+    ck_assert(mg_session_seq_add(s, 0, 0, -1, -100));                // all of it before 0: all gone
+    ck_assert_int_eq(mg_session_cells_used(s), 0);
+    ck_assert_int_eq(mg_session_seq_pos_max(s, 0), -1);
+    // Nothing was left to turn: the next decode runs no K-shift.
+    const int32_t t = 5;
+    ck_assert(mg_decode(s, &t, 1, false));
+    ck_assert_int_eq(mg_session_get_stats(s).n_k_shifts, 0);
+
+    // Bad arguments, and a position shared with another sequence: refused, nothing moved.
+    mg_session_seq_rm(s, -1, 0, -1);
+    ck_assert(mg_decode(s, tok, N_PROMPT, false));
+    mg_session_seq_cp(s, 0, 1, 0, 3);                                 // 0..2 shared with sequence 1
+    const struct {
+        int          seq, p0, p1, delta;
+        const char * says;
+    } bad[] = {
+        {-1, 0, -1, 1, "sequence id -1"},
+        {MG_MAX_SEQ, 0, -1, 1, "sequence id 64"},
+        {0, 5, 2, 1, "ends before it starts"},
+        {0, 0, -1, 1, "shared with other sequences"},
+        {0, 2, 4, 1, "shared with other sequences"},
+        {0, 3, -1, 2147483647, "overflows"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert(!mg_session_seq_add(s, bad[i].seq, bad[i].p0, bad[i].p1, bad[i].delta));
+        ck_assert_msg(strstr(mg_last_error(), bad[i].says) != NULL, "case %zu: %s", i, mg_last_error());
+        ck_assert_int_eq(mg_session_seq_pos_max(s, 0), N_PROMPT - 1);
+        ck_assert_int_eq(mg_session_seq_pos_max(s, 1), 2);
+        ck_assert_int_eq(mg_session_cells_used(s), N_PROMPT);
+    }
+    ck_assert(mg_session_seq_add(s, 0, 3, -1, 1));                     // the unshared part may move
+    ck_assert_int_eq(mg_session_seq_pos_max(s, 0), N_PROMPT);
+    mg_session_free(s);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s  = suite_create("seqs");
     TCase * tc = tcase_create("seqs");
@@ -239,6 +446,8 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_remove_frees_cells);
     tcase_add_test(tc, test_shared_prefix_stored_once);
     tcase_add_test(tc, test_malformed_batch_changes_nothing);
+    tcase_add_loop_test(tc, test_shift_equals_decoding_at_shifted_positions, 0, 4);
+    tcase_add_test(tc, test_shift_positions_and_refusals);
     suite_add_tcase(s, tc);
     return s;
 }
