@@ -157,8 +157,9 @@ static void order_flips_codes(float * p) {
         printf("output %d: %.9f in order, %.9f in 8 lanes (%d ulps apart)\n", first, (double) a[first],
                (double) b[first], abs((int) (bits_of(a[first]) - bits_of(b[first]))));
         printf("  its block's amax is %s; x * 127/amax = %.6f and %.6f: codes %d and %d\n",
-               amax_a == amax_b ? "the same in both" : "a little different too", (double) (a[first] * (127.0f / amax_a)),
-               (double) (b[first] * (127.0f / amax_b)), qa[blk].qs[j], qb[blk].qs[j]);
+               amax_a == amax_b ? "the same in both" : "a little different too",
+               (double) (a[first] * (127.0f / amax_a)), (double) (b[first] * (127.0f / amax_b)), qa[blk].qs[j],
+               qb[blk].qs[j]);
         printf("  the next matmul reads code * d = %.6f and %.6f: %.0f times the floats' difference\n",
                (double) (qa[blk].qs[j] * da), (double) (qb[blk].qs[j] * db),
                (double) (fabsf(qa[blk].qs[j] * da - qb[blk].qs[j] * db) / fabsf(a[first] - b[first])));

@@ -75,6 +75,10 @@ static float dot_split_k(const float * w, const float * x, int n_parts) {
     return total;
 }
 
+static bool three_different(float a, float b, float c) {
+    return bits_of(a) != bits_of(b) && bits_of(a) != bits_of(c) && bits_of(b) != bits_of(c);
+}
+
 static int count_differing(const float * a, const float * b, int n) {
     int d = 0;
     for (int i = 0; i < n; i++) d += bits_of(a[i]) != bits_of(b[i]);
@@ -111,15 +115,12 @@ static void split_k(void) {
         printf("k split,    %d threads: %3d of %d outputs differ from 1 thread\n", n_threads[k],
                count_differing(split[k], rows[0], SPLIT_ROWS), SPLIT_ROWS);
     }
-    // The first row whose three split sums are three different floats.
+    // The first row whose three sums (whole, 2 parts, 4 parts) are three different floats.
     int r = 0;
-    while (r < SPLIT_ROWS - 1 && (bits_of(split[1][r]) == bits_of(rows[0][r]) || bits_of(split[2][r]) == bits_of(rows[0][r]) ||
-                                  bits_of(split[2][r]) == bits_of(split[1][r]))) {
-        r++;
-    }
+    while (r < SPLIT_ROWS - 1 && !three_different(rows[0][r], split[1][r], split[2][r])) r++;
+    const bool same_rows = bits_of(rows[1][r]) == bits_of(rows[0][r]) && bits_of(rows[2][r]) == bits_of(rows[0][r]);
     printf("row %d: whole rows %.9f (bits 0x%08x) on 1, 2 and 4 threads%s\n", r, (double) rows[0][r],
-           bits_of(rows[0][r]),
-           bits_of(rows[1][r]) == bits_of(rows[0][r]) && bits_of(rows[2][r]) == bits_of(rows[0][r]) ? "" : " (NOT all)");
+           bits_of(rows[0][r]), same_rows ? "" : " (NOT all)");
     for (int k = 1; k < 3; k++) {
         printf("       k split on %d threads %.9f (bits 0x%08x)\n", n_threads[k], (double) split[k][r],
                bits_of(split[k][r]));
