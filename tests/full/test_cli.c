@@ -5,22 +5,20 @@
 //
 // The binary: $MG_BIN if set, else the mg next to this test's build folder
 // ($(BUILD)/tests/full_test_cli -> $(BUILD)/mg, so `make asan` tests the ASan
-// build of mg), else full/build/mg.
-#define _POSIX_C_SOURCE 200809L   // mkdtemp, readlink
+// build of mg), else full/build/mg; the runs go through harness.h's
+// mg_test_run_mg, which test_hostile.c and test_perplexity.c share.
+#define _POSIX_C_SOURCE 200809L   // chmod, mkdir, access
 #include "harness.h"
 #include "gguf.h"
 #include "model.h"
 #include "session.h"
 #include "vocab.h"
 
-#include <libgen.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 enum { N_VOCAB = 6400, N_FOX = 18, N_GREEDY = 32 };
@@ -37,116 +35,22 @@ static const int32_t fox_ids[N_FOX] = {750, 5658, 363, 2079, 113, 341, 2979, 131
 // Running mg
 // ---------------------------------------------------------------------------
 
-static char bin[4096];
-static char dir[64];   // a fresh directory per test, for outputs
-
-static const char * find_mg(void) {
-    const char * env = getenv("MG_BIN");
-    if (env != NULL && *env != '\0') return env;
-    char self[4000];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char * tests_dir = dirname(self);        // $(BUILD)/tests
-        char * build_dir = dirname(tests_dir);   // $(BUILD)
-        snprintf(bin, sizeof(bin), "%s/mg", build_dir);
-        if (access(bin, X_OK) == 0) return bin;
-    }
-    snprintf(bin, sizeof(bin), "%s", mg_test_root("full/build/mg"));
-    return bin;
-}
+static char dir[64];   // a fresh directory per test, for outputs (mg_test_make_dir)
 
 static void setup(void) {
-    const char * mg = find_mg();
-    if (mg != bin) snprintf(bin, sizeof(bin), "%s", mg);
-    ck_assert_msg(access(bin, X_OK) == 0,
-                  "the mg binary is not built: %s (make -C full builds it; or set MG_BIN)", bin);
-    snprintf(dir, sizeof(dir), "/tmp/mg_test_cli_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    mg_test_make_dir(dir, sizeof(dir), "cli");
 }
 
-// Check runs the teardown only after a test passed: a failed test leaves its
-// directory (mg's stdout.txt and stderr.txt) in /tmp for a look.
 static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);   // only the directory mkdtemp made for this test
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    mg_test_remove_dir(dir);
 }
 
-// Paths that stay valid for the rest of the test (a test asks for a handful).
-static char * path_in_dir(const char * name) {
-    static char p[16][256];
-    static int  next;
-    char * out = p[next++ % 16];
-    snprintf(out, 256, "%s/%s", dir, name);
-    return out;
-}
+// mg with the arguments fmt (shell words: quote paths with ''), no stdin (harness.h).
+#define mg(...) mg_test_run_mg(dir, NULL, NULL, __VA_ARGS__)
 
-static char * fixture(const char * rel) {
-    static char p[16][4096];
-    static int  next;
-    char * out = p[next++ % 16];
-    snprintf(out, 4096, "%s", mg_test_fixture(rel));
-    return out;
-}
-
-struct run {
-    int    status;   // the exit code, or -1 if it did not exit normally (a crash)
-    char * out;      // stdout
-    size_t out_len;
-    char * err;      // stderr
-};
-
-static void run_free(struct run * r) {
-    free(r->out);
-    free(r->err);
-}
-
-// mg with the arguments fmt (a shell word list: quote paths with ''), no stdin.
-static struct run mg(const char * fmt, ...) {
-    char args[8192], cmd[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof(args), fmt, ap);
-    va_end(ap);
-    char out[256], err[256];
-    snprintf(out, sizeof(out), "%s/stdout.txt", dir);
-    snprintf(err, sizeof(err), "%s/stderr.txt", dir);
-    // exec: the shell becomes mg, so a crash shows as a signal, not as the shell's exit code.
-    snprintf(cmd, sizeof(cmd), "exec '%s' %s > '%s' 2> '%s' < /dev/null", bin, args, out, err);
-    const int ws = system(cmd);
-    struct run r = {.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1};
-    r.out = mg_test_read_file(out, &r.out_len);
-    r.err = mg_test_read_file(err, NULL);
-    ck_assert_msg(r.out != NULL && r.err != NULL, "cannot read the output of: %s", cmd);
-    return r;
-}
-
-static int count_lines(const char * s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
-// A failure: an exit code 1..127 (not a crash), nothing on stdout, one line
-// on stderr naming the problem (every non-NULL fragment).
-static void expect_one_line_error(const char * fragment1, const char * fragment2, const char * fmt, ...) {
-    char args[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof(args), fmt, ap);
-    va_end(ap);
-    struct run r = mg("%s", args);
-    ck_assert_msg(r.status > 0 && r.status < 128, "mg %s: exit status %d, expected a failure", args, r.status);
-    ck_assert_msg(r.out_len == 0, "mg %s printed on stdout: %s", args, r.out);
-    ck_assert_msg(count_lines(r.err) == 1, "mg %s: expected one line on stderr, got:\n%.1500s", args, r.err);
-    ck_assert_msg(strncmp(r.err, "mg ", 3) == 0, "mg %s: the message does not say who speaks: %.1500s", args, r.err);
-    ck_assert_msg(fragment1 == NULL || strstr(r.err, fragment1) != NULL, "mg %s: '%s' not in: %.1500s", args, fragment1,
-                  r.err);
-    ck_assert_msg(fragment2 == NULL || strstr(r.err, fragment2) != NULL, "mg %s: '%s' not in: %.1500s", args, fragment2,
-                  r.err);
-    run_free(&r);
-}
+// A clear error: exit status 1, nothing on stdout, one line on stderr that
+// names the problem (every non-NULL fragment).
+#define expect_error(fragment1, fragment2, ...) mg_test_expect_mg_error(dir, fragment1, fragment2, __VA_ARGS__)
 
 // The first line of text that contains key, or NULL.
 static const char * line_with(const char * text, const char * key) {
@@ -192,7 +96,7 @@ static float max_abs_diff(const float * a, const float * b, size_t n) {
 // ---------------------------------------------------------------------------
 
 START_TEST(test_help) {
-    struct run r = mg("--help");
+    struct mg_test_run r = mg("--help");
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "usage: mg"));
     static const char * const commands[] = {"run", "chat", "info", "tokenize", "logits", "mkmodel", "quantize",
@@ -202,14 +106,14 @@ START_TEST(test_help) {
         snprintf(listed, sizeof(listed), "\n  %s ", commands[i]);
         ck_assert_msg(strstr(r.out, listed) != NULL, "mg --help does not list %s", commands[i]);
 
-        struct run h = mg("%s --help", commands[i]);
+        struct mg_test_run h = mg("%s --help", commands[i]);
         char usage[64];
         snprintf(usage, sizeof(usage), "usage: mg %s", commands[i]);
         ck_assert_msg(h.status == 0, "mg %s --help: exit %d", commands[i], h.status);
         ck_assert_msg(strncmp(h.out, usage, strlen(usage)) == 0, "mg %s --help: %s", commands[i], h.out);
-        run_free(&h);
+        mg_test_run_free(&h);
     }
-    run_free(&r);
+    mg_test_run_free(&r);
 
     r = mg("run --help");
     static const char * const flags[] = {"--model", "--prompt", "--n-predict", "--temp", "--ctx-size", "--kv-type",
@@ -217,15 +121,15 @@ START_TEST(test_help) {
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
         ck_assert_msg(strstr(r.out, flags[i]) != NULL, "mg run --help does not list %s", flags[i]);
     }
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_no_or_unknown_command) {
-    struct run r = mg("");
+    struct mg_test_run r = mg("%s", "");   // no command at all
     ck_assert_int_gt(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.err, "usage: mg"));
-    run_free(&r);
+    mg_test_run_free(&r);
 
     // The first line names the problem; the usage follows it.
     r = mg("frobnicate");
@@ -235,48 +139,48 @@ START_TEST(test_no_or_unknown_command) {
     ck_assert_ptr_nonnull(nl);
     const char * name = strstr(r.err, "'frobnicate'");
     ck_assert_msg(name != NULL && name < nl, "the first line does not name the command: %.1500s", r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_bad_options) {
-    const char * model = fixture("models/tiny-f32.gguf");
-    expect_one_line_error("'--frobnicate'", NULL, "run --frobnicate");
-    expect_one_line_error("'--frobnicate'", NULL, "info --frobnicate '%s'", model);
-    expect_one_line_error("-m", "value", "run -m");
-    expect_one_line_error("--temp", "value", "run -m '%s' -p hi --temp", model);
-    expect_one_line_error("'abc'", NULL, "run -m '%s' -p hi -n abc", model);
-    expect_one_line_error("'12x'", NULL, "run -m '%s' -p hi -t 12x", model);
-    expect_one_line_error("'q4'", NULL, "run -m '%s' -p hi --kv-type q4", model);
-    expect_one_line_error("-m", NULL, "run -p hi");   // no model at all
+    const char * model = mg_test_fixture("models/tiny-f32.gguf");
+    expect_error("'--frobnicate'", NULL, "run --frobnicate");
+    expect_error("'--frobnicate'", NULL, "info --frobnicate '%s'", model);
+    expect_error("-m", "value", "run -m");
+    expect_error("--temp", "value", "run -m '%s' -p hi --temp", model);
+    expect_error("'abc'", NULL, "run -m '%s' -p hi -n abc", model);
+    expect_error("'12x'", NULL, "run -m '%s' -p hi -t 12x", model);
+    expect_error("'q4'", NULL, "run -m '%s' -p hi --kv-type q4", model);
+    expect_error("-m", NULL, "run -p hi");   // no model at all
 }
 END_TEST
 
 START_TEST(test_bad_model_files) {
-    const char * missing = path_in_dir("missing.gguf");
-    expect_one_line_error(missing, NULL, "run -m '%s' -p hi", missing);
-    expect_one_line_error(missing, NULL, "info '%s'", missing);
+    const char * missing = mg_test_path_in(dir, "missing.gguf");
+    expect_error(missing, NULL, "run -m '%s' -p hi", missing);
+    expect_error(missing, NULL, "info '%s'", missing);
 
     // The first 100000 bytes of a real model: metadata complete, data cut off.
     size_t size;
-    char * bytes = mg_test_read_file(fixture("models/tiny-f32.gguf"), &size);
+    char * bytes = mg_test_read_file(mg_test_fixture("models/tiny-f32.gguf"), &size);
     ck_assert_ptr_nonnull(bytes);
-    const char * cut = path_in_dir("truncated.gguf");
+    const char * cut = mg_test_path_in(dir, "truncated.gguf");
     FILE * f = fopen(cut, "wb");
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fwrite(bytes, 1, 100000, f), 100000);
     fclose(f);
     free(bytes);
-    expect_one_line_error(cut, NULL, "run -m '%s' -p hi", cut);
-    expect_one_line_error(cut, NULL, "info '%s'", cut);
-    expect_one_line_error(cut, NULL, "tokenize -m '%s' -p hi", cut);
+    expect_error(cut, NULL, "run -m '%s' -p hi", cut);
+    expect_error(cut, NULL, "info '%s'", cut);
+    expect_error(cut, NULL, "tokenize -m '%s' -p hi", cut);
 }
 END_TEST
 
 // fixtures/prompts/fox.txt is 18 tokens: it does not fit in 16 positions.
 START_TEST(test_prompt_longer_than_context) {
-    expect_one_line_error("18", "16", "run -m '%s' -c 16 -f '%s' -n 4", fixture("models/tiny-f32.gguf"),
-                          fixture("prompts/fox.txt"));
+    expect_error("18", "16", "run -m '%s' -c 16 -f '%s' -n 4", mg_test_fixture("models/tiny-f32.gguf"),
+                          mg_test_fixture("prompts/fox.txt"));
 }
 END_TEST
 
@@ -286,14 +190,14 @@ END_TEST
 
 // The tensor and key counts agree with the header's (read here, bytes 8 and 16).
 static void check_info_counts(const char * path) {
-    struct run r = mg("info '%s'", path);
+    struct mg_test_run r = mg("info '%s'", path);
     ck_assert_msg(r.status == 0, "mg info %s: exit status %d: %.1500s", path, r.status, r.err);
     char want[64];
     snprintf(want, sizeof(want), "\ntensors: %llu\n", (unsigned long long) file_u64(path, 8));
     ck_assert_msg(strstr(r.out, want) != NULL, "mg info %s: '%s' not in the output", path, want + 1);
     snprintf(want, sizeof(want), "\nmetadata: %llu keys\n", (unsigned long long) file_u64(path, 16));
     ck_assert_msg(strstr(r.out, want) != NULL, "mg info %s: '%s' not in the output", path, want + 1);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 
 START_TEST(test_info_fixtures) {
@@ -303,9 +207,9 @@ START_TEST(test_info_fixtures) {
     for (int i = 0; i < N_MODELS; i++) {
         char rel[64];
         snprintf(rel, sizeof(rel), "models/%s.gguf", models[i]);
-        const char * path = fixture(rel);
+        const char * path = mg_test_fixture(rel);
         check_info_counts(path);
-        struct run r = mg("info '%s'", path);
+        struct mg_test_run r = mg("info '%s'", path);
         // 2 layers of 11 tensors, token_embd and output_norm; tied: no output.weight.
         ck_assert_ptr_nonnull(strstr(r.out, "\ntensors: 24\n"));
         const char * embd = line_with(r.out, "token_embd.weight");
@@ -318,13 +222,13 @@ START_TEST(test_info_fixtures) {
         ck_assert_msg(t2 != NULL && t2 < wq_end, "%s: attn_q is not%s", models[i], attn_q_type[i]);
         ck_assert_ptr_null(strstr(r.out, " output.weight "));
         ck_assert_ptr_nonnull(strstr(r.out, "general.architecture"));
-        run_free(&r);
+        mg_test_run_free(&r);
     }
-    check_info_counts(fixture("vocab/ggml-vocab-gpt-2.gguf"));
-    struct run r = mg("info '%s'", fixture("vocab/ggml-vocab-gpt-2.gguf"));
+    check_info_counts(mg_test_fixture("vocab/ggml-vocab-gpt-2.gguf"));
+    struct mg_test_run r = mg("info '%s'", mg_test_fixture("vocab/ggml-vocab-gpt-2.gguf"));
     ck_assert_ptr_nonnull(strstr(r.out, "\ntensors: 0\n"));
     ck_assert_ptr_nonnull(strstr(r.out, "[50257 strings]"));   // fixtures/README.md: 50257 tokens
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
@@ -333,10 +237,10 @@ END_TEST
 // ---------------------------------------------------------------------------
 
 START_TEST(test_tokenize_fox) {
-    const char * model = fixture("models/tiny-q8_0.gguf");
-    struct run r = mg("tokenize -m '%s' -f '%s'", model, fixture("prompts/fox.txt"));
+    const char * model = mg_test_fixture("models/tiny-q8_0.gguf");
+    struct mg_test_run r = mg("tokenize -m '%s' -f '%s'", model, mg_test_fixture("prompts/fox.txt"));
     ck_assert_int_eq(r.status, 0);
-    ck_assert_int_eq(count_lines(r.out), N_FOX);
+    ck_assert_int_eq(mg_test_count_lines(r.out), N_FOX);
     const char * p = r.out;
     for (int i = 0; i < N_FOX; i++) {
         char * end;
@@ -344,9 +248,9 @@ START_TEST(test_tokenize_fox) {
         ck_assert(*end == '\n');
         p = end + 1;
     }
-    run_free(&r);
+    mg_test_run_free(&r);
 
-    r = mg("tokenize -m '%s' -f '%s' --json", model, fixture("prompts/fox.txt"));
+    r = mg("tokenize -m '%s' -f '%s' --json", model, mg_test_fixture("prompts/fox.txt"));
     ck_assert_int_eq(r.status, 0);
     ck_assert_int_eq(r.out[0], '[');
     // The numbers between '[' and ']'.
@@ -364,7 +268,7 @@ START_TEST(test_tokenize_fox) {
     }
     ck_assert_int_eq(n, N_FOX);
     ck_assert_ptr_nonnull(strchr(r.out, ']'));
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
@@ -373,32 +277,32 @@ END_TEST
 // mg logits, and --no-special turns it off. In the fixtures' vocabulary
 // <|im_start|> is id 1 and <|im_end|> id 2 (fixtures/README.md).
 START_TEST(test_special_tokens_default) {
-    const char * model = fixture("models/tiny-q8_0.gguf");
+    const char * model = mg_test_fixture("models/tiny-q8_0.gguf");
     const char * chat  = "<|im_start|>user\nhi<|im_end|>";
-    struct run r = mg("tokenize -m '%s' -p '%s'", model, chat);
+    struct mg_test_run r = mg("tokenize -m '%s' -p '%s'", model, chat);
     ck_assert_int_eq(r.status, 0);
     ck_assert_msg(strncmp(r.out, "1\n", 2) == 0, "the prompt does not start with <|im_start|> (1):\n%s", r.out);
     ck_assert_msg(strstr(r.out, "\n2\n") != NULL, "no <|im_end|> (2) in:\n%s", r.out);
-    const int n_parsed = count_lines(r.out);
-    run_free(&r);
+    const int n_parsed = mg_test_count_lines(r.out);
+    mg_test_run_free(&r);
 
     r = mg("tokenize -m '%s' -p '%s' --no-special", model, chat);
     ck_assert_int_eq(r.status, 0);
     ck_assert_msg(strncmp(r.out, "1\n", 2) != 0 && strstr(r.out, "\n2\n") == NULL && strstr(r.out, "\n1\n") == NULL,
                   "--no-special still gives the special ids:\n%s", r.out);
-    ck_assert_int_gt(count_lines(r.out), n_parsed);   // "<|im_start|>" as text is several tokens
-    run_free(&r);
+    ck_assert_int_gt(mg_test_count_lines(r.out), n_parsed);   // "<|im_start|>" as text is several tokens
+    mg_test_run_free(&r);
 
     r = mg("logits -m '%s' -p '%s' -t 1 --top 1", model, chat);
     ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
     char want[32];
     snprintf(want, sizeof(want), "tokens (%d): 1 ", n_parsed);
     ck_assert_msg(strstr(r.out, want) != NULL, "mg logits did not parse the special tokens:\n%.500s", r.out);
-    run_free(&r);
+    mg_test_run_free(&r);
     r = mg("logits -m '%s' -p '%s' -t 1 --top 1 --no-special", model, chat);
     ck_assert_int_eq(r.status, 0);
     ck_assert_msg(strstr(r.out, "tokens (") != NULL && strstr(r.out, want) == NULL, "%.500s", r.out);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
@@ -409,20 +313,20 @@ START_TEST(test_logits_file) {
     const char * model = models[_i];
     char rel[128];
     snprintf(rel, sizeof(rel), "models/%s.gguf", model);
-    const char * out = path_in_dir("last.bin");
-    struct run r = mg("logits -m '%s' -f '%s' --kv-type f32 -t 1 -o '%s'", fixture(rel), fixture("prompts/fox.txt"),
+    const char * out = mg_test_path_in(dir, "last.bin");
+    struct mg_test_run r = mg("logits -m '%s' -f '%s' --kv-type f32 -t 1 -o '%s'", mg_test_fixture(rel), mg_test_fixture("prompts/fox.txt"),
                       out);
     ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
     float * written = read_floats(out, N_VOCAB);
 
     snprintf(rel, sizeof(rel), "golden/%s/fox.f32kv.logits.bin", model);
-    float * golden = read_floats(fixture(rel), N_VOCAB);
+    float * golden = read_floats(mg_test_fixture(rel), N_VOCAB);
     const float d = max_abs_diff(written, golden, N_VOCAB);
     ck_assert_msg(d <= tol_f32kv[_i], "%s: mg logits is %g from the golden", model, (double) d);
 
     snprintf(rel, sizeof(rel), "models/%s.gguf", model);
-    struct mg_model * m = mg_model_load(fixture(rel));
+    struct mg_model * m = mg_model_load(mg_test_fixture(rel));
     ck_assert_ptr_nonnull(m);
     struct mg_session_params p = mg_session_default_params();
     p.n_threads = 1;
@@ -440,13 +344,13 @@ START_TEST(test_logits_file) {
 END_TEST
 
 START_TEST(test_logits_all) {
-    const char * out = path_in_dir("all.bin");
-    struct run r = mg("logits -m '%s' -f '%s' --kv-type f32 --all -t 2 -o '%s'", fixture("models/tiny-f32.gguf"),
-                      fixture("prompts/fox.txt"), out);
+    const char * out = mg_test_path_in(dir, "all.bin");
+    struct mg_test_run r = mg("logits -m '%s' -f '%s' --kv-type f32 --all -t 2 -o '%s'", mg_test_fixture("models/tiny-f32.gguf"),
+                      mg_test_fixture("prompts/fox.txt"), out);
     ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
     float * written = read_floats(out, (size_t) N_FOX * N_VOCAB);
-    float * golden  = read_floats(fixture("golden/tiny-f32/fox.f32kv.all_logits.bin"), (size_t) N_FOX * N_VOCAB);
+    float * golden  = read_floats(mg_test_fixture("golden/tiny-f32/fox.f32kv.all_logits.bin"), (size_t) N_FOX * N_VOCAB);
     for (int pos = 0; pos < N_FOX; pos++) {
         const float d = max_abs_diff(written + (size_t) pos * N_VOCAB, golden + (size_t) pos * N_VOCAB, N_VOCAB);
         ck_assert_msg(d <= tol_f32kv[0], "position %d: %g from the golden", pos, (double) d);
@@ -462,7 +366,7 @@ START_TEST(test_run_greedy_matches_golden) {
     const char * model = models[_i];
     char rel[128];
     snprintf(rel, sizeof(rel), "golden/%s/fox.f32kv.json", model);
-    char * json = mg_test_read_file(fixture(rel), NULL);
+    char * json = mg_test_read_file(mg_test_fixture(rel), NULL);
     ck_assert_ptr_nonnull(json);
     double greedy[N_GREEDY], top5[N_GREEDY * 10];
     ck_assert_int_eq(mg_test_json_numbers(json, "greedy", greedy, N_GREEDY), N_GREEDY);
@@ -473,14 +377,14 @@ START_TEST(test_run_greedy_matches_golden) {
     ck_assert_int_ge(n_sure, 2);
 
     snprintf(rel, sizeof(rel), "models/%s.gguf", model);
-    struct run r = mg("run -m '%s' -f '%s' -n %d --temp 0 --kv-type f32 -t 1 --ignore-eos", fixture(rel),
-                      fixture("prompts/fox.txt"), n_sure);
+    struct mg_test_run r = mg("run -m '%s' -f '%s' -n %d --temp 0 --kv-type f32 -t 1 --ignore-eos", mg_test_fixture(rel),
+                      mg_test_fixture("prompts/fox.txt"), n_sure);
     ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
 
     // Expected text: the prompt's bytes, each token's piece, a newline.
     size_t prompt_len;
-    char * prompt = mg_test_read_file(fixture("prompts/fox.txt"), &prompt_len);
-    struct mg_model * m = mg_model_load(fixture(rel));
+    char * prompt = mg_test_read_file(mg_test_fixture("prompts/fox.txt"), &prompt_len);
+    struct mg_model * m = mg_model_load(mg_test_fixture(rel));
     ck_assert_ptr_nonnull(m);
     char want[4096];
     size_t len = prompt_len;
@@ -511,7 +415,7 @@ START_TEST(test_run_greedy_matches_golden) {
     ck_assert_int_ge(reused, n_sure / 2 - 1);
     mg_model_free(m);
     free(prompt);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
@@ -519,13 +423,13 @@ END_TEST
 START_TEST(test_run_defaults) {
     char rel[128];
     snprintf(rel, sizeof(rel), "models/%s.gguf", models[_i]);
-    struct run r = mg("run -m '%s' -p 'Once upon a time' -n 6 --temp 0", fixture(rel));
+    struct mg_test_run r = mg("run -m '%s' -p 'Once upon a time' -n 6 --temp 0", mg_test_fixture(rel));
     ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
     ck_assert_msg(strncmp(r.out, "Once upon a time", 16) == 0, "%s", r.out);
     ck_assert_ptr_nonnull(strstr(r.err, "prompt eval time"));
     ck_assert_ptr_nonnull(strstr(r.err, "eval time"));
     ck_assert_ptr_nonnull(strstr(r.err, "graphs"));
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
@@ -614,7 +518,7 @@ static bool valid_utf8(const char * s, size_t len) {
 // exactly the bytes that were held back.
 START_TEST(test_run_cut_mid_character) {
     const char * model = mg_test_root("models/fortune-toy-q8_0.gguf");
-    struct run cut = mg("run -m '%s' -p '床前明月光' -n 48 --temp 0 -t 1", model);
+    struct mg_test_run cut = mg("run -m '%s' -p '床前明月光' -n 48 --temp 0 -t 1", model);
     ck_assert_msg(cut.status == 0, "exit status %d: %.1500s", cut.status, cut.err);
     ck_assert_msg(valid_utf8(cut.out, cut.out_len), "mg run printed invalid UTF-8:\n%s", cut.out);
     const char * note = strstr(cut.err, "[the text was cut mid-character: the ");
@@ -627,7 +531,7 @@ START_TEST(test_run_cut_mid_character) {
     unsigned held[3];
     for (int i = 0; i < n_held; i++) ck_assert_int_eq(sscanf(hex + 3 * i, "%2x", &held[i]), 1);
 
-    struct run more = mg("run -m '%s' -p '床前明月光' -n 49 --temp 0 -t 1", model);
+    struct mg_test_run more = mg("run -m '%s' -p '床前明月光' -n 49 --temp 0 -t 1", model);
     ck_assert_msg(more.status == 0, "exit status %d: %.1500s", more.status, more.err);
     ck_assert_msg(valid_utf8(more.out, more.out_len), "mg run printed invalid UTF-8:\n%s", more.out);
     // The cut run's text (without its final newline) starts the longer one,
@@ -636,8 +540,8 @@ START_TEST(test_run_cut_mid_character) {
     ck_assert_uint_gt(more.out_len, n_text + (size_t) n_held);
     ck_assert_mem_eq(more.out, cut.out, n_text);
     for (int i = 0; i < n_held; i++) ck_assert_uint_eq((uint8_t) more.out[n_text + (size_t) i], held[i]);
-    run_free(&cut);
-    run_free(&more);
+    mg_test_run_free(&cut);
+    mg_test_run_free(&more);
 }
 END_TEST
 
@@ -658,10 +562,10 @@ static const struct {
 enum { N_MK_TYPES = sizeof(mk_types) / sizeof(mk_types[0]) };
 
 START_TEST(test_mkmodel_round_trip) {
-    const char * out = path_in_dir("mk.gguf");
-    struct run r = mg("mkmodel --preset tiny --type %s -s 7 -o '%s'", mk_types[_i].arg, out);
+    const char * out = mg_test_path_in(dir, "mk.gguf");
+    struct mg_test_run r = mg("mkmodel --preset tiny --type %s -s 7 -o '%s'", mk_types[_i].arg, out);
     ck_assert_msg(r.status == 0, "mkmodel --type %s: exit status %d: %.1500s", mk_types[_i].arg, r.status, r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
 
     check_info_counts(out);
     r = mg("info '%s'", out);
@@ -681,28 +585,28 @@ START_TEST(test_mkmodel_round_trip) {
                           (int) (strchr(line, '\n') - line), line);
         }
     }
-    run_free(&r);
+    mg_test_run_free(&r);
 
     r = mg("run -m '%s' -p 'The quick brown fox' -n 4 --temp 0 -t 2", out);
     ck_assert_msg(r.status == 0, "run on a %s model: exit status %d (-1: a crash): %.1500s", mk_types[_i].arg, r.status,
                   r.err);
     ck_assert_ptr_nonnull(strstr(r.err, "eval time"));
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_mkmodel_refuses) {
-    const char * out = path_in_dir("bad.gguf");
-    expect_one_line_error("'q8_k'", NULL, "mkmodel --preset tiny --type q8_k -o '%s'", out);   // no vec_dot of its own
-    expect_one_line_error("'nonsense'", NULL, "mkmodel --preset tiny --type nonsense -o '%s'", out);
-    expect_one_line_error("--preset", NULL, "mkmodel --preset huge -o '%s'", out);
+    const char * out = mg_test_path_in(dir, "bad.gguf");
+    expect_error("'q8_k'", NULL, "mkmodel --preset tiny --type q8_k -o '%s'", out);   // no vec_dot of its own
+    expect_error("'nonsense'", NULL, "mkmodel --preset tiny --type nonsense -o '%s'", out);
+    expect_error("--preset", NULL, "mkmodel --preset huge -o '%s'", out);
     ck_assert_int_ne(access(out, F_OK), 0);   // nothing written
 }
 END_TEST
 
 // The lines of `mg info --metadata-only` that start with "  tokenizer.".
 static char * tokenizer_lines(const char * path) {
-    struct run r = mg("info --metadata-only '%s'", path);
+    struct mg_test_run r = mg("info --metadata-only '%s'", path);
     ck_assert_int_eq(r.status, 0);
     char * lines = calloc(1, r.out_len + 1);
     ck_assert_ptr_nonnull(lines);
@@ -716,7 +620,7 @@ static char * tokenizer_lines(const char * path) {
         }
         p += len;
     }
-    run_free(&r);
+    mg_test_run_free(&r);
     return lines;
 }
 
@@ -744,14 +648,14 @@ static void expect_same_array(const struct mg_gguf * a, const struct mg_gguf * b
 
 // mkmodel's vocabulary (from data/minimind's tokenizer.json) is the fixtures' one.
 START_TEST(test_mkmodel_tokenizer_metadata) {
-    const char * out = path_in_dir("mk.gguf");
-    struct run r = mg("mkmodel --preset tiny --type q8_0 -o '%s'", out);
+    const char * out = mg_test_path_in(dir, "mk.gguf");
+    struct mg_test_run r = mg("mkmodel --preset tiny --type q8_0 -o '%s'", out);
     ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
-    run_free(&r);
-    const char * ref = fixture("models/tiny-f32.gguf");
+    mg_test_run_free(&r);
+    const char * ref = mg_test_fixture("models/tiny-f32.gguf");
     char * want = tokenizer_lines(ref);
     char * got  = tokenizer_lines(out);
-    ck_assert_int_ge(count_lines(want), 10);
+    ck_assert_int_ge(mg_test_count_lines(want), 10);
     ck_assert_msg(strcmp(want, got) == 0, "tokenizer metadata differs:\n--- fixture\n%s--- mkmodel\n%s", want, got);
     free(want);
     free(got);
@@ -799,7 +703,7 @@ static int bench_rows(const char * out, char rows[][64], double * tps, int max) 
 }
 
 START_TEST(test_bench_lists) {
-    struct run r = mg("bench -m '%s' -p 8,16 -n 4 -d 0,8 -t 1 -fa 0,1 -r 1", fixture("models/tiny-q8_0.gguf"));
+    struct mg_test_run r = mg("bench -m '%s' -p 8,16 -n 4 -d 0,8 -t 1 -fa 0,1 -r 1", mg_test_fixture("models/tiny-q8_0.gguf"));
     ck_assert_msg(r.status == 0, "mg bench failed: %s", r.err);
     // llama-bench's order: per thread count, flash-attn setting and depth, the pp tests then the tg tests.
     const char * expected[] = {"pp8|1|0", "pp16|1|0", "tg4|1|0", "pp8 @ d8|1|0", "pp16 @ d8|1|0", "tg4 @ d8|1|0",
@@ -812,10 +716,10 @@ START_TEST(test_bench_lists) {
         ck_assert_msg(strcmp(rows[i], expected[i]) == 0, "row %d is %s, expected %s", i, rows[i], expected[i]);
         ck_assert_msg(tps[i] > 0 && isfinite(tps[i]), "row %d: %g tokens/s", i, tps[i]);
     }
-    run_free(&r);
-    expect_one_line_error("-p", "1,a", "bench -m '%s' -p 1,a", fixture("models/tiny-q8_0.gguf"));
-    expect_one_line_error("-fa", NULL, "bench -m '%s' -fa 2", fixture("models/tiny-q8_0.gguf"));
-    expect_one_line_error("nothing to measure", NULL, "bench -m '%s' -p 0 -n 0", fixture("models/tiny-q8_0.gguf"));
+    mg_test_run_free(&r);
+    expect_error("-p", "1,a", "bench -m '%s' -p 1,a", mg_test_fixture("models/tiny-q8_0.gguf"));
+    expect_error("-fa", NULL, "bench -m '%s' -fa 2", mg_test_fixture("models/tiny-q8_0.gguf"));
+    expect_error("nothing to measure", NULL, "bench -m '%s' -p 0 -n 0", mg_test_fixture("models/tiny-q8_0.gguf"));
 }
 END_TEST
 
@@ -823,7 +727,7 @@ END_TEST
 // test, as llama-bench -o csv does) with 100 t/s for every test, or leaves
 // out the tg row when asked to misbehave.
 static const char * fake_llama_bench(bool complete) {
-    const char * path = path_in_dir(complete ? "llama-bench" : "llama-bench-short");
+    const char * path = mg_test_path_in(dir, complete ? "llama-bench" : "llama-bench-short");
     FILE * f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "#!/bin/sh\n"
@@ -836,8 +740,8 @@ static const char * fake_llama_bench(bool complete) {
 }
 
 START_TEST(test_bench_race) {
-    const char * model = fixture("models/tiny-q8_0.gguf");
-    struct run r = mg("bench -m '%s' -p 8 -n 4 -t 1 -r 1 --llama-bench '%s' --rounds 2", model, fake_llama_bench(true));
+    const char * model = mg_test_fixture("models/tiny-q8_0.gguf");
+    struct mg_test_run r = mg("bench -m '%s' -p 8 -n 4 -t 1 -r 1 --llama-bench '%s' --rounds 2", model, fake_llama_bench(true));
     ck_assert_msg(r.status == 0, "mg bench --llama-bench failed: %s", r.err);
     int n = 0;
     for (const char * line = r.out; (line = strstr(line, "| tiny-q8_0.gguf")) != NULL; line++) {
@@ -857,9 +761,9 @@ START_TEST(test_bench_race) {
     }
     ck_assert_msg(n == 2, "expected the pp8 and tg4 rows of the race, found %d:\n%s", n, r.out);
     ck_assert_msg(strstr(r.out, "2 rounds") != NULL, "the table does not say how many rounds: %s", r.out);
-    run_free(&r);
+    mg_test_run_free(&r);
     // A llama-bench that leaves a test out: a clear error, not a ratio against nothing.
-    expect_one_line_error("no result for tg4", NULL, "bench -m '%s' -p 8 -n 4 -t 1 -r 1 --llama-bench '%s' --rounds 1", model,
+    expect_error("no result for tg4", NULL, "bench -m '%s' -p 8 -n 4 -t 1 -r 1 --llama-bench '%s' --rounds 1", model,
                           fake_llama_bench(false));
 }
 END_TEST
@@ -868,7 +772,7 @@ END_TEST
 // (the cells the case fills: B prompts, or one shared, plus B x TG).
 START_TEST(test_batched_bench_rows) {
     for (int shared = 0; shared < 2; shared++) {
-        struct run r = mg("batched-bench -m '%s' -npp 8,16 -ntg 4 -npl 1,3 -t 1 %s", fixture("models/tiny-q8_0.gguf"),
+        struct mg_test_run r = mg("batched-bench -m '%s' -npp 8,16 -ntg 4 -npl 1,3 -t 1 %s", mg_test_fixture("models/tiny-q8_0.gguf"),
                           shared ? "-pps" : "");
         ck_assert_msg(r.status == 0, "mg batched-bench failed: %s", r.err);
         const int pp[] = {8, 8, 16, 16}, pl[] = {1, 3, 1, 3};
@@ -886,7 +790,7 @@ START_TEST(test_batched_bench_rows) {
             n++;
         }
         ck_assert_msg(n == 4, "expected 4 rows, got %d:\n%s", n, r.out);
-        run_free(&r);
+        mg_test_run_free(&r);
     }
 }
 END_TEST
@@ -954,11 +858,11 @@ START_TEST(test_parallel_equals_run) {
     char path[4096];
     snprintf(path, sizeof(path), "%s", model);
     const char * prompts[] = {"床前明月光", "The quick brown fox", "你好"};
-    struct run par = mg("parallel -m '%s' -p '%s' -p '%s' -p '%s' -n 12 --temp 0 -t 2", path, prompts[0], prompts[1],
+    struct mg_test_run par = mg("parallel -m '%s' -p '%s' -p '%s' -p '%s' -n 12 --temp 0 -t 2", path, prompts[0], prompts[1],
                         prompts[2]);
     ck_assert_msg(par.status == 0, "mg parallel failed: %s", par.err);
     for (int i = 0; i < 3; i++) {
-        struct run one = mg("run -m '%s' -p '%s' -n 12 --temp 0 -t 1", path, prompts[i]);
+        struct mg_test_run one = mg("run -m '%s' -p '%s' -n 12 --temp 0 -t 1", path, prompts[i]);
         ck_assert_msg(one.status == 0, "mg run failed: %s", one.err);
         char header[64];
         snprintf(header, sizeof(header), "--- sequence %d: ", i);
@@ -968,11 +872,11 @@ START_TEST(test_parallel_equals_run) {
         // mg run prints the prompt, the continuation and a newline: the same bytes as the block.
         ck_assert_msg(strncmp(block, one.out, one.out_len) == 0, "sequence %d:\nparallel: %.300s\nrun:      %.300s", i,
                       block, one.out);
-        run_free(&one);
+        mg_test_run_free(&one);
     }
     ck_assert_msg(strstr(par.err, "3 sequences") != NULL, "no summary: %s", par.err);
-    run_free(&par);
-    expect_one_line_error("prompt", NULL, "parallel -m '%s' -n 4", path);
+    mg_test_run_free(&par);
+    expect_error("prompt", NULL, "parallel -m '%s' -n 4", path);
 }
 END_TEST
 
@@ -1039,7 +943,7 @@ static void write_tiny_tokenizer(const char * dir_path, const char * splitter) {
 static const char * tokenize_ids(char * buf, size_t size, const char * fmt, const char * model, const char * text) {
     char args[1024];
     snprintf(args, sizeof(args), fmt, model, text);
-    struct run r = mg("%s", args);
+    struct mg_test_run r = mg("%s", args);
     ck_assert_msg(r.status == 0, "mg %s: exit status %d: %.1500s", args, r.status, r.err);
     size_t o = 0;
     buf[0] = '\0';
@@ -1050,21 +954,21 @@ static const char * tokenize_ids(char * buf, size_t size, const char * fmt, cons
         o += (size_t) snprintf(buf + o, size - o, "%s%ld", o ? " " : "", id);
         p = end + 1;
     }
-    run_free(&r);
+    mg_test_run_free(&r);
     return buf;
 }
 
 START_TEST(test_mkmodel_own_vocab) {
-    const char * vocab = path_in_dir("vocab");
+    const char * vocab = mg_test_path_in(dir, "vocab");
     ck_assert_int_eq(mkdir(vocab, 0700), 0);
     write_tiny_tokenizer(vocab, QWEN2_REGEX_JSON);
-    const char * out = path_in_dir("own.gguf");
-    struct run r = mg("mkmodel --n-layer 1 --n-embd 64 --n-head 2 --n-head-kv 1 --n-ff 128 --n-ctx 256 --type q8_0 "
+    const char * out = mg_test_path_in(dir, "own.gguf");
+    struct mg_test_run r = mg("mkmodel --n-layer 1 --n-embd 64 --n-head 2 --n-head-kv 1 --n-ff 128 --n-ctx 256 --type q8_0 "
                       "--vocab '%s' -o '%s'", vocab, out);
     ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
     ck_assert_msg(strstr(r.out, "270 tokens, pre-tokenizer qwen2"), "%s", r.out);
     ck_assert_msg(strstr(r.out, "normalizes text (NFC)"), "%s", r.out);
-    run_free(&r);
+    mg_test_run_free(&r);
 
     // mg info: the shape asked for, one embedding row per token (added ones too).
     check_info_counts(out);
@@ -1088,7 +992,7 @@ START_TEST(test_mkmodel_own_vocab) {
     ck_assert_msg(strstr(r.out, "tokenizer.ggml.bos_token_id") == NULL, "bos_token is null: no bos key");
     const char * embd = line_with(r.out, "token_embd.weight");
     ck_assert_msg(embd && strstr(embd, "270") && strstr(embd, "270") < strchr(embd, '\n'), "%.200s", embd);
-    run_free(&r);
+    mg_test_run_free(&r);
 
     // The ids, worked out by hand from the merges and Qwen2's rules: digits
     // one by one, so " 123" is "Ġ" "1" "2" "3" and the merge "Ġ 1" never
@@ -1112,36 +1016,36 @@ START_TEST(test_mkmodel_own_vocab) {
     ck_assert_str_eq(tokenize_ids(ids, sizeof(ids), "tokenize -m '%s' --normalize nfc -p '%s'", out,
                                   "\xEF\xAC\x81"),
                      "239 172 129");   // U+FB01 "ﬁ" is not NFC's to change
-    expect_one_line_error("--normalize 'nfkc'", NULL, "tokenize -m '%s' --normalize nfkc -p x", out);
-    expect_one_line_error("--normalize 'nfkc'", NULL, "run -m '%s' --normalize nfkc -p x", out);
-    expect_one_line_error("--normalize 'nfkc'", NULL, "logits -m '%s' --normalize nfkc -p x", out);
-    expect_one_line_error("--normalize 'nfkc'", NULL, "chat -m '%s' --normalize nfkc", out);
+    expect_error("--normalize 'nfkc'", NULL, "tokenize -m '%s' --normalize nfkc -p x", out);
+    expect_error("--normalize 'nfkc'", NULL, "run -m '%s' --normalize nfkc -p x", out);
+    expect_error("--normalize 'nfkc'", NULL, "logits -m '%s' --normalize nfkc -p x", out);
+    expect_error("--normalize 'nfkc'", NULL, "chat -m '%s' --normalize nfkc", out);
 
     r = mg("run -m '%s' -p 'hello world' -n 4 --temp 0 -t 2", out);
     ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "hello world"));
     ck_assert_ptr_nonnull(strstr(r.err, "eval time"));
-    run_free(&r);
+    mg_test_run_free(&r);
     r = mg("run -m '%s' -p 'caf\x65\xCC\x81' -n 2 --temp 0 -t 2 --normalize nfc", out);
     ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);
     ck_assert_msg(strncmp(r.out, "caf\xC3\xA9", 5) == 0, "the prompt echoed is not NFC: %.200s", r.out);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
 // A pre-tokenizer vocab.c cannot reproduce (Llama 3's regex) is refused by name.
 START_TEST(test_mkmodel_refuses_other_regex) {
-    const char * vocab = path_in_dir("vocab");
+    const char * vocab = mg_test_path_in(dir, "vocab");
     ck_assert_int_eq(mkdir(vocab, 0700), 0);
     write_tiny_tokenizer(vocab, "\\\\p{N}{1,3}");
-    const char * out = path_in_dir("bad.gguf");
-    expect_one_line_error("tokenizer.json: pre_tokenizer: the Split regex '\\p{N}{1,3}'", "neither Qwen2's nor GPT-2's",
+    const char * out = mg_test_path_in(dir, "bad.gguf");
+    expect_error("tokenizer.json: pre_tokenizer: the Split regex '\\p{N}{1,3}'", "neither Qwen2's nor GPT-2's",
                           "mkmodel --preset tiny --vocab '%s' -o '%s'", vocab, out);
     ck_assert_int_ne(access(out, F_OK), 0);
-    expect_one_line_error("--n-head 4 is not a multiple of --n-head-kv 3", NULL,
+    expect_error("--n-head 4 is not a multiple of --n-head-kv 3", NULL,
                           "mkmodel --preset tiny --n-head-kv 3 -o '%s'", out);
-    expect_one_line_error("--n-layer", NULL, "mkmodel --n-embd 64 --n-head 2 --n-ff 128 -o '%s'", out);
-    expect_one_line_error("--head-dim 7: must be even", NULL, "mkmodel --preset tiny --head-dim 7 -o '%s'", out);
+    expect_error("--n-layer", NULL, "mkmodel --n-embd 64 --n-head 2 --n-ff 128 -o '%s'", out);
+    expect_error("--head-dim 7: must be even", NULL, "mkmodel --preset tiny --head-dim 7 -o '%s'", out);
     ck_assert_int_ne(access(out, F_OK), 0);
 }
 END_TEST

@@ -26,13 +26,12 @@
 // Cases that fail today are listed in known_differences[]: they are still run
 // and printed ("known difference, see issue 9"), and the test fails if one of
 // them starts passing, so the table stays exact.
-#define _POSIX_C_SOURCE 200809L   // mkdtemp, readlink
+#define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include "model.h"
 #include "session.h"
 #include "vocab.h"
 
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,18 +135,6 @@ static void sha256_hex(const unsigned char * data, size_t n, char out[65]) {
 static char dir[64];
 static char model_paths[N_TYPES][1100];
 
-static const char * mg_bin(void) {
-    static char bin[4096];
-    const char * env = getenv("MG_BIN");
-    if (env != NULL && *env != '\0') return env;
-    char self[4000];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    ck_assert(n > 0);
-    self[n] = '\0';
-    snprintf(bin, sizeof(bin), "%s/mg", dirname(dirname(self)));
-    return bin;
-}
-
 // The sha256 models.tsv records for type t.
 static void recorded_sha(const char * type, char out[65]) {
     char * tsv = mg_test_read_file(mg_test_fixture("golden2/models.tsv"), NULL);
@@ -165,8 +152,7 @@ static void recorded_sha(const char * type, char out[65]) {
 }
 
 static void setup_models(void) {
-    snprintf(dir, sizeof(dir), "/tmp/mg_test_golden2_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    mg_test_make_dir(dir, sizeof(dir), "golden2");
     char master[1024];
     snprintf(master, sizeof(master), "%s", mg_test_fixture("models/tiny-f32.gguf"));
     for (int t = 0; t < N_TYPES; t++) {
@@ -181,7 +167,7 @@ static void setup_models(void) {
             upper[k] = '\0';
             snprintf(model_paths[t], sizeof(model_paths[t]), "%s/tiny-%s.gguf", dir, types[t].name);
             char cmd[8192];
-            snprintf(cmd, sizeof(cmd), "'%s' quantize '%s' '%s' %s > /dev/null 2>&1", mg_bin(), master, model_paths[t],
+            snprintf(cmd, sizeof(cmd), "'%s' quantize '%s' '%s' %s > /dev/null 2>&1", mg_test_mg_bin(), master, model_paths[t],
                      upper);
             ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
         }
@@ -189,9 +175,7 @@ static void setup_models(void) {
 }
 
 static void teardown_models(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    mg_test_remove_dir(dir);
 }
 
 START_TEST(test_models_are_llama_quantize_s) {

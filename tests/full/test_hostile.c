@@ -5,63 +5,32 @@
 // (0 where the right answer is to go on, said so), and every input file
 // byte-identical afterwards.
 //
-// The binary: $MG_BIN, else the mg of this build folder, else full/build/mg (as test_cli.c).
-#define _DEFAULT_SOURCE   // mkdtemp, readlink, symlink, link, mkfifo
+// The binary: $MG_BIN, else the mg of this build folder, else full/build/mg, run
+// through harness.h's mg_test_run_mg (as test_cli.c).
+#define _DEFAULT_SOURCE   // symlink, link, mkfifo
 #include "harness.h"
 #include "gguf.h"
 #include "gguf_writer.h"
 #include "unicode.h"
 #include "vocab.h"
 
-#include <libgen.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-static char bin[4096];
-static char dir[64];
+static char dir[64];   // a fresh directory per test (mg_test_make_dir)
 
 static void setup(void) {
-    const char * env = getenv("MG_BIN");
-    char self[4000];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (env != NULL && *env != '\0') {
-        snprintf(bin, sizeof(bin), "%s", env);
-    } else if (n > 0) {
-        self[n] = '\0';
-        snprintf(bin, sizeof(bin), "%s/mg", dirname(dirname(self)));   // $(BUILD)/tests/x -> $(BUILD)/mg
-        if (access(bin, X_OK) != 0) snprintf(bin, sizeof(bin), "%s", mg_test_root("full/build/mg"));
-    }
-    ck_assert_msg(access(bin, X_OK) == 0, "the mg binary is not built: %s", bin);
-    snprintf(dir, sizeof(dir), "/tmp/mg_test_hostile_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    mg_test_make_dir(dir, sizeof(dir), "hostile");
 }
 
 static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    mg_test_remove_dir(dir);
 }
 
-static char * in_dir(const char * name) {
-    static char p[16][256];
-    static int  next;
-    char * out = p[next++ % 16];
-    snprintf(out, 256, "%s/%s", dir, name);
-    return out;
-}
-
-static char * fixture(const char * rel) {
-    static char p[8][4096];
-    static int  next;
-    char * out = p[next++ % 8];
-    snprintf(out, 4096, "%s", mg_test_fixture(rel));
-    return out;
-}
+#define in_dir(name) mg_test_path_in(dir, name)
 
 static void write_file(const char * path, const void * data, size_t size) {
     FILE * f = fopen(path, "wb");
@@ -92,65 +61,16 @@ static void expect_unchanged(const char * path, struct digest before) {
                   now.size, before.size);
 }
 
-struct run {
-    int    status;   // exit code, or -1 for a crash
-    char * out;
-    size_t out_len;
-    char * err;
-};
-
-static void run_free(struct run * r) {
-    free(r->out);
-    free(r->err);
-}
-
 // mg with the arguments (shell words), stdin from a file (or /dev/null); prefix
-// is shell text run before (ulimit, trap), or "".
-static struct run mg_with(const char * prefix, const char * stdin_path, const char * fmt, ...) {
-    char args[8192], cmd[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof(args), fmt, ap);
-    va_end(ap);
-    char out[256], err[256];
-    snprintf(out, sizeof(out), "%s/stdout.txt", dir);
-    snprintf(err, sizeof(err), "%s/stderr.txt", dir);
-    snprintf(cmd, sizeof(cmd), "%s exec '%s' %s > '%s' 2> '%s' < '%s'", prefix, bin, args, out, err,
-             stdin_path ? stdin_path : "/dev/null");
-    const int ws = system(cmd);
-    struct run r = {.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1};
-    r.out = mg_test_read_file(out, &r.out_len);
-    r.err = mg_test_read_file(err, NULL);
-    ck_assert_msg(r.out != NULL && r.err != NULL, "cannot read the output of: %s", cmd);
-    return r;
-}
-
-#define mg(...) mg_with("", NULL, __VA_ARGS__)
-
-static int count_lines(const char * s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
+// is shell text run before (ulimit, trap), or "" (harness.h: mg_test_run_mg).
+#define mg_with(prefix, stdin_path, ...) mg_test_run_mg(dir, prefix, stdin_path, __VA_ARGS__)
+#define mg(...)                          mg_test_run_mg(dir, NULL, NULL, __VA_ARGS__)
 
 // Exit code 1, nothing on stdout, one line on stderr with every fragment.
-static void expect_error(const char * f1, const char * f2, const char * fmt, ...) {
-    char args[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof(args), fmt, ap);
-    va_end(ap);
-    struct run r = mg("%s", args);
-    ck_assert_msg(r.status == 1, "mg %s: exit status %d, expected 1: %.1500s", args, r.status, r.err);
-    ck_assert_msg(r.out_len == 0, "mg %s printed on stdout: %.500s", args, r.out);
-    ck_assert_msg(count_lines(r.err) == 1, "mg %s: expected one line on stderr, got:\n%.1500s", args, r.err);
-    ck_assert_msg(f1 == NULL || strstr(r.err, f1) != NULL, "mg %s: '%s' not in: %.1500s", args, f1, r.err);
-    ck_assert_msg(f2 == NULL || strstr(r.err, f2) != NULL, "mg %s: '%s' not in: %.1500s", args, f2, r.err);
-    run_free(&r);
-}
+#define expect_error(f1, f2, ...) mg_test_expect_mg_error(dir, f1, f2, __VA_ARGS__)
 
 static const char * model(void) {
-    return fixture("models/tiny-q4_k_m.gguf");
+    return mg_test_fixture("models/tiny-q4_k_m.gguf");
 }
 
 // ---------------------------------------------------------------------------
@@ -189,7 +109,7 @@ static struct mg_vocab * fixture_vocab(void) {
 START_TEST(test_tokenize_invalid_utf8) {
     const struct digest before = digest_of(model());
     // llama.cpp tokenizes \xff\xff as two U+FFFD (EF BF BD): their tokens, exit 0.
-    struct run r = mg("tokenize -m '%s' -p \"$(printf '\\377\\377')\"", model());
+    struct mg_test_run r = mg("tokenize -m '%s' -p \"$(printf '\\377\\377')\"", model());
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     struct mg_vocab * v = fixture_vocab();
     char bytes[64];
@@ -197,7 +117,7 @@ START_TEST(test_tokenize_invalid_utf8) {
     const size_t n = pieces_of(v, r.out, bytes, sizeof(bytes), &n_ids);
     ck_assert_int_ge(n_ids, 2);
     ck_assert_msg(n == 6 && memcmp(bytes, "\xEF\xBF\xBD\xEF\xBF\xBD", 6) == 0, "the tokens spell %zu other bytes", n);
-    run_free(&r);
+    mg_test_run_free(&r);
 
     // 3000 invalid bytes: 9000 bytes of U+FFFD, more tokens than bytes in the text.
     char * text = malloc(3000);
@@ -212,21 +132,21 @@ START_TEST(test_tokenize_invalid_utf8) {
     ck_assert_uint_eq(nb, 9000);
     for (size_t i = 0; i < nb; i += 3) ck_assert_int_eq(memcmp(big + i, "\xEF\xBF\xBD", 3), 0);
     free(big);
-    run_free(&r);
+    mg_test_run_free(&r);
     mg_vocab_free(v);
     expect_unchanged(model(), before);
 }
 END_TEST
 
 START_TEST(test_run_logits_invalid_utf8) {
-    struct run r = mg("logits -m '%s' -p \"$(printf '\\377\\377')\" --top 1", model());
+    struct mg_test_run r = mg("logits -m '%s' -p \"$(printf '\\377\\377')\" --top 1", model());
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     ck_assert_msg(strstr(r.out, "tokens (") != NULL && strstr(r.err, "empty") == NULL, "%s %s", r.out, r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
     r = mg("run -m '%s' -p \"$(printf '\\377\\377')\" -n 2 --temp 0", model());
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     ck_assert_msg(strstr(r.err, "empty") == NULL, "%s", r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
@@ -237,10 +157,10 @@ START_TEST(test_chat_invalid_utf8) {
     memset(msgs, 0xFF, 40);
     memcpy(msgs + 40, "\nhello\n", 7);
     write_file(in_dir("chat.txt"), msgs, 47);
-    struct run r = mg_with("", in_dir("chat.txt"), "chat -m '%s' -n 3 --temp 0 --system \"$(printf '\\377\\377\\377')\"", model());
+    struct mg_test_run r = mg_with("", in_dir("chat.txt"), "chat -m '%s' -n 3 --temp 0 --system \"$(printf '\\377\\377\\377')\"", model());
     ck_assert_msg(r.status == 0, "exit %d: %.1500s", r.status, r.err);
-    ck_assert_msg(count_lines(r.out) == 2, "expected two answers, got: %s", r.out);
-    run_free(&r);
+    ck_assert_msg(mg_test_count_lines(r.out) == 2, "expected two answers, got: %s", r.out);
+    mg_test_run_free(&r);
     expect_unchanged(model(), before);
 }
 END_TEST
@@ -316,11 +236,11 @@ END_TEST
 START_TEST(test_block_count_before_allocation) {
     const char * path = variant("layers.gguf", "qwen3.block_count", EDIT_U32, 16777216.0);
     const struct digest before = digest_of(path);
-    struct run r = mg("run -m '%s' -p hi -n 1", path);   // it said "cannot allocate a context of 59055801280 bytes"
+    struct mg_test_run r = mg("run -m '%s' -p hi -n 1", path);   // it said "cannot allocate a context of 59055801280 bytes"
     ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
     ck_assert_msg(strstr(r.err, "qwen3.block_count") && strstr(r.err, "16777216") && strstr(r.err, "tensors"), "%s",
                   r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
     expect_unchanged(path, before);
 }
 END_TEST
@@ -342,11 +262,11 @@ START_TEST(test_special_ids_out_of_range) {
         char name[32];
         snprintf(name, sizeof(name), "bos%d.gguf", i);
         const char * path = variant(name, "tokenizer.ggml.bos_token_id", EDIT_U32, ids[i]);
-        struct run r = mg("tokenize -m '%s' -p hi", path);
+        struct mg_test_run r = mg("tokenize -m '%s' -p hi", path);
         ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
         ck_assert_msg(strstr(r.err, "warning") && strstr(r.err, "tokenizer.ggml.bos_token_id") &&
                       strstr(r.err, texts[i]), "no warning naming the key and %s: %s", texts[i], r.err);
-        run_free(&r);
+        mg_test_run_free(&r);
     }
 }
 END_TEST
@@ -366,26 +286,26 @@ START_TEST(test_sampling_flags) {
         expect_error(bad[i][0], bad[i][2], "run -m '%s' -p hi -n 1 %s %s", model(), bad[i][0], bad[i][1]);
     }
     // --temp 0 is greedy: accepted.
-    struct run r = mg("run -m '%s' -p hi -n 1 --temp 0", model());
+    struct mg_test_run r = mg("run -m '%s' -p hi -n 1 --temp 0", model());
     ck_assert_int_eq(r.status, 0);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_context_flags) {
     expect_error("-c 2147483648", "too large, at most 2147483647", "run -m '%s' -p hi -c 2147483648", model());
     // A warning, then the error. (Under ASan, a failed malloc aborts unless told to return NULL.)
-    struct run r = mg_with("export ASAN_OPTIONS=allocator_may_return_null=1;", NULL, "run -m '%s' -p hi -c 100000000 -n 1",
+    struct mg_test_run r = mg_with("export ASAN_OPTIONS=allocator_may_return_null=1;", NULL, "run -m '%s' -p hi -c 100000000 -n 1",
                            model());
     ck_assert_msg(r.status == 1 && r.out_len == 0, "exit %d", r.status);
     const char * last = strstr(r.err, "\nmg run: ");
     ck_assert_msg(last && strstr(last, "KV cache") && strstr(last, "-c") && strstr(last, "MiB"), "%s", r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
     // Beyond the trained context (512 here): a warning, as llama.cpp, and the run goes on.
     r = mg("run -m '%s' -p hi -n 1 -c 1024 --temp 0", model());
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     ck_assert_msg(strstr(r.err, "warning") && strstr(r.err, "-c 1024") && strstr(r.err, "512"), "%s", r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
@@ -458,9 +378,9 @@ START_TEST(test_quantize_symlink_output) {
     const struct digest before = digest_of(in);
     write_file(in_dir("target.gguf"), "old", 3);
     ck_assert_int_eq(symlink("target.gguf", in_dir("out.gguf")), 0);
-    struct run r = mg("quantize --allow-requantize '%s' '%s' q8_0", in, in_dir("out.gguf"));
+    struct mg_test_run r = mg("quantize --allow-requantize '%s' '%s' q8_0", in, in_dir("out.gguf"));
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
     struct stat st;
     ck_assert(lstat(in_dir("out.gguf"), &st) == 0 && S_ISLNK(st.st_mode));
     ck_assert(lstat(in_dir("target.gguf"), &st) == 0 && S_ISREG(st.st_mode));
@@ -480,12 +400,12 @@ END_TEST
 START_TEST(test_quantize_write_error) {
     const char * in = copy_of_model("in.gguf");
     const struct digest before = digest_of(in);
-    struct run r = mg_with("ulimit -f 512; trap '' XFSZ;", NULL, "quantize --allow-requantize '%s' '%s' q8_0", in, in_dir("out.gguf"));
+    struct mg_test_run r = mg_with("ulimit -f 512; trap '' XFSZ;", NULL, "quantize --allow-requantize '%s' '%s' q8_0", in, in_dir("out.gguf"));
     ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
     ck_assert_msg(strstr(r.err, "out.gguf") != NULL, "%s", r.err);
     ck_assert_int_ne(access(in_dir("out.gguf"), F_OK), 0);
     ck_assert_int_ne(access(in_dir("out.gguf.tmp"), F_OK), 0);
-    run_free(&r);
+    mg_test_run_free(&r);
     expect_unchanged(in, before);
 }
 END_TEST
@@ -500,19 +420,19 @@ START_TEST(test_chat_overflow) {
     for (int i = 0; i < 100; i++) strcat(msgs, "word ");
     strcat(msgs, "\nhi\n");
     write_file(in_dir("chat.txt"), msgs, strlen(msgs));
-    struct run r = mg_with("", in_dir("chat.txt"), "chat -m '%s' -c 64 -n 4 --temp 0", model());
+    struct mg_test_run r = mg_with("", in_dir("chat.txt"), "chat -m '%s' -c 64 -n 4 --temp 0", model());
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     ck_assert_msg(strstr(r.err, "not answered") && strstr(r.err, "-c 64"), "%s", r.err);
-    ck_assert_msg(count_lines(r.out) == 1 && r.out_len > 1, "the short message got no answer: '%s'", r.out);
-    run_free(&r);
+    ck_assert_msg(mg_test_count_lines(r.out) == 1 && r.out_len > 1, "the short message got no answer: '%s'", r.out);
+    mg_test_run_free(&r);
 
     // Answers long enough to fill 64 positions in three turns: cut, said so, and a new conversation.
     write_file(in_dir("chat2.txt"), "hello\nhello\nhello\nhello\n", 24);
     r = mg_with("", in_dir("chat2.txt"), "chat -m '%s' -c 64 -n 30 --temp 0", model());
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     ck_assert_msg(strstr(r.err, "new conversation") != NULL, "the context filled up without a word: %s", r.err);
-    ck_assert_msg(count_lines(r.out) == 4, "four messages, four answers: %s", r.out);
-    run_free(&r);
+    ck_assert_msg(mg_test_count_lines(r.out) == 4, "four messages, four answers: %s", r.out);
+    mg_test_run_free(&r);
 }
 END_TEST
 

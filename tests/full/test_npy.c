@@ -20,23 +20,14 @@
 static char dir[64];
 
 static void setup(void) {
-    snprintf(dir, sizeof(dir), "/tmp/mg_test_npy_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    mg_test_make_dir(dir, sizeof(dir), "npy");
 }
 
 static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    mg_test_remove_dir(dir);
 }
 
-static const char * in_dir(const char * name) {
-    static char p[8][256];
-    static int  next;
-    char * out = p[next++ % 8];
-    snprintf(out, 256, "%s/%s", dir, name);
-    return out;
-}
+#define in_dir(name) mg_test_path_in(dir, name)
 
 // A binary next to this test's build folder ($(BUILD)/tests/x -> $(BUILD)/name).
 static const char * build_bin(const char * name) {

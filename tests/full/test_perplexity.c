@@ -10,20 +10,17 @@
 // keep every run well under a second.
 //
 // The binary: $MG_BIN if set, else the mg next to this test's build folder,
-// else full/build/mg (as test_cli.c).
-#define _POSIX_C_SOURCE 200809L   // mkdtemp, readlink
+// else full/build/mg, run through harness.h's mg_test_run_mg (as test_cli.c).
+#define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include "model.h"
 #include "session.h"
 #include "vocab.h"
 
-#include <libgen.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 enum { N_CTX = 64, N_CHUNKS = 4, FIRST = N_CTX / 2, N_SCORED = N_CTX - 1 - FIRST };
@@ -33,112 +30,30 @@ static const char * model_q8_0 = "models/fortune-toy-q8_0.gguf";
 static const char * heldout    = "data/heldout/dhammapada.txt";
 
 // ---------------------------------------------------------------------------
-// Running mg (the pattern of test_cli.c)
+// Running mg (harness.h: mg_test_run_mg, as test_cli.c)
 // ---------------------------------------------------------------------------
 
-static char bin[4096];
-static char dir[64];
-
-static const char * find_mg(void) {
-    const char * env = getenv("MG_BIN");
-    if (env != NULL && *env != '\0') return env;
-    char self[4000];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char * build_dir = dirname(dirname(self));   // $(BUILD)/tests/x -> $(BUILD)
-        snprintf(bin, sizeof(bin), "%s/mg", build_dir);
-        if (access(bin, X_OK) == 0) return bin;
-    }
-    snprintf(bin, sizeof(bin), "%s", mg_test_root("full/build/mg"));
-    return bin;
-}
+static char dir[64];   // a fresh directory per test (mg_test_make_dir)
 
 static void setup(void) {
-    const char * mg = find_mg();
-    if (mg != bin) snprintf(bin, sizeof(bin), "%s", mg);
-    ck_assert_msg(access(bin, X_OK) == 0, "the mg binary is not built: %s (make -C full builds it)", bin);
-    snprintf(dir, sizeof(dir), "/tmp/mg_test_ppl_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    mg_test_make_dir(dir, sizeof(dir), "ppl");
 }
 
 static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);   // only the directory mkdtemp made
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    mg_test_remove_dir(dir);
 }
 
-static char * in_dir(const char * name) {
-    static char p[16][256];
-    static int  next;
-    char * out = p[next++ % 16];
-    snprintf(out, 256, "%s/%s", dir, name);
-    return out;
-}
+#define in_dir(name) mg_test_path_in(dir, name)
+#define mg(...)      mg_test_run_mg(dir, NULL, NULL, __VA_ARGS__)
 
-static char * root(const char * rel) {
-    static char p[16][4096];
-    static int  next;
-    char * out = p[next++ % 16];
-    snprintf(out, 4096, "%s", mg_test_root(rel));
-    return out;
-}
-
-struct run {
-    int    status;   // exit code, -1 for a crash
-    char * out;
-    char * err;
-};
-
-static void run_free(struct run * r) {
-    free(r->out);
-    free(r->err);
-}
-
-static struct run mg(const char * fmt, ...) {
-    char args[8192], cmd[16384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof(args), fmt, ap);
-    va_end(ap);
-    char out[256], err[256];
-    snprintf(out, sizeof(out), "%s/stdout.txt", dir);
-    snprintf(err, sizeof(err), "%s/stderr.txt", dir);
-    snprintf(cmd, sizeof(cmd), "exec '%s' %s > '%s' 2> '%s' < /dev/null", bin, args, out, err);
-    const int ws = system(cmd);
-    struct run r = {.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1};
-    r.out = mg_test_read_file(out, NULL);
-    r.err = mg_test_read_file(err, NULL);
-    ck_assert_msg(r.out != NULL && r.err != NULL, "cannot read the output of: %s", cmd);
-    return r;
-}
-
-static struct run mg_ok(const char * args) {
-    struct run r = mg("%s", args);
+static struct mg_test_run mg_ok(const char * args) {
+    struct mg_test_run r = mg("%s", args);
     ck_assert_msg(r.status == 0, "mg %s: exit status %d:\n%.2000s", args, r.status, r.err);
     return r;
 }
 
-static int count_lines(const char * s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
-// A failure: exit 1..127, nothing on stdout, one line on stderr with fragment.
-static void expect_error(const char * fragment, const char * fmt, ...) {
-    char args[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof(args), fmt, ap);
-    va_end(ap);
-    struct run r = mg("%s", args);
-    ck_assert_msg(r.status > 0 && r.status < 128, "mg %s: exit status %d, expected a failure", args, r.status);
-    ck_assert_msg(r.out[0] == '\0', "mg %s printed on stdout: %.500s", args, r.out);
-    ck_assert_msg(count_lines(r.err) == 1, "mg %s: expected one line on stderr, got:\n%.1500s", args, r.err);
-    ck_assert_msg(strstr(r.err, fragment) != NULL, "mg %s: '%s' not in: %.1500s", args, fragment, r.err);
-    run_free(&r);
-}
+// A failure: exit 1, nothing on stdout, one line on stderr with fragment.
+#define expect_error(fragment, ...) mg_test_expect_mg_error(dir, fragment, NULL, __VA_ARGS__)
 
 // The number after key in text (the first occurrence), or NAN.
 static double number_after(const char * text, const char * key) {
@@ -197,11 +112,11 @@ static double ref_log_softmax(const float * logits, int n, int32_t tok) {
 static float * ref_logits;
 
 static void reference(struct reference * r) {
-    struct mg_model * m = mg_model_load(root(model_f16));
+    struct mg_model * m = mg_model_load(mg_test_root(model_f16));
     ck_assert_ptr_nonnull(m);
     const int n_vocab = m->hp.n_vocab;
     size_t len;
-    char * text = mg_test_read_file(root(heldout), &len);
+    char * text = mg_test_read_file(mg_test_root(heldout), &len);
     ck_assert_ptr_nonnull(text);
     int32_t * all = malloc((len + 2) * sizeof(int32_t));
     const int32_t n = mg_tokenize(m->vocab, text, (int32_t) len, all, (int32_t) len + 2, true, false);
@@ -248,8 +163,8 @@ static char * ppl_args(const char * model, const char * extra) {
     static char a[4][4096];
     static int  next;
     char * out = a[next++ % 4];
-    snprintf(out, 4096, "perplexity -m '%s' -f '%s' -c %d --chunks %d %s", root(model), root(heldout), N_CTX, N_CHUNKS,
-             extra);
+    snprintf(out, 4096, "perplexity -m '%s' -f '%s' -c %d --chunks %d %s", mg_test_root(model), mg_test_root(heldout),
+             N_CTX, N_CHUNKS, extra);
     return out;
 }
 
@@ -260,7 +175,7 @@ static char * ppl_args(const char * model, const char * extra) {
 START_TEST(test_ppl_matches_naive_reference) {
     struct reference ref;
     reference(&ref);
-    struct run r = mg_ok(ppl_args(model_f16, "-b 64 -t 2"));
+    struct mg_test_run r = mg_ok(ppl_args(model_f16, "-b 64 -t 2"));
     double running[N_CHUNKS + 1];
     ck_assert_int_eq(running_estimates(r.out, running, N_CHUNKS + 1), N_CHUNKS);
     for (int c = 0; c < N_CHUNKS; c++) {
@@ -273,7 +188,7 @@ START_TEST(test_ppl_matches_naive_reference) {
     // a trained model on a text it never saw: far better than uniform over 6400 tokens, far from perfect
     ck_assert(ppl > 10 && ppl < 1000);
     ck_assert_msg(strstr(r.err, "tokens per second") != NULL, "no speed line: %s", r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
@@ -287,7 +202,7 @@ START_TEST(test_same_for_threads_and_batches) {
     for (int v = 0; v < 4; v++) {
         char extra[256];
         snprintf(extra, sizeof(extra), "%s --save-logits '%s'", variants[v], in_dir("l.bin"));
-        struct run r = mg_ok(ppl_args(model_f16, extra));
+        struct mg_test_run r = mg_ok(ppl_args(model_f16, extra));
         size_t size;
         char * file = mg_test_read_file(in_dir("l.bin"), &size);
         ck_assert_ptr_nonnull(file);
@@ -302,7 +217,7 @@ START_TEST(test_same_for_threads_and_batches) {
                           "%s saves other log-probabilities than %s", variants[v], variants[0]);
             free(file);
         }
-        run_free(&r);
+        mg_test_run_free(&r);
     }
     free(first_out);
     free(first_file);
@@ -320,10 +235,10 @@ START_TEST(test_logits_file_round_trips) {
     reference(&ref);
     char extra[256];
     snprintf(extra, sizeof(extra), "--save-logits '%s'", in_dir("base.bin"));
-    struct run r = mg_ok(ppl_args(model_f16, extra));
+    struct mg_test_run r = mg_ok(ppl_args(model_f16, extra));
     // with --save-logits the PPL is the same (llama.cpp rounds log(sum) to float there: to print precision)
     ck_assert(close_rel(number_after(r.out, "Final estimate: PPL = "), ref.ppl, 1e-4));
-    run_free(&r);
+    mg_test_run_free(&r);
 
     size_t size;
     uint8_t * f = mg_test_read_file(in_dir("base.bin"), &size);
@@ -376,7 +291,7 @@ struct kld {
 static struct kld kl_against(const char * model, const char * base) {
     char args[8192];
     snprintf(args, sizeof(args), "perplexity -m '%s' --kl-base '%s' -t 2", model, base);
-    struct run r = mg_ok(args);
+    struct mg_test_run r = mg_ok(args);
     const struct kld k = {
         number_after(r.out, "Mean    KLD:"), number_after(r.out, "Maximum KLD:"), number_after(r.out, "Same top p:"),
         number_after(r.out, "Mean PPL(Q)                   :"), number_after(r.out, "Mean PPL(base)                :"),
@@ -384,19 +299,19 @@ static struct kld kl_against(const char * model, const char * base) {
     };
     ck_assert_msg(!isnan(k.mean) && !isnan(k.max) && !isnan(k.same_top) && !isnan(k.ppl) && !isnan(k.ln_ratio),
                   "missing figures in:\n%s", r.out);
-    run_free(&r);
+    mg_test_run_free(&r);
     return k;
 }
 
 START_TEST(test_kl_against_itself_and_others) {
     char extra[256];
     snprintf(extra, sizeof(extra), "--save-logits '%s'", in_dir("base.bin"));
-    struct run r = mg_ok(ppl_args(model_f16, extra));
+    struct mg_test_run r = mg_ok(ppl_args(model_f16, extra));
     const double ppl = number_after(r.out, "Final estimate: PPL = ");
-    run_free(&r);
+    mg_test_run_free(&r);
 
     // Against itself: only the 16-bit rounding of the saved log-probabilities.
-    const struct kld self = kl_against(root(model_f16), in_dir("base.bin"));
+    const struct kld self = kl_against(mg_test_root(model_f16), in_dir("base.bin"));
     ck_assert_msg(fabs(self.mean) < 1e-5 && self.max < 1e-4, "KL of a model against itself: mean %g max %g", self.mean,
                   self.max);
     ck_assert_msg(self.same_top == 100.0, "same top %f %%", self.same_top);
@@ -405,10 +320,10 @@ START_TEST(test_kl_against_itself_and_others) {
 
     // Fewer bits, further away: Q8_0 (vendored), then Q4_0 made from the F16 here.
     char args[8192];
-    snprintf(args, sizeof(args), "quantize '%s' '%s' q4_0", root(model_f16), in_dir("q4_0.gguf"));
+    snprintf(args, sizeof(args), "quantize '%s' '%s' q4_0", mg_test_root(model_f16), in_dir("q4_0.gguf"));
     r = mg_ok(args);
-    run_free(&r);
-    const struct kld q8 = kl_against(root(model_q8_0), in_dir("base.bin"));
+    mg_test_run_free(&r);
+    const struct kld q8 = kl_against(mg_test_root(model_q8_0), in_dir("base.bin"));
     const struct kld q4 = kl_against(in_dir("q4_0.gguf"), in_dir("base.bin"));
     ck_assert_msg(q8.mean > 10 * fabs(self.mean) && q8.mean > 1e-5, "KL Q8_0 %g, self %g", q8.mean, self.mean);
     ck_assert_msg(q4.mean > 2 * q8.mean, "KL Q4_0 %g, Q8_0 %g", q4.mean, q8.mean);
@@ -420,12 +335,12 @@ END_TEST
 START_TEST(test_kl_bad_base_files) {
     char extra[256];
     snprintf(extra, sizeof(extra), "--save-logits '%s'", in_dir("base.bin"));
-    struct run r = mg_ok(ppl_args(model_f16, extra));
-    run_free(&r);
+    struct mg_test_run r = mg_ok(ppl_args(model_f16, extra));
+    mg_test_run_free(&r);
     size_t size;
     uint8_t * f = mg_test_read_file(in_dir("base.bin"), &size);
     ck_assert_ptr_nonnull(f);
-    const char * m = root(model_f16);
+    const char * m = mg_test_root(model_f16);
 
     write_bytes(in_dir("short.bin"), f, size - 100);
     expect_error("truncated", "perplexity -m '%s' --kl-base '%s'", m, in_dir("short.bin"));
@@ -450,7 +365,7 @@ START_TEST(test_kl_bad_base_files) {
     free(g);
 
     // The text given beside the base must be the one it was saved from.
-    char * text = mg_test_read_file(root(heldout), &size);
+    char * text = mg_test_read_file(mg_test_root(heldout), &size);
     write_bytes(in_dir("other.txt"), text + 1, size - 1);
     expect_error("does not match", "perplexity -m '%s' --kl-base '%s' -f '%s'", m, in_dir("base.bin"),
                  in_dir("other.txt"));
@@ -479,9 +394,9 @@ START_TEST(test_ppl_matches_llama_cpp) {
     ck_assert_int_eq(running_estimates(ref, want, 9), 8);
     const double want_ppl = number_after(ref, "Final estimate: PPL = "), want_err = number_after(ref, "+/- ");
     char args[8192];
-    snprintf(args, sizeof(args), "perplexity -m '%s' -f '%s' -c 128 -b 128 -t 2 --chunks 8", root(model_f16),
-             root(heldout));
-    struct run r = mg_ok(args);
+    snprintf(args, sizeof(args), "perplexity -m '%s' -f '%s' -c 128 -b 128 -t 2 --chunks 8", mg_test_root(model_f16),
+             mg_test_root(heldout));
+    struct mg_test_run r = mg_ok(args);
     ck_assert_int_eq(running_estimates(r.out, got, 9), 8);
     for (int c = 0; c < 8; c++) {
         ck_assert_msg(close_rel(got[c], want[c], 3e-4), "chunk %d: mg %.4f, llama.cpp %.4f", c + 1, got[c], want[c]);
@@ -489,7 +404,7 @@ START_TEST(test_ppl_matches_llama_cpp) {
     const double ppl = number_after(r.out, "Final estimate: PPL = "), err = number_after(r.out, "+/- ");
     ck_assert_msg(close_rel(ppl, want_ppl, 1e-4), "PPL: mg %.4f, llama.cpp %.4f", ppl, want_ppl);
     ck_assert_msg(close_rel(err, want_err, 1e-3), "error: mg %.5f, llama.cpp %.5f", err, want_err);
-    run_free(&r);
+    mg_test_run_free(&r);
     free(ref);
 }
 END_TEST
@@ -497,8 +412,8 @@ END_TEST
 // The table in chapter 07's README is the committed output of make
 // quant-table, line for line (so the lesson cannot drift from its table).
 START_TEST(test_readme_shows_the_committed_table) {
-    char * table = mg_test_read_file(root("chapters/07_scratch/quant-table.md"), NULL);
-    char * readme = mg_test_read_file(root("chapters/07_scratch/README.md"), NULL);
+    char * table = mg_test_read_file(mg_test_root("chapters/07_scratch/quant-table.md"), NULL);
+    char * readme = mg_test_read_file(mg_test_root("chapters/07_scratch/README.md"), NULL);
     ck_assert(table != NULL && readme != NULL);
     int rows = 0;
     for (char * line = strtok(table, "\n"); line != NULL; line = strtok(NULL, "\n")) {
@@ -514,18 +429,18 @@ START_TEST(test_readme_shows_the_committed_table) {
 END_TEST
 
 START_TEST(test_bad_options) {
-    struct run r = mg_ok("--help");
+    struct mg_test_run r = mg_ok("--help");
     ck_assert_msg(strstr(r.out, "\n  perplexity ") != NULL, "mg --help does not list perplexity:\n%s", r.out);
-    run_free(&r);
+    mg_test_run_free(&r);
     r = mg_ok("perplexity --help");
     ck_assert(strncmp(r.out, "usage: mg perplexity", 20) == 0 && strstr(r.out, "--kl-base") != NULL);
-    run_free(&r);
+    mg_test_run_free(&r);
 
-    const char * m = root(model_f16);
+    const char * m = mg_test_root(model_f16);
     expect_error("no text", "perplexity -m '%s'", m);
     expect_error("needs at least 512", "perplexity -m '%s' -f '%s' -c 256", m, mg_test_fixture("prompts/fox.txt"));
-    expect_error("--ctx-size must be at least 4", "perplexity -m '%s' -f '%s' -c 2", m, root(heldout));
-    expect_error("--chunks must be at least 1", "perplexity -m '%s' -f '%s' --chunks 0", m, root(heldout));
+    expect_error("--ctx-size must be at least 4", "perplexity -m '%s' -f '%s' -c 2", m, mg_test_root(heldout));
+    expect_error("--chunks must be at least 1", "perplexity -m '%s' -f '%s' --chunks 0", m, mg_test_root(heldout));
     expect_error("cannot read", "perplexity -m '%s' -f '%s'", m, in_dir("missing.txt"));
 }
 END_TEST

@@ -4,18 +4,16 @@
 // The trace is read with full/'s JSON parser (json.h): every slice has a
 // non-negative time, each thread's slices nest, and a decode step's slices
 // are one per node each thread computed, counted from the session's graph.
-#define _POSIX_C_SOURCE 200809L   // mkdtemp, readlink
+#define _POSIX_C_SOURCE 200809L   // mkdtemp
 #include "harness.h"
 #include "mg.h"
 #include "json.h"
 #include "memmap.h"
 
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const char * model_path(void) {
@@ -327,29 +325,6 @@ START_TEST(test_dot_layers_offsets_and_times) {
 }
 END_TEST
 
-// mg itself: $MG_BIN, else the mg beside this test's build folder (as test_cli.c finds it).
-static const char * find_mg(void) {
-    static char bin[4096];
-    const char * env = getenv("MG_BIN");
-    if (env != NULL && *env != '\0') return env;
-    char self[4000];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        snprintf(bin, sizeof(bin), "%s/mg", dirname(dirname(self)));
-        if (access(bin, X_OK) == 0) return bin;
-    }
-    snprintf(bin, sizeof(bin), "%s", mg_test_root("full/build/mg"));
-    return bin;
-}
-
-static int run_mg(const char * args, const char * err_path) {
-    char cmd[8192];
-    snprintf(cmd, sizeof(cmd), "exec '%s' %s > /dev/null 2> '%s' < /dev/null", find_mg(), args, err_path);
-    const int ws = system(cmd);
-    return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-}
-
 static bool ends_an_svg(const char * path) {
     size_t size;
     char * text = mg_test_read_file(path, &size);
@@ -362,13 +337,13 @@ static bool ends_an_svg(const char * path) {
 // summary ends with the memory table, and an unwritable path is an error
 // that names its option before anything runs.
 START_TEST(test_mg_run_writes_every_picture) {
-    ck_assert_msg(access(find_mg(), X_OK) == 0, "the mg binary is not built: %s (make -C full builds it)", find_mg());
-    char dir[] = "/tmp/mg_test_run_pictures_XXXXXX", args[4096], err[128], path[128];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(err, sizeof(err), "%s/stderr.txt", dir);
-    snprintf(args, sizeof(args), "run -m '%s' -p 'The quick brown fox' -n 3 --temp 0 -t 2 --svg '%s' --trace-json '%s/t.json' "
-             "--memory-map '%s/m.svg'", mg_test_fixture("models/tiny-q4_k_m.gguf"), dir, dir, dir);
-    ck_assert_int_eq(run_mg(args, err), 0);
+    char dir[64], path[128];
+    mg_test_make_dir(dir, sizeof(dir), "run_pictures");
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL,
+                                          "run -m '%s' -p 'The quick brown fox' -n 3 --temp 0 -t 2 --svg '%s' "
+                                          "--trace-json '%s/t.json' --memory-map '%s/m.svg'",
+                                          mg_test_fixture("models/tiny-q4_k_m.gguf"), dir, dir, dir);
+    ck_assert_msg(r.status == 0, "mg run: exit status %d: %.1500s", r.status, r.err);
     const char * svgs[] = {"prompt-alloc.svg", "decode-alloc.svg", "m.svg"};
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof(path), "%s/%s", dir, svgs[i]);
@@ -383,20 +358,14 @@ START_TEST(test_mg_run_writes_every_picture) {
     for (size_t i = 0; i < ev->n; i++) n_graphs += strcmp(str_of(mg_json_get(&ev->items[i], "name")), "graph") == 0;
     ck_assert_int_eq(n_graphs, 3 * 2);
     mg_json_free(doc);
-    char * text = mg_test_read_file(err, NULL);
-    ck_assert_ptr_nonnull(strstr(text, "mg: memory model"));
-    ck_assert_ptr_nonnull(strstr(text, "mg:   repacked weights"));
-    free(text);
+    ck_assert_ptr_nonnull(strstr(r.err, "mg: memory model"));
+    ck_assert_ptr_nonnull(strstr(r.err, "mg:   repacked weights"));
+    mg_test_run_free(&r);
 
-    snprintf(args, sizeof(args), "run -m '%s' -p x -n 1 --memory-map '%s/no/such/dir/m.svg'",
-             mg_test_fixture("models/tiny-q4_k_m.gguf"), dir);
-    ck_assert_int_eq(run_mg(args, err), 1);
-    text = mg_test_read_file(err, NULL);
-    ck_assert_msg(strstr(text, "--memory-map: cannot write") != NULL, "%s", text);
-    free(text);
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    mg_test_expect_mg_error(dir, "--memory-map: cannot write", NULL,
+                            "run -m '%s' -p x -n 1 --memory-map '%s/no/such/dir/m.svg'",
+                            mg_test_fixture("models/tiny-q4_k_m.gguf"), dir);
+    mg_test_remove_dir(dir);
 }
 END_TEST
 

@@ -35,26 +35,16 @@ static void setup(void) {
     snprintf(tiny_q8_0, sizeof(tiny_q8_0), "%s", mg_test_fixture("models/tiny-q8_0.gguf"));
     snprintf(tiny_q4_k_m, sizeof(tiny_q4_k_m), "%s", mg_test_fixture("models/tiny-q4_k_m.gguf"));
     ck_assert_msg(access(mg_bin, X_OK) == 0, "%s is missing: build it with make -C full", mg_bin);
-    snprintf(dir, sizeof(dir), "/tmp/mg_test_quantize_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    mg_test_make_dir(dir, sizeof(dir), "quantize");
     snprintf(log_path, sizeof(log_path), "%s/log", dir);
 }
 
 static void teardown(void) {
     forget_log();
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    mg_test_remove_dir(dir);
 }
 
-// A path in the test's directory; the last four stay valid.
-static const char * in_dir(const char * name) {
-    static char paths[4][256];
-    static int  next;
-    char *      path = paths[next++ % 4];
-    snprintf(path, sizeof(paths[0]), "%s/%s", dir, name);
-    return path;
-}
+#define in_dir(name) mg_test_path_in(dir, name)
 
 static bool exists(const char * path) {
     struct stat st;

@@ -14,16 +14,63 @@
 Suite * mg_test_suite(void);
 
 // A path inside tests/fixtures ($MG_FIXTURES overrides the directory).
-// The returned string is static: copy it before calling again.
+// The returned string is one of 16 static buffers, used in turn: the last 16
+// stay valid (enough for one command line's worth).
 const char * mg_test_fixture(const char * rel);
 
-// A path inside the project's root directory (for vendored data, READMEs).
+// A path inside the project's root directory (for vendored data, READMEs);
+// 16 buffers in turn, as mg_test_fixture.
 const char * mg_test_root(const char * rel);
 
 // The mg binary the full/ tests run: $MG_BIN, else the mg of the build folder
 // this test binary is in ($(BUILD)/tests/.. : build-asan/mg for make asan),
 // else full/build/mg. The returned string is static.
 const char * mg_test_mg_bin(void);
+
+// ---------------------------------------------------------------------------
+// The command line as a user runs it (the full/ tests of mg): a directory of
+// its own per test, and mg as a child process with its exit status, stdout
+// and stderr.
+// ---------------------------------------------------------------------------
+
+// Makes a fresh directory /tmp/mg_test_TAG_XXXXXX and writes its path into
+// dir (size bytes, 64 is plenty); the test fails if it cannot.
+void mg_test_make_dir(char * dir, size_t size, const char * tag);
+
+// Removes dir and everything in it. Check runs a teardown only after a test
+// passed, so a failed test leaves its directory (mg's stdout.txt and
+// stderr.txt) in /tmp for a look.
+void mg_test_remove_dir(const char * dir);
+
+// dir/name, in one of 16 static buffers used in turn (the last 16 stay valid).
+const char * mg_test_path_in(const char * dir, const char * name);
+
+struct mg_test_run {
+    int    status;    // the exit code, or -1 if mg did not exit normally (a crash)
+    char * out;       // stdout, NUL-terminated
+    size_t out_len;   // its length (a NUL byte inside counts)
+    char * err;       // stderr, NUL-terminated
+};
+
+// Runs mg (mg_test_mg_bin) with the arguments fmt, printf-style shell words
+// (quote paths with ''), as the shell line
+//     PREFIX exec MG ARGS > DIR/stdout.txt 2> DIR/stderr.txt < STDIN
+// prefix: shell text run first (ulimit, export, trap), or NULL; stdin_path:
+// NULL for /dev/null. exec makes the shell become mg, so a crash shows as a
+// signal (status -1), not as the shell's exit code. The test fails if mg is
+// not built or its output cannot be read. Free the run with mg_test_run_free.
+struct mg_test_run mg_test_run_mg(const char * dir, const char * prefix, const char * stdin_path, const char * fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void mg_test_run_free(struct mg_test_run * r);
+
+// A clear error, as the project's rule asks of bad input: mg ARGS exits with
+// status 1, prints nothing on stdout and one line on stderr that starts with
+// "mg " and contains every non-NULL fragment.
+void mg_test_expect_mg_error(const char * dir, const char * fragment1, const char * fragment2, const char * fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+// How many '\n' s holds.
+int mg_test_count_lines(const char * s);
 
 // Reads a whole file; NULL if it cannot. The caller frees.
 void * mg_test_read_file(const char * path, size_t * size);

@@ -1,6 +1,8 @@
 // Generated from full/demos/08_threads.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/demos/08_threads.c and run make chapters.
 // Chapter 08 demo: the same graph on 1, 2 and 4 threads of one persistent
-// pool: bit-identical results, and the time each takes.
+// pool: bit-identical results, and the time each takes. Then one matmul on
+// 1, 2 and 4 threads against the same dot products split along k, the way a
+// split reduction would add them: then the thread count changes the bits.
 #define _POSIX_C_SOURCE 200809L
 #include "mg.h"
 
@@ -45,6 +47,85 @@ static struct mg_tensor * build(struct mg_context * ctx, struct mg_tensor * x) {
         cur = mg_add(ctx, cur, mg_mul_mat(ctx, random_matrix(ctx, MG_TYPE_Q8_0, N_FF, N_EMBD), ff));
     }
     return mg_format_name(mg_soft_max(ctx, cur), "out");
+}
+
+// ---------------------------------------------------------------------------
+// Why shares take whole rows: one matmul's dot products, each computed by one
+// thread in one order, against the same dot products split along k.
+// ---------------------------------------------------------------------------
+
+enum { SPLIT_K = 4096, SPLIT_ROWS = 256 };
+
+static uint32_t bits_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+// Row r of w times x with k split into n_parts contiguous parts, as n_parts
+// threads would compute it: each part summed in order (as mg_vec_dot_f32
+// does), then the partial sums added in thread order after a barrier.
+static float dot_split_k(const float * w, const float * x, int n_parts) {
+    float total = 0.0f;
+    for (int t = 0; t < n_parts; t++) {
+        float part = 0.0f;
+        for (int i = t * SPLIT_K / n_parts; i < (t + 1) * SPLIT_K / n_parts; i++) part += w[i] * x[i];
+        total += part;
+    }
+    return total;
+}
+
+static bool three_different(float a, float b, float c) {
+    return bits_of(a) != bits_of(b) && bits_of(a) != bits_of(c) && bits_of(b) != bits_of(c);
+}
+
+static int count_differing(const float * a, const float * b, int n) {
+    int d = 0;
+    for (int i = 0; i < n; i++) d += bits_of(a[i]) != bits_of(b[i]);
+    return d;
+}
+
+static void split_k(void) {
+    printf("\n== One matmul (%d rows of %d, F32), whole rows per thread or k split between threads ==\n",
+           SPLIT_ROWS, SPLIT_K);
+    struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = 16 * 1024 * 1024});
+    struct mg_tensor *  w   = random_matrix(ctx, MG_TYPE_F32, SPLIT_K, SPLIT_ROWS);
+    struct mg_tensor *  x   = random_matrix(ctx, MG_TYPE_F32, SPLIT_K, 1);
+    struct mg_tensor *  y   = mg_mul_mat(ctx, w, x);
+    struct mg_cgraph *  g   = mg_new_graph(ctx);
+    mg_build_forward_expand(g, y);
+    const int n_threads[] = {1, 2, 4};
+    float     rows[3][SPLIT_ROWS], split[3][SPLIT_ROWS];
+    for (int k = 0; k < 3; k++) {
+        mg_graph_compute_with_ctx(ctx, g, n_threads[k]);
+        memcpy(rows[k], y->data, sizeof(rows[k]));
+        for (int r = 0; r < SPLIT_ROWS; r++) {
+            split[k][r] = dot_split_k((const float *) ((const char *) w->data + r * w->nb[1]), x->data, n_threads[k]);
+        }
+    }
+    for (int k = 1; k < 3; k++) {
+        printf("whole rows, %d threads: %3d of %d outputs differ from 1 thread\n", n_threads[k],
+               count_differing(rows[k], rows[0], SPLIT_ROWS), SPLIT_ROWS);
+    }
+    // In one part, the split is the chapters' mg_vec_dot_f32 itself; full/'s SIMD twin adds in lanes.
+    const int n_one_part = count_differing(split[0], rows[0], SPLIT_ROWS);
+    printf("k split,    1 thread : %3d of %d outputs differ from whole rows (%s)\n", n_one_part, SPLIT_ROWS,
+           n_one_part == 0 ? "the same arithmetic" : "this build's vec_dot adds in SIMD lanes");
+    for (int k = 1; k < 3; k++) {
+        printf("k split,    %d threads: %3d of %d outputs differ from 1 thread\n", n_threads[k],
+               count_differing(split[k], rows[0], SPLIT_ROWS), SPLIT_ROWS);
+    }
+    // The first row whose three sums (whole, 2 parts, 4 parts) are three different floats.
+    int r = 0;
+    while (r < SPLIT_ROWS - 1 && !three_different(rows[0][r], split[1][r], split[2][r])) r++;
+    const bool same_rows = bits_of(rows[1][r]) == bits_of(rows[0][r]) && bits_of(rows[2][r]) == bits_of(rows[0][r]);
+    printf("row %d: whole rows %.9f (bits 0x%08x) on 1, 2 and 4 threads%s\n", r, (double) rows[0][r],
+           bits_of(rows[0][r]), same_rows ? "" : " (NOT all)");
+    for (int k = 1; k < 3; k++) {
+        printf("       k split on %d threads %.9f (bits 0x%08x)\n", n_threads[k], (double) split[k][r],
+               bits_of(split[k][r]));
+    }
+    mg_free(ctx);
 }
 
 int main(void) {
@@ -116,5 +197,6 @@ int main(void) {
     free(first);
     mg_gallocr_free(ga);
     mg_free(ctx);
+    split_k();
     return 0;
 }

@@ -3,9 +3,11 @@
 #include "harness.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef MG_TEST_ROOT
@@ -22,16 +24,21 @@ static const char * fixtures_dir(void) {
     return dir != NULL && *dir ? dir : MG_TEST_FIXTURES;
 }
 
-const char * mg_test_fixture(const char * rel) {
-    static char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", fixtures_dir(), rel);
+// dir/rel in the next of 16 static buffers: a caller may hold the last 16.
+static const char * path_in_turn(const char * dir, const char * rel) {
+    static char paths[16][4096];
+    static int  next;
+    char *      path = paths[next++ % 16];
+    snprintf(path, sizeof(paths[0]), "%s/%s", dir, rel);
     return path;
 }
 
+const char * mg_test_fixture(const char * rel) {
+    return path_in_turn(fixtures_dir(), rel);
+}
+
 const char * mg_test_root(const char * rel) {
-    static char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", MG_TEST_ROOT, rel);
-    return path;
+    return path_in_turn(MG_TEST_ROOT, rel);
 }
 
 const char * mg_test_mg_bin(void) {
@@ -53,6 +60,83 @@ const char * mg_test_mg_bin(void) {
     }
     snprintf(bin, sizeof(bin), "%s", mg_test_root("full/build/mg"));
     return bin;
+}
+
+void mg_test_make_dir(char * dir, size_t size, const char * tag) {
+    snprintf(dir, size, "/tmp/mg_test_%s_XXXXXX", tag);
+    ck_assert_msg(mkdtemp(dir) != NULL, "cannot make a directory %s", dir);
+}
+
+void mg_test_remove_dir(const char * dir) {
+    if (dir[0] == '\0') return;
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);   // only a directory mg_test_make_dir made
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+const char * mg_test_path_in(const char * dir, const char * name) {
+    return path_in_turn(dir, name);
+}
+
+static struct mg_test_run run_mg_v(const char * dir, const char * prefix, const char * stdin_path, const char * fmt,
+                                   va_list ap) {
+    const char * bin = mg_test_mg_bin();
+    ck_assert_msg(access(bin, X_OK) == 0, "the mg binary is not built: %s (make -C full builds it; or set MG_BIN)",
+                  bin);
+    char args[8192], out[4200], err[4200];
+    vsnprintf(args, sizeof(args), fmt, ap);
+    snprintf(out, sizeof(out), "%s/stdout.txt", dir);
+    snprintf(err, sizeof(err), "%s/stderr.txt", dir);
+    char * cmd = malloc(32768);
+    ck_assert_ptr_nonnull(cmd);
+    snprintf(cmd, 32768, "%s exec '%s' %s > '%s' 2> '%s' < '%s'", prefix ? prefix : "", bin, args, out, err,
+             stdin_path ? stdin_path : "/dev/null");
+    const int          ws = system(cmd);
+    struct mg_test_run r  = {.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1};
+    r.out = mg_test_read_file(out, &r.out_len);
+    r.err = mg_test_read_file(err, NULL);
+    ck_assert_msg(r.out != NULL && r.err != NULL, "cannot read the output of: %s", cmd);
+    free(cmd);
+    return r;
+}
+
+struct mg_test_run mg_test_run_mg(const char * dir, const char * prefix, const char * stdin_path, const char * fmt,
+                                  ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    struct mg_test_run r = run_mg_v(dir, prefix, stdin_path, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+void mg_test_run_free(struct mg_test_run * r) {
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+int mg_test_count_lines(const char * s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+void mg_test_expect_mg_error(const char * dir, const char * fragment1, const char * fragment2, const char * fmt, ...) {
+    char    args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "%s", args);
+    ck_assert_msg(r.status == 1, "mg %s: exit status %d, expected 1: %.1500s", args, r.status, r.err);
+    ck_assert_msg(r.out_len == 0, "mg %s printed on stdout: %.500s", args, r.out);
+    ck_assert_msg(mg_test_count_lines(r.err) == 1, "mg %s: expected one line on stderr, got:\n%.1500s", args, r.err);
+    ck_assert_msg(strncmp(r.err, "mg ", 3) == 0, "mg %s: the message does not say who speaks: %.1500s", args, r.err);
+    ck_assert_msg(fragment1 == NULL || strstr(r.err, fragment1) != NULL, "mg %s: '%s' not in: %.1500s", args,
+                  fragment1, r.err);
+    ck_assert_msg(fragment2 == NULL || strstr(r.err, fragment2) != NULL, "mg %s: '%s' not in: %.1500s", args,
+                  fragment2, r.err);
+    mg_test_run_free(&r);
 }
 
 void * mg_test_read_file(const char * path, size_t * size) {
