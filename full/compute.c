@@ -347,7 +347,8 @@ static void mul_mat_init(const struct mg_compute_params * p, struct mg_tensor * 
 // the tile's columns and each activation block once for all its rows. Each
 // output element is still, to the bit, the one dot product vec_dot computes,
 // so a batch gives the logits of one token at a time, and the thread count
-// never changes a result.
+// never changes a result. (Float weights with 2 or more columns go to
+// mul_mat_gemm_float below instead, in llama.cpp's batch order.)
 //
 // Around the tiles, the loops keep both operands in cache. A share (its rows
 // of a, whole tiles) is walked in blocks of rows that stay in L2; each block
@@ -443,6 +444,7 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
 static bool mul_mat_takes_gemm_float(const struct mg_tensor * a, const struct mg_tensor * b,
                                      const struct mg_type_traits_cpu * cpu) {
     if (cpu->vec_dot_type != a->type) return false;   // quantized weights: not this kernel
+    if (b->type != cpu->vec_dot_type && b->type != MG_TYPE_F32) return false;
     if (b->type == cpu->vec_dot_type && !mg_is_contiguous(b)) return false;
     return mg_gemm_float_applies(a->type, a->ne[1], b->ne[1], a->ne[0]);
 }

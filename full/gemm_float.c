@@ -252,7 +252,7 @@ KERNEL void gemm_tile(enum mg_type type, int64_t k, const char * w, size_t lda, 
         vfloat wv[GEMM_ROWS];
         UNROLLED for (int i = 0; i < GEMM_ROWS; i++) wv[i] = in_register(v_load(type, w + (size_t) i * lda, l));
         UNROLLED for (int j = 0; j < nc; j++) {
-            const vfloat xv = v_load(type, x + (size_t) j * ldb, l);
+            const vfloat xv = in_register(v_load(type, x + (size_t) j * ldb, l));
             UNROLLED for (int i = 0; i < GEMM_ROWS; i++) acc[j][i] = v_madd(type, wv[i], xv, acc[j][i]);
         }
     }
