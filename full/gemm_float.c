@@ -323,7 +323,8 @@ void mg_gemm_float(enum mg_type type, int64_t k, const void * w, size_t lda, int
                    size_t ldb, int64_t n, float * out, size_t ldc) {
     MG_ASSERT(r0 % GEMM_ROWS == 0 && r1 % GEMM_ROWS == 0 && step_of(type) > 0);
     const size_t  tile_bytes = GEMM_ROWS * mg_row_size(type, k);
-    const int64_t block      = GEMM_ROWS * (tile_bytes < GEMM_BLOCK_BYTES ? (int64_t) (GEMM_BLOCK_BYTES / tile_bytes) : 1);
+    const int64_t tiles      = tile_bytes < GEMM_BLOCK_BYTES ? (int64_t) (GEMM_BLOCK_BYTES / tile_bytes) : 1;
+    const int64_t block      = GEMM_ROWS * tiles;   // rows of a row block
 #if defined(MG_SIMD)
     const gemm_tile_fn tile = tile_of(type);
 #endif

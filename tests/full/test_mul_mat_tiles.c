@@ -148,8 +148,8 @@ static void check_case(const struct mm_case * c, const int * threads, int n_thre
                                  "%.9g, %s %.9g",
                                  mg_type_name(c->type), (long long) c->k, (long long) c->m, (long long) c->w2,
                                  (long long) c->k, (long long) c->n, (long long) c->x2, threads[t], (long long) i,
-                                 (long long) j, (long long) b, got[i], takes_gemm_float(c) ? "tinyBLAS order" : "vec_dot",
-                                 want[i]);
+                                 (long long) j, (long long) b, got[i],
+                                 takes_gemm_float(c) ? "tinyBLAS order" : "vec_dot", want[i]);
                 }
             }
         }
