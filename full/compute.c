@@ -16,6 +16,9 @@
 //@+ full repack
 #include "repack.h"
 //@- full repack
+//@+ full gemm-float
+#include "gemm_float.h"
+//@- full gemm-float
 #if 0 //@old 03..04 naive-data
 #include "arena.h"
 #endif //@old naive-data
@@ -344,7 +347,8 @@ static void mul_mat_init(const struct mg_compute_params * p, struct mg_tensor * 
 // the tile's columns and each activation block once for all its rows. Each
 // output element is still, to the bit, the one dot product vec_dot computes,
 // so a batch gives the logits of one token at a time, and the thread count
-// never changes a result.
+// never changes a result. (Float weights with 2 or more columns go to
+// mul_mat_gemm_float below instead, in llama.cpp's batch order.)
 //
 // Around the tiles, the loops keep both operands in cache. A share (its rows
 // of a, whole tiles) is walked in blocks of rows that stay in L2; each block
@@ -428,6 +432,44 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
 }
 //@- full mul-mat-tiled
 
+//@+ full gemm-float
+// Float weights (F32, F16, BF16) and a batch of columns: where llama.cpp's
+// mul_mat hands the product to llamafile_sgemm, so do we (gemm_float.c), and
+// the outputs are added in tinyBLAS's order instead of vec_dot's. Its
+// conditions: the columns in the weights' type, read where tinyBLAS reads
+// them (b itself only when it is contiguous; converted rows are always packed
+// in the work buffer), n >= 2, k a multiple of its step, m of 4. Anything
+// else goes to the tiles above, vec_dot's order, as llama.cpp falls back to
+// its own loop over vec_dot.
+static bool mul_mat_takes_gemm_float(const struct mg_tensor * a, const struct mg_tensor * b,
+                                     const struct mg_type_traits_cpu * cpu) {
+    if (cpu->vec_dot_type != a->type) return false;   // quantized weights: not this kernel
+    if (b->type != cpu->vec_dot_type && b->type != MG_TYPE_F32) return false;
+    if (b->type == cpu->vec_dot_type && !mg_is_contiguous(b)) return false;
+    return mg_gemm_float_applies(a->type, a->ne[1], b->ne[1], a->ne[0]);
+}
+
+// Each share takes whole tiles of rows (mul_mat_share: multiples of 8), for
+// every matrix, so no output is split between threads.
+static void mul_mat_gemm_float(const struct mg_compute_params * p, struct mg_tensor * dst,
+                               const struct mg_type_traits_cpu * cpu) {
+    const struct mg_tensor * a = dst->src[0];
+    const struct mg_tensor * b = dst->src[1];
+    MG_ASSERT(dst->nb[0] == sizeof(float) && dst->nb[1] % sizeof(float) == 0);
+    const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+    const size_t  y_stride = b->type == cpu->vec_dot_type ? b->nb[1] : mg_row_size(cpu->vec_dot_type, b->ne[0]);
+    int64_t r0, r1;
+    mul_mat_share(a->ne[1], p, &r0, &r1);
+    for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {
+        for (int64_t i12 = 0; i12 < b->ne[2]; i12++) {
+            mg_gemm_float(a->type, a->ne[0], row_ptr(a, 0, i12 / r2, i13 / r3), a->nb[1], r0, r1,
+                          mul_mat_b_row(p, b, cpu->vec_dot_type, 0, i12, i13), y_stride, b->ne[1],
+                          (float *) row_ptr(dst, 0, i12, i13), dst->nb[1] / sizeof(float));
+        }
+    }
+}
+//@- full gemm-float
+
 // dst[i, j] = dot(row i of a, row j of b), for every matrix. a's matrix i02
 // serves b's matrices i02*r2 .. i02*r2 + r2-1 (broadcasting, as in GQA).
 // Each share takes whole rows of a, so a dot product is never split between
@@ -452,6 +494,12 @@ static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor
     const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(a->type);
     MG_ASSERT(cpu != NULL && cpu->vec_dot != NULL && "no dot product for this weight type");
     //@- 07 mul-mat-traits
+    //@+ full gemm-float
+    if (mul_mat_takes_gemm_float(a, dst->src[1], cpu)) {
+        mul_mat_gemm_float(p, dst, cpu);
+        return;
+    }
+    //@- full gemm-float
     //@+ full mul-mat-tiled
     mul_mat_tiled(p, dst, cpu);
     //@- full mul-mat-tiled

@@ -36,7 +36,9 @@
 // which loads each weight block once for all columns and each activation
 // block once for all rows. Every s[c * 8 + r] is again, to the bit, vec_dot
 // of weight row r and column c: how many rows and columns a call takes never
-// changes a result, so neither do batches nor thread counts.
+// changes a result, so neither do batches nor thread counts. (mul_mat gives
+// float weights with 2 or more columns to gemm_float.h instead, as llama.cpp
+// gives them to its tinyBLAS: another order, llama.cpp's.)
 //@- full simd
 #pragma once
 

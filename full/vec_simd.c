@@ -28,7 +28,12 @@
 //    keeps its own accumulators, updated by the same float instructions in the
 //    same order as alone. That is why vec_dot_cols and vec_dot_tile give, to
 //    the bit, what vec_dot gives, and a prompt evaluated as a batch gives the
-//    logits of one token at a time.
+//    logits of one token at a time. Except for float weights: with 2 or more
+//    columns, llama.cpp's mul_mat gives F32, F16 and BF16 products to its
+//    tinyBLAS (llamafile sgemm), which adds in another order (one 16-lane
+//    accumulator per output), so full/ gives them to gemm_float.c instead of
+//    these tiles, and breaks this rule on purpose: there a batch equals
+//    llama.cpp's batch, not one token at a time (issue 9).
 //
 // The activation converters (F32 -> F16, BF16, Q8_0, Q8_1, Q8_K) give the
 // same bits as their scalar references for finite input.

@@ -1,5 +1,6 @@
 // test_mul_mat_tiles.c - mul_mat through tiles (full/compute.c,
-// mul_mat_tiled) against one vec_dot per output element, to the bit.
+// mul_mat_tiled and mul_mat_gemm_float) against one dot product per output
+// element, to the bit.
 //
 // full/ computes a product in tiles of up to 8 weight rows x 4 columns, in row
 // blocks, with the rows shared among threads. None of that may change a
@@ -10,11 +11,20 @@
 // vec_dot per element. vec_dot itself is checked against the scalar kernels
 // in test_vec_simd.c.
 //
+// Except where llama.cpp takes another order: float weights (F32, F16, BF16)
+// with 2 or more columns go to its tinyBLAS when its conditions hold
+// (mg_gemm_float_applies, and for F32 the columns contiguous), and so to
+// full/gemm_float.c. There the reference element is mg_gemm_float_dot, the
+// scalar reference of that order (checked against the SIMD kernel in
+// test_gemm_float.c).
+//
 // Shapes: all 14 weight types on a small matrix (whole tiles and a remainder
-// of rows) with 1 to 70 columns and 1 to 4 threads; the MiniMind shapes
-// (768 x 2432, and 2432 x 768 for the 32-element types) with 1 and 70
-// columns; weights shared by several activation matrices (broadcast, as in
-// GQA); activation rows with gaps between them.
+// of rows; 45 rows, and 44 where tinyBLAS takes the float types) with 1 to 70
+// columns and 1 to 4 threads; the MiniMind shapes (768 x 2432, and 2432 x 768
+// for the 32-element types) with 1 and 70 columns; weights shared by several
+// activation matrices (broadcast, as in GQA); activation rows with gaps
+// between them; rows that tinyBLAS refuses (k not a multiple of its step).
+#include "gemm_float.h"
 #include "harness.h"
 #include "mg.h"
 
@@ -72,15 +82,25 @@ static struct mg_tensor * random_activations(struct mg_context * ctx, const stru
     return x;
 }
 
+// Whether llama.cpp's mul_mat gives this product to tinyBLAS: F32 columns are
+// read in place (so only when contiguous), F16/BF16 ones after conversion.
+static bool takes_gemm_float(const struct mm_case * c) {
+    const bool in_place = mg_get_type_traits_cpu(c->type)->from_float == NULL;
+    if (in_place && c->x_gap != 0) return false;
+    return mg_gemm_float_applies(c->type, c->m, c->n, c->k);
+}
+
 // out[b][j][i] = vec_dot(row i of W's matrix b / r2, column j of x's matrix b
-// converted), one element at a time.
+// converted), one element at a time; mg_gemm_float_dot instead where tinyBLAS
+// takes the product.
 static float * reference_product(const struct mm_case * c, const struct mg_tensor * w, const struct mg_tensor * x) {
     const struct mg_type_traits_cpu * cpu     = mg_get_type_traits_cpu(c->type);
     const size_t                      row_out = mg_row_size(cpu->vec_dot_type, c->k);
     char *                            col     = malloc(row_out);
     float *                           out     = malloc(sizeof(float) * (size_t) (c->m * c->n * c->x2));
     ck_assert(col && out);
-    const int64_t r2 = c->x2 / c->w2;
+    const int64_t r2   = c->x2 / c->w2;
+    const bool    gemm = takes_gemm_float(c);
     for (int64_t b = 0; b < c->x2; b++) {
         for (int64_t j = 0; j < c->n; j++) {
             const float * xj = (const float *) ((const char *) x->data + j * x->nb[1] + b * x->nb[2]);
@@ -88,7 +108,9 @@ static float * reference_product(const struct mm_case * c, const struct mg_tenso
             else cpu->from_float(xj, col, c->k);
             for (int64_t i = 0; i < c->m; i++) {
                 const char * wi = (const char *) w->data + i * w->nb[1] + (b / r2) * w->nb[2];
-                cpu->vec_dot(c->k, &out[(b * c->n + j) * c->m + i], wi, col);
+                float * o = &out[(b * c->n + j) * c->m + i];
+                if (gemm) mg_gemm_float_dot(c->type, c->k, o, wi, col);
+                else cpu->vec_dot(c->k, o, wi, col);
             }
         }
     }
@@ -123,10 +145,11 @@ static void check_case(const struct mm_case * c, const int * threads, int n_thre
                 for (int64_t i = 0; i < c->m; i++) {
                     if (memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
                     ck_abort_msg("%s W {%lld, %lld, %lld} x {%lld, %lld, %lld}, %d threads: out[%lld, %lld, %lld] is "
-                                 "%.9g, vec_dot %.9g",
+                                 "%.9g, %s %.9g",
                                  mg_type_name(c->type), (long long) c->k, (long long) c->m, (long long) c->w2,
                                  (long long) c->k, (long long) c->n, (long long) c->x2, threads[t], (long long) i,
-                                 (long long) j, (long long) b, got[i], want[i]);
+                                 (long long) j, (long long) b, got[i],
+                                 takes_gemm_float(c) ? "tinyBLAS order" : "vec_dot", want[i]);
                 }
             }
         }
@@ -138,12 +161,17 @@ static void check_case(const struct mm_case * c, const int * threads, int n_thre
 static const int ONE_TO_FOUR[] = {1, 2, 3, 4};
 
 // 45 rows: 5 tiles of 8 and 5 rows over; every column count a tile group can
-// end with, and a batch of 70 (17 groups of 4 and 2 over).
+// end with, and a batch of 70 (17 groups of 4 and 2 over). 45 is no multiple
+// of 4, so float weights stay with vec_dot; with 44 rows tinyBLAS takes them
+// (11 tiles of 4 rows; column groups of 6 with every remainder).
 START_TEST(test_small_all_types) {
-    const int64_t columns[] = {1, 2, 3, 4, 5, 8, 9, 31, 64, 70};
-    for (size_t k = 0; k < sizeof(columns) / sizeof(columns[0]); k++) {
-        const struct mm_case c = {ALL_TYPES[_i], 256, 45, columns[k], 1, 1, 0};
-        check_case(&c, ONE_TO_FOUR, 4, 100 + 10 * (uint64_t) _i + k);
+    const int64_t columns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 31, 64, 70};
+    const int64_t rows[]    = {45, 44};
+    for (size_t r = 0; r < 2; r++) {
+        for (size_t k = 0; k < sizeof(columns) / sizeof(columns[0]); k++) {
+            const struct mm_case c = {ALL_TYPES[_i], 256, rows[r], columns[k], 1, 1, 0};
+            check_case(&c, ONE_TO_FOUR, 4, 100 + 1000 * r + 10 * (uint64_t) _i + k);
+        }
     }
 }
 END_TEST
@@ -172,11 +200,16 @@ START_TEST(test_minimind_ffn_down) {
 END_TEST
 
 // Each of 2 weight matrices serves 2 of the 4 activation matrices; and
-// activation rows 48 bytes apart (a view), which F32 weights read in place.
+// activation rows 48 bytes apart (a view), which F32 weights read in place
+// (so tinyBLAS does not take them: llama.cpp asks for contiguous columns).
+// The float cases with k = 64 and m = 12 or 16 are tinyBLAS's; k = 40 and
+// 100 are not multiples of its step, nor is 48 of BF16's 32 (AVX512-BF16).
 START_TEST(test_broadcast_and_strided_columns) {
     const struct mm_case cases[] = {
-        {MG_TYPE_Q4_0, 64, 13, 6, 2, 4, 0},  {MG_TYPE_Q6_K, 256, 17, 5, 2, 4, 0}, {MG_TYPE_F16, 40, 9, 7, 2, 4, 0},
-        {MG_TYPE_F32, 100, 19, 11, 1, 2, 48}, {MG_TYPE_Q8_0, 96, 16, 9, 1, 1, 48},
+        {MG_TYPE_Q4_0, 64, 13, 6, 2, 4, 0},   {MG_TYPE_Q6_K, 256, 17, 5, 2, 4, 0}, {MG_TYPE_F16, 40, 9, 7, 2, 4, 0},
+        {MG_TYPE_F32, 100, 19, 11, 1, 2, 48}, {MG_TYPE_Q8_0, 96, 16, 9, 1, 1, 48}, {MG_TYPE_F16, 64, 12, 7, 2, 4, 0},
+        {MG_TYPE_F16, 64, 12, 7, 2, 4, 48},   {MG_TYPE_BF16, 64, 16, 5, 1, 2, 0},  {MG_TYPE_F32, 64, 16, 9, 2, 4, 0},
+        {MG_TYPE_F32, 64, 16, 9, 1, 1, 48},   {MG_TYPE_BF16, 48, 16, 5, 1, 1, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) check_case(&cases[i], ONE_TO_FOUR, 4, 400 + i);
 }
