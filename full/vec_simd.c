@@ -23,7 +23,8 @@
 //    rounding only, and the test (tests/full/test_vec_simd.c) bounds it.
 //
 // 3. Every kernel is written once for 1 to 4 activation columns, and the
-//    tiles once for 8 weight rows. A weight block is loaded and unpacked once,
+//    tiles once for 8 weight rows (4 at a time where each output keeps 8
+//    lanes: "Tiles in ggml's lane order"). A weight block is loaded and unpacked once,
 //    then multiplied with the block of each column, and every dot product
 //    keeps its own accumulators, updated by the same float instructions in the
 //    same order as alone. That is why vec_dot_cols and vec_dot_tile give, to
@@ -47,7 +48,7 @@
 // per-column work (broadcasts, scales) by the 8 rows: Q4_0 8 x 4 tiles run
 // at about 22 multiply-adds a cycle, where one row at a time ran at 8.
 //
-// Reading guide. The file has five parts, each under a banner of dashes;
+// Reading guide. The file has six parts, each under a banner of dashes;
 // search for the banner's first words:
 //
 //   "Helpers shared by the kernels"  the F16 table, horizontal sums, nibble
@@ -60,26 +61,30 @@
 //                                    kernels, the type a compile-time constant
 //                                    argument (unpack_codes switches on it)
 //   "K-quants x Q8_K"                Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: a kernel each
+//   "Tiles in ggml's lane order"     the tiles of Q8_0, Q4_1, Q5_0, Q5_1 (lane_tile_32)
+//                                    and Q6_K (lane_tile_q6_K)
 //
 // The macros only make entry points: ENTRY_POINTS(name, kernel) writes
 // mg_vec_dot_<name>_simd (one column) and mg_vec_dot_cols_<name>_simd (2-4
 // columns) around one always-inline kernel; ENTRY_POINTS_32 adds the tile for
 // the 32-element family, TILE_BY_ROWS a row-by-row tile for the types without
 // one. The code to read is the kernel they name. Step into one, for example
-// Q8_0 weights and one token (decoding: the tile entry point hands Q8_0 rows
-// to it one by one, see one_column_by_rows):
+// Q8_0 weights and one token (decoding: the tile entry point hands the rows
+// to vec_dot_cols one by one, see LANE_TILE_ENTRY):
 //
-//   mg_vec_dot_q8_0_q8_0_simd          ENTRY_POINTS_32(q8_0_q8_0, MG_TYPE_Q8_0)
-//     dot_blocks_32(MG_TYPE_Q8_0, ...) the row, 4 blocks a step, 4 accumulators
-//       add_4_blocks_32                per block: load_block_codes, block_lanes
-//                                      (32 int8 products into 8 int32 lanes);
-//                                      sum_lanes_4 (4 blocks' integer sums S),
-//                                      one FMA: acc += dW * dA * S
-//   scalar twin: mg_vec_dot_q8_0_q8_0 (vec.c, ggml's *_generic order); ggml:
+//   mg_vec_dot_q8_0_q8_0_simd          ENTRY_POINTS(q8_0_q8_0, dot_q8_0_lanes)
+//     dot_q8_0_lanes                   per block: 32 int8 products into 8 int32
+//                                      lanes (dot_s8_s8), made float and FMA'd
+//                                      with dW * dA into 8 float lanes;
+//                                      hsum_float_8 at the end
+//   scalar twin: mg_vec_dot_q8_0_q8_0 (vec.c, the same lanes one by one); ggml:
 //   ggml_vec_dot_q8_0_q8_0 (ggml-cpu/arch/x86/quants.c)
 //
 // then the same type for a prompt, 8 rows x up to 4 columns:
-// mg_vec_dot_tile_q8_0_q8_0_simd -> tile_32 -> tile_block_32 (tile_codes
+// mg_vec_dot_tile_q8_0_q8_0_simd -> lane_tile_32 (the same lanes, one
+// register of 8 per output, two passes of 4 rows x 4 columns). The tiles
+// with 8 rows in the 8 lanes of a register are Q4_0's and IQ4_NL's:
+// mg_vec_dot_tile_q4_0_q8_0_simd -> tile_32 -> tile_block_32 (tile_codes
 // transposes 8 rows' codes so that row r is lane r). For the
 // K-quants read dot_q4_K_q8_K, then tile_q4_K -> tile_block_q4_K (ggml:
 // ggml_vec_dot_q4_K_q8_K; its tile is the counterpart of
@@ -1184,8 +1189,7 @@ KERNEL void dot_q8_0_lanes(int64_t n, float * s, const void * vx, const void * v
     }
     UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
 }
-ENTRY_POINTS(q8_0_q8_0, dot_q8_0_lanes)
-TILE_BY_ROWS(q8_0_q8_0)
+ENTRY_POINTS(q8_0_q8_0, dot_q8_0_lanes)   // its tile: lane_tile_32, below ("Tiles in ggml's lane order")
 
 // Q4_1, Q5_0, Q5_1 the same way (ggml_vec_dot_q4_1_q8_1, _q5_0_q8_0,
 // _q5_1_q8_1, AVX2 paths): the codes unpacked to 32 bytes (Q5_0's made
@@ -1223,12 +1227,11 @@ KERNEL void dot_lanes_32(enum mg_type type, int64_t n, float * s, const void * x
     KERNEL void dot_##name(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) { \
         dot_lanes_32(type, n, s, x, y, ys, nc);                                                        \
     }                                                                                                  \
-    ENTRY_POINTS(name, dot_##name)                                                                     \
-    TILE_BY_ROWS(name)
+    ENTRY_POINTS(name, dot_##name)
 
 ENTRY_POINTS_LANES(q4_1_q8_1, MG_TYPE_Q4_1)
 ENTRY_POINTS_LANES(q5_0_q8_0, MG_TYPE_Q5_0)
-ENTRY_POINTS_LANES(q5_1_q8_1, MG_TYPE_Q5_1)
+ENTRY_POINTS_LANES(q5_1_q8_1, MG_TYPE_Q5_1)   // their tiles: lane_tile_32, below
 
 ENTRY_POINTS_32(iq4_nl_q8_0, MG_TYPE_IQ4_NL)
 
@@ -1766,13 +1769,279 @@ KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
     }
     UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
 }
-ENTRY_POINTS(q6_K_q8_K, dot_q6_K_q8_K)
+ENTRY_POINTS(q6_K_q8_K, dot_q6_K_q8_K)   // its tile: lane_tile_q6_K, below
 
+// ---------------------------------------------------------------------------
+// Tiles in ggml's lane order: Q8_0, Q4_1, Q5_0, Q5_1 (vec_dot: dot_q8_0_lanes,
+// dot_lanes_32) and Q6_K (dot_q6_K_q8_K). Their vec_dot keeps 8 float lanes
+// per dot product, so a tile cannot put 8 rows in the lanes of one register,
+// as tile_32 does: each of its outputs keeps its own register of 8 lanes and
+// takes, block by block, the FMA vec_dot does,
+//
+//     acc(r, c) = fma(dW(r) * dA(c), float(lanes(r, c)), acc(r, c))
+//
+// with the same 8 exact int lanes, and hsum_float_8 at the end. What a tile
+// saves is the rest: each weight block is loaded and unpacked once for the
+// tile's columns, each activation block once for its rows, and the scales
+// dW * dA of a stretch of blocks are multiplied beforehand, 8 rows (Q6_K: 4)
+// in one vector multiply, so that the FMA reads its scale straight from
+// memory (AVX-512 broadcasts it as part of the FMA).
+//
+// 4 rows x 4 columns of 8 lanes are 16 registers, half of AVX-512's 32 (16
+// would be all of AVX2's): the other half holds the codes, the activations
+// and the conversions. 8 rows would need all 32 for the accumulators alone,
+// so a tile of 8 rows is two passes of 4 (llama.cpp's x86 prompt kernel,
+// llamafile's tinyBLAS_Q0_AVX, takes tiles of 4 x 4 for the same reason).
+//
+// The int lanes. With VNNI one instruction (vpdpbusd) adds 4 products of
+// unsigned by signed bytes to each lane. The weight codes are made unsigned
+// with a bias (Q8_0's move up by 128, Q5_0's are kept 0..31 rather than
+// -16..15), and each lane starts from -bias * (its 4 activation codes' sum),
+// worked out once per column: lane k is then exactly the sum of products
+// vec_dot's sign trick gives (activation codes stay within -127..127, so the
+// sign trick never wraps). Without VNNI the lanes are vec_dot's instructions.
+// ---------------------------------------------------------------------------
 
-void mg_vec_dot_tile_q6_K_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
-                                    const void * y, size_t ys, int nc) {
-    // ggml's lanes keep 8 floats per dot product: no room for 8 rows in a register.
-    mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q6_K_q8_K_simd, n, s, ss, x, xs, nr, y, ys, nc);
+#define LANE_TILE_ROWS  4    // rows per pass
+#define LANE_TILE_CHUNK 32   // blocks (super-blocks for Q6_K) whose scales are multiplied ahead at a time
+
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define LANE_TILE_VNNI 1
+#else
+#define LANE_TILE_VNNI 0
+#endif
+
+// What the weight codes are lifted by to be unsigned bytes (VNNI).
+KERNEL int lane_bias(enum mg_type type) {
+    return type == MG_TYPE_Q8_0 ? 128 : type == MG_TYPE_Q5_0 ? 16 : 0;
 }
+
+// Weight block b of a row, ready for lanes(): q the codes as the lanes take
+// them, a = |q| for the sign trick (AVX2 with signed codes).
+struct lane_codes {
+    __m256i q, a;
+};
+
+KERNEL struct lane_codes lane_codes_of(enum mg_type type, const void * row, int64_t b) {
+    struct lane_codes w;
+    w.q = unpack_codes(type, row, b);   // Q8_0 signed; Q4_1 0..15; Q5_0, Q5_1 0..31
+#if LANE_TILE_VNNI
+    if (type == MG_TYPE_Q8_0) w.q = _mm256_xor_si256(w.q, _mm256_set1_epi8((char) 0x80));   // + 128
+    w.a = w.q;
+#else
+    if (type == MG_TYPE_Q5_0) w.q = _mm256_sub_epi8(w.q, _mm256_set1_epi8(16));   // as dot_lanes_32
+    w.a = has_min(type) ? w.q : _mm256_sign_epi8(w.q, w.q);
+#endif
+    return w;
+}
+
+// Where the lanes of activation block qy start: -bias * (each 4 codes' sum).
+KERNEL __m256i lane_start(enum mg_type type, __m256i qy) {
+    const int bias = LANE_TILE_VNNI ? lane_bias(type) : 0;
+    if (bias == 0) return _mm256_setzero_si256();
+    return _mm256_sub_epi32(_mm256_setzero_si256(), dot_u8_s8(_mm256_set1_epi8((char) bias), qy));
+}
+
+// The 8 int lanes of a weight block against an activation block: those of
+// dot_q8_0_lanes and dot_lanes_32, to the integer.
+KERNEL __m256i lanes(enum mg_type type, const struct lane_codes * w, __m256i qy, __m256i start) {
+#if LANE_TILE_VNNI
+    (void) type;
+    return dot_u8_s8_acc(start, w->q, qy);
+#else
+    (void) start;
+    return has_min(type) ? dot_u8_s8(w->q, qy) : dot_s8_s8(w->a, w->q, qy);
+#endif
+}
+
+// The F16 at element `at` (0: d, 1: m) of block b's header in 8 rows, as 8 floats.
+KERNEL __m256 rows_header_x8(enum mg_type type, const char * const xr[], int64_t b, int at) {
+    float h[8];
+    UNROLLED for (int r = 0; r < 8; r++) h[r] = f16(block_header(type, xr[r], b)[at]);
+    return _mm256_loadu_ps(h);
+}
+
+// Up to 8 rows (nr; the missing ones repeat the last row, their results
+// dropped) against nc columns, in stretches of LANE_TILE_CHUNK blocks. For a
+// stretch, first what the rows share: each column's scales dW * dA for all 8
+// rows (one multiply), the lanes' start, and Q4_1/Q5_1's summs; then one pass
+// over the stretch for rows 0-3 and one for rows 4-7. Between stretches a
+// pass's 16 accumulators wait in memory (part).
+KERNEL void lane_tile_32(enum mg_type type, int64_t n, float * s, size_t ss, const char * x, size_t xs, int nr,
+                         const void * vy, size_t ys, int nc) {
+    enum { ROWS = 2 * LANE_TILE_ROWS };
+    const char * xr[ROWS];
+    UNROLLED for (int r = 0; r < ROWS; r++) xr[r] = x + (size_t) (r < nr ? r : nr - 1) * xs;
+    const void * y[MAX_COLS];
+    __m256       summs[MAX_COLS];   // lane r: the summs of row r (Q4_1, Q5_1)
+    UNROLLED for (int c = 0; c < nc; c++) {
+        y[c]     = column(vy, ys, c);
+        summs[c] = _mm256_setzero_ps();
+    }
+    const bool    min    = has_min(type);
+    const bool    biased = LANE_TILE_VNNI && lane_bias(type) != 0;
+    const int     passes = nr > LANE_TILE_ROWS ? 2 : 1;
+    const int64_t nb     = n / 32;
+    _Alignas(32) float   scale[LANE_TILE_CHUNK][MAX_COLS][ROWS];   // dW(r) * dA(c) of each block
+    _Alignas(32) int32_t start[LANE_TILE_CHUNK][MAX_COLS][8];      // lane_start of each column's block
+    _Alignas(32) float   part[2][LANE_TILE_ROWS][MAX_COLS][8];     // the accumulators of each pass
+    memset(part, 0, sizeof(part));
+    for (int64_t b0 = 0; b0 < nb; b0 += LANE_TILE_CHUNK) {
+        const int64_t b1 = b0 + LANE_TILE_CHUNK < nb ? b0 + LANE_TILE_CHUNK : nb;
+        for (int64_t b = b0; b < b1; b++) {
+            const __m256 dx = rows_header_x8(type, xr, b, 0);
+            const __m256 mx = min ? rows_header_x8(type, xr, b, 1) : _mm256_setzero_ps();
+            UNROLLED for (int c = 0; c < nc; c++) {
+                const mg_fp16_t * hy = act_header(type, y[c], b);
+                _mm256_store_ps(scale[b - b0][c], _mm256_mul_ps(dx, _mm256_set1_ps(f16(hy[0]))));
+                if (biased) {
+                    _mm256_store_si256((__m256i *) start[b - b0][c], lane_start(type, load_256(act_codes(type, y[c], b))));
+                }
+                if (min) summs[c] = _mm256_fmadd_ps(mx, _mm256_set1_ps(f16(hy[1])), summs[c]);   // fmaf(mW, sA, summs)
+            }
+        }
+        for (int p = 0; p < passes; p++) {
+            const char * const * xp = xr + LANE_TILE_ROWS * p;
+            __m256               acc[LANE_TILE_ROWS][MAX_COLS];
+            UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
+                UNROLLED for (int c = 0; c < nc; c++) acc[r][c] = _mm256_load_ps(part[p][r][c]);
+            }
+            for (int64_t b = b0; b < b1; b++) {
+                __m256i qy[MAX_COLS], st[MAX_COLS];
+                UNROLLED for (int c = 0; c < nc; c++) {
+                    qy[c] = load_256(act_codes(type, y[c], b));
+                    st[c] = biased ? _mm256_load_si256((const __m256i *) start[b - b0][c]) : _mm256_setzero_si256();
+                }
+                UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
+                    const struct lane_codes w = lane_codes_of(type, xp[r], b);
+                    UNROLLED for (int c = 0; c < nc; c++) {
+                        const __m256 q = _mm256_cvtepi32_ps(lanes(type, &w, qy[c], st[c]));
+                        acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(scale[b - b0][c][LANE_TILE_ROWS * p + r]), q, acc[r][c]);
+                    }
+                }
+            }
+            UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
+                UNROLLED for (int c = 0; c < nc; c++) _mm256_store_ps(part[p][r][c], acc[r][c]);
+            }
+            // part must stay in memory: otherwise GCC tries to keep both
+            // passes' 32 accumulators in registers, and spills in the loop.
+            __asm__("" : : : "memory");
+        }
+    }
+    UNROLLED for (int c = 0; c < nc; c++) {
+        float m[ROWS];
+        _mm256_storeu_ps(m, summs[c]);
+        for (int r = 0; r < nr; r++) {
+            const float sum = hsum_float_8(_mm256_load_ps(part[r / LANE_TILE_ROWS][r % LANE_TILE_ROWS][c]));
+            s[(size_t) c * ss + (size_t) r] = min ? sum + m[r] : sum;
+        }
+    }
+}
+
+// Q6_K: per super-block and output, the lanes of dot_q6_K_q8_K: maddubs of
+// the codes with the activations, each sub-block's scale applied by madd,
+// minus 32 * (bsums . scales) per lane. Here that last part is where the
+// lanes start, bsums . (-32 * scales) (a scale times 32 still fits an int16),
+// and with VNNI madd and the add after it are one instruction (vpdpwssd).
+KERNEL void lane_tile_q6_K(int64_t n, float * s, size_t ss, const char * x, size_t xs, int nr, const void * vy,
+                           size_t ys, int nc) {
+    const struct mg_block_q6_K * xr[LANE_TILE_ROWS];
+    UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
+        xr[r] = (const struct mg_block_q6_K *) (x + (size_t) (r < nr ? r : nr - 1) * xs);
+    }
+    const struct mg_block_q8_K * y[MAX_COLS];
+    __m256                       acc[LANE_TILE_ROWS][MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        y[c] = column(vy, ys, c);
+        UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) acc[r][c] = _mm256_setzero_ps();
+    }
+    const int64_t nb = n / MG_QK_K;
+    _Alignas(16) float scale[LANE_TILE_CHUNK][MAX_COLS][LANE_TILE_ROWS];   // dA(c) * dW(r)
+    for (int64_t i0 = 0; i0 < nb; i0 += LANE_TILE_CHUNK) {
+        const int64_t i1 = i0 + LANE_TILE_CHUNK < nb ? i0 + LANE_TILE_CHUNK : nb;
+        for (int64_t i = i0; i < i1; i++) {
+            const __m128 dx = _mm_setr_ps(f16(xr[0][i].d), f16(xr[1][i].d), f16(xr[2][i].d), f16(xr[3][i].d));
+            UNROLLED for (int c = 0; c < nc; c++) _mm_store_ps(scale[i - i0][c], _mm_mul_ps(_mm_set1_ps(y[c][i].d), dx));
+        }
+        for (int64_t i = i0; i < i1; i++) {
+            UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
+                const struct mg_block_q6_K * xb        = &xr[r][i];
+                const __m128i                scales    = _mm_loadu_si128((const __m128i *) xb->scales);
+                const __m256i                minus_32s = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(scales), _mm256_set1_epi16(-32));
+                __m256i                      sumi[MAX_COLS];
+                UNROLLED for (int c = 0; c < nc; c++) {
+                    sumi[c] = dot_i16_acc(_mm256_setzero_si256(), load_256(y[c][i].bsums), minus_32s);
+                }
+                UNROLLED for (int h = 0; h < 2; h++) {   // as dot_q6_K_q8_K
+                    const __m256i ql0 = load_256(xb->ql + 64 * h);
+                    const __m256i ql1 = load_256(xb->ql + 64 * h + 32);
+                    const __m256i qh  = load_256(xb->qh + 32 * h);
+                    __m256i       q[4], sc[4];
+                    q[0] = six_bit_codes(ql0, qh, 0);
+                    q[1] = six_bit_codes(ql1, qh, 2);
+                    q[2] = six_bit_codes(_mm256_srli_epi16(ql0, 4), qh, 4);
+                    q[3] = six_bit_codes(_mm256_srli_epi16(ql1, 4), qh, 6);
+                    UNROLLED for (int k = 0; k < 4; k++) {
+                        const int     j    = 8 * h + 2 * k;
+                        const __m128i pick = _mm_set_epi64x((long long) (0x0101010101010101ull * (uint64_t) (j + 1)),
+                                                            (long long) (0x0101010101010101ull * (uint64_t) j));
+                        sc[k] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
+                    }
+                    UNROLLED for (int c = 0; c < nc; c++) {
+                        const int8_t * q8 = y[c][i].qs + 128 * h;
+                        UNROLLED for (int k = 0; k < 4; k++) {
+                            sumi[c] = dot_i16_acc(sumi[c], sc[k], _mm256_maddubs_epi16(q[k], load_256(q8 + 32 * k)));
+                        }
+                    }
+                }
+                UNROLLED for (int c = 0; c < nc; c++) {
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(scale[i - i0][c][r]), _mm256_cvtepi32_ps(sumi[c]), acc[r][c]);
+                }
+            }
+        }
+    }
+    UNROLLED for (int c = 0; c < nc; c++) {
+        UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
+            if (r < nr) s[(size_t) c * ss + (size_t) r] = hsum_float_8(acc[r][c]);
+        }
+    }
+}
+
+// The tile entry points, nc a constant in each copy. One column goes row by
+// row: a token's product uses each weight once, so a tile would share only
+// the activation loads, and rows read one after another stream from memory
+// faster (see read_in_order).
+#define LANE_TILE_ENTRY(name, kernel, rows_per_call)                                                        \
+    void mg_vec_dot_tile_##name##_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr, \
+                                       const void * y, size_t ys, int nc) {                                 \
+        MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);                      \
+        if (nc == 1) {                                                                                      \
+            mg_vec_dot_tile_by_rows(mg_vec_dot_cols_##name##_simd, n, s, ss, x, xs, nr, y, ys, nc);         \
+            return;                                                                                         \
+        }                                                                                                   \
+        for (int r0 = 0; r0 < nr; r0 += (rows_per_call)) {                                                  \
+            const int    rows = nr - r0 < (rows_per_call) ? nr - r0 : (rows_per_call);                      \
+            const char * xr0  = (const char *) x + (size_t) r0 * xs;                                        \
+            float *      s0   = s + r0;                                                                     \
+            switch (nc) {                                                                                   \
+            case 2: kernel(n, s0, ss, xr0, xs, rows, y, ys, 2); break;                                      \
+            case 3: kernel(n, s0, ss, xr0, xs, rows, y, ys, 3); break;                                      \
+            default: kernel(n, s0, ss, xr0, xs, rows, y, ys, 4); break;                                     \
+            }                                                                                               \
+        }                                                                                                   \
+    }
+
+#define LANE_TILE_ENTRY_32(name, type)                                                                    \
+    KERNEL void lane_tile_##name(int64_t n, float * s, size_t ss, const char * x, size_t xs, int nr,      \
+                                 const void * y, size_t ys, int nc) {                                      \
+        lane_tile_32(type, n, s, ss, x, xs, nr, y, ys, nc);                                                \
+    }                                                                                                      \
+    LANE_TILE_ENTRY(name, lane_tile_##name, 2 * LANE_TILE_ROWS)
+
+LANE_TILE_ENTRY_32(q8_0_q8_0, MG_TYPE_Q8_0)
+LANE_TILE_ENTRY_32(q4_1_q8_1, MG_TYPE_Q4_1)
+LANE_TILE_ENTRY_32(q5_0_q8_0, MG_TYPE_Q5_0)
+LANE_TILE_ENTRY_32(q5_1_q8_1, MG_TYPE_Q5_1)
+LANE_TILE_ENTRY(q6_K_q8_K, lane_tile_q6_K, LANE_TILE_ROWS)
 
 #endif // MG_SIMD

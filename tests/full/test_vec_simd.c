@@ -4,7 +4,7 @@
 //   - vec_dot, for every weight type, against the scalar kernel on the same
 //     bytes: Gaussian rows, rows with all-zero and full-scale blocks, and raw
 //     random blocks (every code pattern, Q8_K scales of both signs), for
-//     lengths of 1, 2, 3, 7, 8 and 33 blocks. The integer block sums are
+//     lengths of 1, 2, 3, 7, 8, 33 and 65 blocks. The integer block sums are
 //     exact in both, so they differ by float rounding only, bounded below;
 //   - vec_dot_cols against vec_dot, column by column, to the bit;
 //   - vec_dot_tile against vec_dot, element by element, to the bit, for every
@@ -60,7 +60,9 @@ static const struct ref REFS[] = {
 };
 #define N_REFS (sizeof(REFS) / sizeof(REFS[0]))
 
-static const int BLOCK_COUNTS[] = {1, 2, 3, 7, 8, 33};   // odd and even: IQ4_NL pairs its blocks
+// Odd and even (IQ4_NL pairs its blocks); 33 and 65 run past one and two
+// stretches of the lane-order tiles (LANE_TILE_CHUNK, 32 blocks, vec_simd.c).
+static const int BLOCK_COUNTS[] = {1, 2, 3, 7, 8, 33, 65};
 static const int FLOAT_LENGTHS[] = {1, 3, 7, 33, 64, 100, 257, 1000, 4096};   // around the 64-element SIMD step
 
 #define N_COUNTS  (sizeof(BLOCK_COUNTS) / sizeof(BLOCK_COUNTS[0]))
