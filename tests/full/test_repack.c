@@ -234,6 +234,77 @@ START_TEST(test_tile_vs_reference_q2_K) {
 }
 END_TEST
 
+// Raw bytes, every code and scale pattern the formats allow (the quantizer
+// above makes only some), and every extreme: weights of random bytes with
+// small F16 factors, Q8_K activations of random codes in -127..127 (all of
+// them +-127 in `extreme`) with their bsums. SIMD tile against the scalar
+// reference of the same order, to the bit.
+static void raw_k_rows(enum mg_type type, void * rows, int64_t n, uint64_t * rng) {
+    const size_t row_size = mg_row_size(type, n);
+    uint8_t *    p        = rows;
+    for (size_t i = 0; i < 8 * row_size; i++) p[i] = (uint8_t) mg_test_rand_u64(rng);
+    for (int64_t b = 0; b < 8 * (n / MG_QK_K); b++) {
+        const mg_fp16_t d = mg_fp32_to_fp16(mg_test_rand_uniform(rng, 0.001f, 0.1f)), dmin = mg_fp32_to_fp16(0.05f);
+        if (type == MG_TYPE_Q4_K) {
+            ((struct mg_block_q4_K *) rows)[b].d    = d;
+            ((struct mg_block_q4_K *) rows)[b].dmin = dmin;
+        } else {
+            ((struct mg_block_q2_K *) rows)[b].d    = d;
+            ((struct mg_block_q2_K *) rows)[b].dmin = dmin;
+        }
+    }
+}
+
+static void raw_q8_K(struct mg_block_q8_K * y, int64_t n, bool extreme, uint64_t * rng) {
+    for (int64_t b = 0; b < n / MG_QK_K; b++) {
+        y[b].d = mg_test_rand_uniform(rng, 0.001f, 0.1f) * ((mg_test_rand_u64(rng) & 1) ? 1 : -1);
+        for (int j = 0; j < MG_QK_K; j++) {
+            y[b].qs[j] = (int8_t) (extreme ? ((mg_test_rand_u64(rng) & 1) ? 127 : -127)
+                                           : (int) (mg_test_rand_u64(rng) % 255) - 127);
+        }
+        for (int g = 0; g < MG_QK_K / 16; g++) {
+            int sum = 0;
+            for (int j = 0; j < 16; j++) sum += y[b].qs[16 * g + j];
+            y[b].bsums[g] = (int16_t) sum;
+        }
+    }
+}
+
+static void check_tile_raw(enum mg_type type, int64_t n, bool extreme, uint64_t seed) {
+    uint64_t     rng      = seed;
+    const size_t row_size = mg_row_size(type, n), ys = mg_row_size(MG_TYPE_Q8_K, n);
+    char *       rows     = malloc(8 * row_size);
+    char *       copy     = malloc(8 * row_size);
+    char *       y        = malloc(4 * ys);
+    ck_assert(rows && copy && y);
+    raw_k_rows(type, rows, n, &rng);
+    if (type == MG_TYPE_Q4_K) mg_repack_q4_K(copy, rows, n, 8);
+    else mg_repack_q2_K(copy, rows, n, 8);
+    for (int c = 0; c < 4; c++) raw_q8_K((struct mg_block_q8_K *) (y + c * ys), n, extreme, &rng);
+    for (int nc = 1; nc <= 4; nc++) {
+        float got[32], want[32];
+        mg_repack_tile(type, n, got, 8, copy, y, ys, nc);
+        mg_repack_tile_ref(type, n, want, 8, copy, y, ys, nc);
+        for (int i = 0; i < 8 * nc; i++) {
+            ck_assert_msg(memcmp(&got[i], &want[i], sizeof(float)) == 0,
+                          "%s raw%s n %lld, %d columns: row %d column %d is %.9g, the reference %.9g",
+                          mg_type_name(type), extreme ? " extreme" : "", (long long) n, nc, i % 8, i / 8, got[i],
+                          want[i]);
+        }
+    }
+    free(y);
+    free(copy);
+    free(rows);
+}
+
+START_TEST(test_tile_raw_bytes) {
+    for (int k = 0; k < 8; k++) {
+        check_tile_raw(MG_TYPE_Q4_K, 256 * (1 + k % 3), k % 2, 60 + (uint64_t) k);
+        check_tile_raw(MG_TYPE_Q2_K, 256 * (1 + k % 3), k % 2, 70 + (uint64_t) k);
+    }
+}
+END_TEST
+
 // The two orders are not the same floats: on these random rows, the gemm's
 // tile (4 columns) and the gemv's (the same 4 columns, 3 + 1) part in some
 // elements, so the order a tile takes is visible (and the test above sees it).
@@ -494,6 +565,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(kernels, test_tile_vs_reference_q4_K);
     tcase_add_test(kernels, test_tile_vs_reference_q2_K);
     tcase_add_test(kernels, test_gemm_order_is_not_gemv_order);
+    tcase_add_test(kernels, test_tile_raw_bytes);
     tcase_add_test(kernels, test_mul_mat_all_columns);
     tcase_add_test(kernels, test_mul_mat_shapes);
     tcase_add_test(kernels, test_mul_mat_shapes_q4_K);
