@@ -414,7 +414,10 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                             __builtin_prefetch(next + fetched);
                         }
                         //@+ full repack
-                        if (a->repacked != NULL) {   // Q4_0/Q4_K in groups of 8 rows (repack.c): tiles are whole
+                        // Q4_0/Q4_K/Q2_K in groups of 8 rows (repack.c): tiles are whole. The
+                        // columns go in groups of 4 from j = 0, so a 4-column tile is one of
+                        // llama.cpp's gemm groups and a smaller one its gemv rest (repack.c).
+                        if (a->repacked != NULL) {
                             MG_ASSERT(n_rows == MUL_MAT_TILE_ROWS);
                             const size_t at = (size_t) i01 * a->nb[1];   // the group starts where row i01 did
                             mg_repack_tile(a->type, a->ne[0], s + i01, s_stride, (const char *) a->repacked + at, y,

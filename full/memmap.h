@@ -27,7 +27,7 @@ struct mg_context;
 enum mg_mem_region {
     MG_MEM_MODEL_HEADERS,   // the weights' tensor headers (the model's arena)
     MG_MEM_MAPPED_FILE,     // the GGUF file, mapped: every weight's bytes as stored
-    MG_MEM_REPACKED,        // copies of Q4_0/Q4_K weights with rows interleaved by 8 (repack.h)
+    MG_MEM_REPACKED,        // copies of Q4_0/Q4_K/Q2_K weights with rows interleaved by 8 (repack.h)
     MG_MEM_GRAPH_HEADERS,   // the current graph's tensor headers (its arena)
     MG_MEM_COMPUTE,         // the compute buffer: every intermediate result (galloc's peak)
     MG_MEM_WORK,            // the work buffer: per-node scratch (the plan's max)

@@ -65,7 +65,7 @@ struct mg_model {
     int64_t n_params;
     size_t  n_weight_bytes;
     //@+ full repack
-    void * repack_buf;           // the repacked copies of the Q4_0/Q4_K weights (repack.h), freed with the model
+    void * repack_buf;           // the repacked copies of the Q4_0/Q4_K/Q2_K weights (repack.h), freed with the model
     size_t n_repacked_bytes;     // their size (0: none repacked, or MG_NO_REPACK=1)
     int    n_repacked;           // how many weight matrices
     //@- full repack

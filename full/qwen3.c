@@ -255,7 +255,7 @@ static void prefault_weights(const struct mg_model * m) {
 //@- full prefault
 
 //@+ full repack
-// full/: the Q4_0 and Q4_K matrices that mul_mat reads get a copy in the tile's layout
+// full/: the Q4_0, Q4_K and Q2_K matrices that mul_mat reads get a copy in the tile's layout
 // (repack.c), all in one buffer, like llama.cpp's CPU_REPACK buffer. The
 // mapped originals stay for everything else (get_rows of a tied embedding).
 static int matmul_weights(struct mg_model * m, struct mg_tensor ** out) {

@@ -1,7 +1,11 @@
 //@file full
-// repack.c - Q4_0 and Q4_K weight matrices in a row-interleaved layout, made
-// once when a model loads (ggml: the CPU_REPACK extra buffer type,
-// ggml-cpu/repack.cpp, block_q4_0x8 / block_q4_Kx8 and their gemv and gemm).
+// repack.c - Q4_0, Q4_K and Q2_K weight matrices in a row-interleaved layout,
+// made once when a model loads (ggml: the CPU_REPACK extra buffer type,
+// ggml-cpu/repack.cpp, block_q4_0x8 / block_q4_Kx8 / block_q2_Kx8 and their
+// gemv and gemm). These are the types llama.cpp's x86 build repacks
+// (ggml_repack_get_optimal_repack_type: Q4_0, Q4_K and IQ4_NL with AVX2, Q2_K
+// with AVX-512; Q3_K, Q5_K, Q6_K and Q8_0 only on ARM); IQ4_NL's tile reads
+// the file's layout here, with the same float order.
 //
 // Why. The tile kernel (vec_simd.c, tile_32) computes 8 weight rows at once,
 // row r in SIMD lane r. In GGUF's layout the 8 rows lie one after another, so
@@ -55,7 +59,25 @@
 // The groups follow in the same order as Q4_0's: super-blocks 0, 1, ... of
 // rows 0-7, then of rows 8-15, ... (ggml's block_q4_Kx8 also decodes the
 // 6-bit scales into bytes and interleaves 8 code bytes at a time, for its own
-// arithmetic; 4 bytes and the packed scales keep this engine's, bit for bit.)
+// integer arithmetic; 4 bytes and the packed scales keep this engine's. The
+// integer sums are exact either way; the float steps are ggml's, below.)
+//
+// Q2_K (84 bytes a super-block: 16 bytes of 4-bit scales and mins, 64 of
+// 2-bit codes, d, dmin) the same way: super-block i of 8 rows becomes one
+// 672-byte group,
+//
+//   offset 0        16       32       64  ...  160      192  ...        672
+//          +--------+--------+--------+--//---+--------+-----//---------+
+//          | d x 8  |dmin x 8| sc 0-3 | sc 12-15| qs 0-3 | ... qs 60-63  |
+//          +--------+--------+--------+--//---+--------+-----//---------+
+//   sc 4t..4t+3: bytes 4t..4t+3 of the 16 scale bytes of rows 0..7 (row r
+//                at 4r), at 32 + 32t
+//   qs 4j..4j+3: bytes 4j..4j+3 of the 64 code bytes of rows 0..7, at 160 +
+//                32j (code byte 32h + l holds elements 128h + 32k + l, k < 4)
+//
+// Unlike Q4_0's, the repacked K-quant tiles do not add like vec_dot: they
+// take the float order of ggml's repacked kernels, which llama.cpp's
+// batches and decode steps meet (below, "The float order").
 //
 // The cost: a second copy of every repacked weight in RAM, for as long as the
 // model is loaded (the mapped original stays for get_rows, `mg info`, ...):
@@ -66,6 +88,7 @@
 #include "quants.h"
 #include "vec.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,17 +232,200 @@ void mg_unpack_q4_K(void * dst, const void * src, int64_t n, int64_t rows) {
     move_matrix_q4_K(false, (uint8_t *) src, dst, n, rows);   // src is only read (!to_group)
 }
 
+// ---------------------------------------------------------------------------
+// The float order of ggml's repacked K-quant kernels (x86), in plain C
+//
+// ggml's repacked Q4_K and Q2_K kernels (arch/x86/repack.cpp) sum the integer
+// products of a piece of a super-block exactly, S (codes x activations x
+// sub-block scales) and M (sub-block mins x the activations' sums, from Q8_K's
+// bsums), and then take two FMAs per piece:
+//
+//     acc  = fma(float(S), dW * dA, acc)
+//     accm = fma(float(M), dminW * dA, accm)          s = acc - accm
+//
+// The piece is the whole super-block in the gemv (ggml_gemv_q4_K_8x8_q8_K,
+// ggml_gemv_q2_K_8x8_q8_K), and smaller in the gemm: 64 elements for Q4_K
+// (ggml_gemm_q4_K_8x8_q8_K), 128 for Q2_K (ggml_gemm_q2_K_8x8_q8_K). Which one
+// a column meets is decided by llama.cpp's forward_mul_mat_one_chunk (repack.cpp):
+// the tokens of a batch in whole groups of 4 go to the gemm, the n % 4 left
+// and a single token to the gemv. mul_mat_tiled hands the columns over in
+// groups of 4 from the first, so a tile of 4 columns is a gemm tile and a
+// smaller one is the rest: mg_repack_tile picks the order from n_cols.
+
+// Per sub-block of super-block x . y: S[j] and M[j] (Q4_K: 8 sub-blocks of 32).
+static void q4_K_sub_sums(const struct mg_block_q4_K * x, const struct mg_block_q8_K * y, int32_t S[8], int32_t M[8]) {
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        mg_get_scale_min_k4(j, x->scales, &sc, &m);
+        int32_t dot = 0;
+        for (int l = 0; l < 32; l++) {   // the low nibbles of bytes 32(j/2).. hold sub-block j even, the high ones odd
+            const uint8_t byte = x->qs[32 * (j / 2) + l];
+            dot += (j % 2 ? byte >> 4 : byte & 0xf) * y->qs[32 * j + l];
+        }
+        S[j] = sc * dot;
+        M[j] = m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    }
+}
+
+// Q2_K: 16 sub-blocks of 16; element e = 128h + 32k + l is bits 2k, 2k+1 of byte 32h + l.
+static void q2_K_sub_sums(const struct mg_block_q2_K * x, const struct mg_block_q8_K * y, int32_t S[16],
+                          int32_t M[16]) {
+    for (int j = 0; j < 16; j++) {
+        int32_t dot = 0;
+        for (int e = 16 * j; e < 16 * j + 16; e++) {
+            const int h = e / 128, k = e % 128 / 32, l = e % 32;
+            dot += ((x->qs[32 * h + l] >> (2 * k)) & 3) * y->qs[e];
+        }
+        S[j] = (x->scales[j] & 0xf) * dot;
+        M[j] = (x->scales[j] >> 4) * y->bsums[j];
+    }
+}
+
+// The two FMAs of each piece of per_piece sub-blocks.
+static void fma_pieces(int n_sub, int per_piece, const int32_t S[], const int32_t M[], float d, float dmin,
+                       float * acc, float * accm) {
+    for (int p = 0; p < n_sub; p += per_piece) {
+        int32_t s = 0, m = 0;
+        for (int j = p; j < p + per_piece; j++) {
+            s += S[j];
+            m += M[j];
+        }
+        *acc  = fmaf((float) s, d, *acc);
+        *accm = fmaf((float) m, dmin, *accm);
+    }
+}
+
+// One Q4_K row . one Q8_K column, the gemv's order (pieces of 256) or the gemm's (64).
+static float dot_q4_K_pieces(int64_t n, const void * vx, const void * vy, int per_piece) {
+    const struct mg_block_q4_K * x   = vx;
+    const struct mg_block_q8_K * y   = vy;
+    float                        acc = 0.0f, accm = 0.0f;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        int32_t S[8], M[8];
+        q4_K_sub_sums(&x[i], &y[i], S, M);
+        fma_pieces(8, per_piece, S, M, mg_fp16_to_fp32(x[i].d) * y[i].d, mg_fp16_to_fp32(x[i].dmin) * y[i].d, &acc,
+                   &accm);
+    }
+    return acc - accm;
+}
+
+static float dot_q2_K_pieces(int64_t n, const void * vx, const void * vy, int per_piece) {
+    const struct mg_block_q2_K * x   = vx;
+    const struct mg_block_q8_K * y   = vy;
+    float                        acc = 0.0f, accm = 0.0f;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        int32_t S[16], M[16];
+        q2_K_sub_sums(&x[i], &y[i], S, M);
+        fma_pieces(16, per_piece, S, M, mg_fp16_to_fp32(x[i].d) * y[i].d, mg_fp16_to_fp32(x[i].dmin) * y[i].d, &acc,
+                   &accm);
+    }
+    return acc - accm;
+}
+
+void mg_gemv_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y) {
+    *s = dot_q4_K_pieces(n, x, y, 8);
+}
+
+void mg_gemm_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y) {
+    *s = dot_q4_K_pieces(n, x, y, 2);
+}
+
+void mg_gemv_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y) {
+    *s = dot_q2_K_pieces(n, x, y, 16);
+}
+
+void mg_gemm_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y) {
+    *s = dot_q2_K_pieces(n, x, y, 8);
+}
+
+// The reference tile of a repacked K-quant matrix: the 8 rows unpacked, then
+// the scalar dot product of the order the column count picks (for tests: it mallocs).
+static void tile_ref_orders(enum mg_type type, unpack_fn unpack, mg_vec_dot_fn gemv, mg_vec_dot_fn gemm, int64_t n,
+                            float * s, size_t s_stride, const void * x, const void * y, size_t y_stride, int n_cols) {
+    const size_t row_size = mg_row_size(type, n);
+    char *       rows     = malloc(TILE_ROWS * row_size);
+    MG_ASSERT(rows != NULL);
+    unpack(rows, x, n, TILE_ROWS);
+    const mg_vec_dot_fn dot = n_cols == MG_VEC_DOT_MAX_COLS ? gemm : gemv;
+    for (int c = 0; c < n_cols; c++) {
+        for (int r = 0; r < TILE_ROWS; r++) {
+            dot(n, &s[(size_t) c * s_stride + r], rows + (size_t) r * row_size, (const char *) y + c * y_stride);
+        }
+    }
+    free(rows);
+}
+
 void mg_repack_tile_q4_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
                              size_t y_stride, int n_cols) {
-    tile_ref(MG_TYPE_Q4_K, mg_unpack_q4_K, n, s, s_stride, x, y, y_stride, n_cols);
+    tile_ref_orders(MG_TYPE_Q4_K, mg_unpack_q4_K, mg_gemv_q4_K_q8_K, mg_gemm_q4_K_q8_K, n, s, s_stride, x, y, y_stride,
+                    n_cols);
 }
 
 void mg_repack_tile_q4_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
                          int n_cols) {
 #if defined(MG_SIMD)
-    mg_vec_dot_tile_q4_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
+    if (n_cols == MG_VEC_DOT_MAX_COLS) mg_gemm_tile_q4_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
+    else mg_vec_dot_tile_q4_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
 #else
     mg_repack_tile_q4_K_ref(n, s, s_stride, x, y, y_stride, n_cols);
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// Q2_K
+
+enum { Q2_GROUP_BYTES = TILE_ROWS * sizeof(struct mg_block_q2_K) };
+static_assert(Q2_GROUP_BYTES == 672, "8 Q2_K super-blocks are 672 bytes");
+static_assert(sizeof(((struct mg_block_q2_K *) 0)->scales) == 16 && sizeof(((struct mg_block_q2_K *) 0)->qs) == 64,
+              "the Q2_K drawing above");
+
+bool mg_repack_q2_K_fits(const struct mg_tensor * t) {
+    return t->type == MG_TYPE_Q2_K && t->ne[0] % MG_QK_K == 0 && t->ne[1] % TILE_ROWS == 0 && t->ne[2] == 1 &&
+           t->ne[3] == 1 && t->nb[1] == mg_row_size(t->type, t->ne[0]) && t->data != NULL;
+}
+
+static void move_group_q2_K(bool to_group, uint8_t * g, struct mg_block_q2_K * rows[TILE_ROWS], int64_t b) {
+    for (int r = 0; r < TILE_ROWS; r++) {
+        struct mg_block_q2_K * x = &rows[r][b];
+        move_bytes(to_group, g + 2 * r, (uint8_t *) &x->d, 2);
+        move_bytes(to_group, g + 16 + 2 * r, (uint8_t *) &x->dmin, 2);
+        for (int t = 0; t < 4; t++) move_bytes(to_group, g + 32 + 32 * t + 4 * r, x->scales + 4 * t, 4);
+        for (int j = 0; j < 16; j++) move_bytes(to_group, g + 160 + 32 * j + 4 * r, x->qs + 4 * j, 4);
+    }
+}
+
+static void move_matrix_q2_K(bool to_group, uint8_t * groups, char * rows_at, int64_t n, int64_t rows) {
+    MG_ASSERT(n % MG_QK_K == 0 && rows % TILE_ROWS == 0);
+    const int64_t nb       = n / MG_QK_K;
+    const size_t  row_size = (size_t) nb * sizeof(struct mg_block_q2_K);
+    for (int64_t t = 0; t < rows; t += TILE_ROWS) {
+        struct mg_block_q2_K * x[TILE_ROWS];
+        for (int r = 0; r < TILE_ROWS; r++) x[r] = (void *) (rows_at + (size_t) (t + r) * row_size);
+        for (int64_t b = 0; b < nb; b++, groups += Q2_GROUP_BYTES) move_group_q2_K(to_group, groups, x, b);
+    }
+}
+
+void mg_repack_q2_K(void * dst, const void * src, int64_t n, int64_t rows) {
+    move_matrix_q2_K(true, dst, (char *) src, n, rows);   // src is only read (to_group)
+}
+
+void mg_unpack_q2_K(void * dst, const void * src, int64_t n, int64_t rows) {
+    move_matrix_q2_K(false, (uint8_t *) src, dst, n, rows);   // src is only read (!to_group)
+}
+
+void mg_repack_tile_q2_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                             size_t y_stride, int n_cols) {
+    tile_ref_orders(MG_TYPE_Q2_K, mg_unpack_q2_K, mg_gemv_q2_K_q8_K, mg_gemm_q2_K_q8_K, n, s, s_stride, x, y, y_stride,
+                    n_cols);
+}
+
+void mg_repack_tile_q2_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
+                         int n_cols) {
+#if defined(MG_SIMD)
+    if (n_cols == MG_VEC_DOT_MAX_COLS) mg_gemm_tile_q2_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
+    else mg_vec_dot_tile_q2_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
+#else
+    mg_repack_tile_q2_K_ref(n, s, s_stride, x, y, y_stride, n_cols);
 #endif
 }
 
@@ -227,17 +433,26 @@ void mg_repack_tile_q4_K(int64_t n, float * s, size_t s_stride, const void * x, 
 // Either type
 
 bool mg_repack_fits(const struct mg_tensor * t) {
-    return mg_repack_q4_0_fits(t) || mg_repack_q4_K_fits(t);
+    return mg_repack_q4_0_fits(t) || mg_repack_q4_K_fits(t) || mg_repack_q2_K_fits(t);
 }
 
 void mg_repack(void * dst, const struct mg_tensor * t) {
     MG_ASSERT(mg_repack_fits(t));
     if (t->type == MG_TYPE_Q4_K) mg_repack_q4_K(dst, t->data, t->ne[0], t->ne[1]);
+    else if (t->type == MG_TYPE_Q2_K) mg_repack_q2_K(dst, t->data, t->ne[0], t->ne[1]);
     else mg_repack_q4_0(dst, t->data, t->ne[0], t->ne[1]);
 }
 
 void mg_repack_tile(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
                     size_t y_stride, int n_cols) {
     if (type == MG_TYPE_Q4_K) mg_repack_tile_q4_K(n, s, s_stride, x, y, y_stride, n_cols);
+    else if (type == MG_TYPE_Q2_K) mg_repack_tile_q2_K(n, s, s_stride, x, y, y_stride, n_cols);
     else mg_repack_tile_q4_0(n, s, s_stride, x, y, y_stride, n_cols);
+}
+
+void mg_repack_tile_ref(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                        size_t y_stride, int n_cols) {
+    if (type == MG_TYPE_Q4_K) mg_repack_tile_q4_K_ref(n, s, s_stride, x, y, y_stride, n_cols);
+    else if (type == MG_TYPE_Q2_K) mg_repack_tile_q2_K_ref(n, s, s_stride, x, y, y_stride, n_cols);
+    else mg_repack_tile_q4_0_ref(n, s, s_stride, x, y, y_stride, n_cols);
 }

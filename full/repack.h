@@ -1,10 +1,10 @@
 //@file full
-// repack.h - Q4_0 and Q4_K weights copied, at load time, into a layout that
-// the tile kernel reads in memory order (ggml's CPU "extra buffer type",
-// CPU_REPACK: ggml-cpu/repack.cpp, block_q4_0x8 and block_q4_Kx8). repack.c
-// explains the layouts and the cost.
+// repack.h - Q4_0, Q4_K and Q2_K weights copied, at load time, into a layout
+// that the tile kernel reads in memory order (ggml's CPU "extra buffer type",
+// CPU_REPACK: ggml-cpu/repack.cpp, block_q4_0x8, block_q4_Kx8, block_q2_Kx8).
+// repack.c explains the layouts and the cost.
 //
-//     if (mg_repack_fits(w)) {                           // Q4_0 or Q4_K, rows % 8 == 0, ...
+//     if (mg_repack_fits(w)) {                           // Q4_0, Q4_K or Q2_K, rows % 8 == 0, ...
 //         void * copy = aligned_alloc(64, mg_nbytes(w));   // the same size as the original
 //         mg_repack(copy, w);
 //         w->repacked = copy;                             // mul_mat now reads the copy
@@ -12,7 +12,12 @@
 //
 // The original bytes stay where they are (in the mapping), so get_rows, `mg
 // info` and everything else that reads the weight read them as before; only
-// mul_mat looks at t->repacked. Results are bit-identical either way.
+// mul_mat looks at t->repacked. For Q4_0 results are bit-identical either
+// way. The Q4_K and Q2_K tiles add in the order of llama.cpp's repacked
+// kernels instead (its gemm for whole groups of 4 columns, its gemv for the
+// rest), so that a batch gives what llama.cpp's batch gives: Q4_K below 4
+// columns equals vec_dot, Q2_K does not (its vec_dot keeps ggml's AVX2
+// lanes, as llama.cpp does for the Q2_K matrices it cannot repack).
 #pragma once
 
 #include "tensor.h"
@@ -54,9 +59,31 @@ void mg_repack_tile_q4_K(int64_t n, float * s, size_t s_stride, const void * x, 
 void mg_repack_tile_q4_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
                              size_t y_stride, int n_cols);
 
+// Q2_K the same way (repack.c, third drawing), for llama.cpp's x86 build
+// repacks it where the CPU has AVX-512 (q2_K_8x8).
+bool mg_repack_q2_K_fits(const struct mg_tensor * t);
+void mg_repack_q2_K(void * dst, const void * src, int64_t n, int64_t rows);
+void mg_unpack_q2_K(void * dst, const void * src, int64_t n, int64_t rows);
+void mg_repack_tile_q2_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
+                         int n_cols);
+void mg_repack_tile_q2_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                             size_t y_stride, int n_cols);
+
+// The float orders of ggml's repacked Q4_K and Q2_K kernels (repack.c), one
+// row . one Q8_K column, in plain C: the gemv's (a single token, and the n % 4
+// columns a batch leaves) and the gemm's (whole groups of 4 columns). The K
+// tiles above take the gemm's order when n_cols == 4, the gemv's otherwise,
+// and so do their references.
+void mg_gemv_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y);
+void mg_gemm_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y);
+void mg_gemv_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y);
+void mg_gemm_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y);
+
 // Any type above, for the loader and mul_mat: does t qualify, repack it into
-// dst (mg_nbytes(t) bytes), and the tile of its type.
+// dst (mg_nbytes(t) bytes), and the tile of its type (and its reference).
 bool mg_repack_fits(const struct mg_tensor * t);
 void mg_repack(void * dst, const struct mg_tensor * t);
 void mg_repack_tile(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
                     size_t y_stride, int n_cols);
+void mg_repack_tile_ref(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                        size_t y_stride, int n_cols);

@@ -18,7 +18,9 @@
 //    float lanes, summed at the end (hsum_float_8). Q4_0, IQ4_NL and Q4_K,
 //    which llama.cpp repacks: one FMA per block of the block's exact integer
 //    sum, one chain over the blocks (its gemv), which lets a tile hold 8 rows
-//    in the 8 lanes of a register. Where the scalar reference (vec.c) spells
+//    in the 8 lanes of a register. Repacked Q4_K and Q2_K (repack.c) in
+//    whole groups of 4 columns: the FMAs per 64 (Q4_K) or 128 (Q2_K)
+//    elements, as ggml's repacked gemm; Q2_K below 4 columns: its gemv. Where the scalar reference (vec.c) spells
 //    out the same steps the results are equal; elsewhere they differ by float
 //    rounding only, and the test (tests/full/test_vec_simd.c) bounds it.
 //
@@ -1540,16 +1542,40 @@ KERNEL void k4_code_bytes_8(bool x8, const char * xb, size_t xs, int chunk, __m2
 // the lanes, are split into nibbles; each sub-block's S, summed by dot
 // products against 4 broadcast activation codes, is multiplied by its 8
 // rows' scales.
-KERNEL void tile_block_q4_K(bool x8, const char * x, size_t xs, const char * y, size_t ys, int nc, int64_t i,
-                            __m256 acc[], __m256 acc_m[]) {
+//
+// gemm: the order of ggml's repacked gemm (ggml_gemm_q4_K_8x8_q8_K, x86),
+// which llama.cpp gives every whole group of 4 tokens: the FMAs come once per
+// 64 elements (the two sub-blocks of a chunk), acc += float(S_chunk) * dW dA
+// and acc_m += float(M_chunk) * dminW dA, instead of once per super-block
+// (its gemv, ggml_gemv_q4_K_8x8_q8_K, and dot_q4_K_q8_K). Only the float
+// steps differ; the integer sums are the same.
+KERNEL void tile_block_q4_K(bool x8, bool gemm, const char * x, size_t xs, const char * y, size_t ys, int nc,
+                            int64_t i, __m256 acc[], __m256 acc_m[]) {
     const char * xb = x + (size_t) i * sizeof(struct mg_block_q4_K) * (x8 ? 8 : 1);
     __m256i      sc4[2], mn4[2];
     k4_scales_mins_8(x8, xb, xs, sc4, mn4);
+    // The same floats either way: F16 -> F32 is exact.
+    const __m256 dx = x8 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) xb))
+                         : rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, d));
+    const __m256 dm = x8 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (xb + 16)))
+                         : rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, dmin));
+    __m256i      mins[4];   // lane r: the mins of sub-blocks 2t and 2t+1 of row r, as int16s
+    UNROLLED for (int t = 0; t < 4; t++) mins[t] = byte_pair_of_each_i32(mn4[t / 2], 2 * (t % 2));
     const struct mg_block_q8_K * yb[MAX_COLS];
-    __m256i                      sum[MAX_COLS];
+    __m256i                      sum[MAX_COLS], msum[MAX_COLS], pairs[MAX_COLS];
+    __m256                       d[MAX_COLS], dmin[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
-        yb[c]  = (const struct mg_block_q8_K *) (y + (size_t) c * ys) + i;
-        sum[c] = _mm256_setzero_si256();
+        yb[c]   = (const struct mg_block_q8_K *) (y + (size_t) c * ys) + i;
+        sum[c]  = _mm256_setzero_si256();
+        msum[c] = _mm256_setzero_si256();
+        // The 8 sums of sub-blocks' activations (pairs of bsums), as int16s:
+        // int32 t of `pairs` holds those of sub-blocks 2t, 2t+1 (t = 0, 1 in
+        // the low half, 2, 3 at int32 4, 5 in the high half).
+        const __m256i sums16 = _mm256_madd_epi16(load_256(yb[c]->bsums), _mm256_set1_epi16(1));
+        pairs[c]             = _mm256_packs_epi32(sums16, sums16);
+        const __m256 dy      = _mm256_set1_ps(yb[c]->d);
+        d[c]                 = _mm256_mul_ps(dx, dy);
+        dmin[c]              = _mm256_mul_ps(dm, dy);
     }
     const __m256i m4 = _mm256_set1_epi8(0xf);
     UNROLLED for (int chunk = 0; chunk < 4; chunk++) {   // elements 64 chunk .. 64 chunk + 63
@@ -1571,44 +1597,36 @@ KERNEL void tile_block_q4_K(bool x8, const char * x, size_t xs, const char * y, 
             }
             const __m256i s_lo = _mm256_mullo_epi32(_mm256_add_epi32(t_lo[0], t_lo[1]), sc_lo);
             const __m256i s_hi = _mm256_mullo_epi32(_mm256_add_epi32(t_hi[0], t_hi[1]), sc_hi);
-            sum[c]             = _mm256_add_epi32(sum[c], _mm256_add_epi32(s_lo, s_hi));
+            const int     t    = chunk;   // the mins of sub-blocks 2t, 2t+1 against their activation sums
+            const __m256i pair = _mm256_permutevar8x32_epi32(pairs[c], _mm256_set1_epi32(t < 2 ? t : t + 2));
+            if (gemm) {
+                const __m256i m = dot_i16_acc(_mm256_setzero_si256(), mins[t], pair);
+                acc[c]          = _mm256_fmadd_ps(d[c], _mm256_cvtepi32_ps(_mm256_add_epi32(s_lo, s_hi)), acc[c]);
+                acc_m[c]        = _mm256_fmadd_ps(dmin[c], _mm256_cvtepi32_ps(m), acc_m[c]);
+            } else {
+                sum[c]  = _mm256_add_epi32(sum[c], _mm256_add_epi32(s_lo, s_hi));
+                msum[c] = dot_i16_acc(msum[c], mins[t], pair);
+            }
         }
     }
-    // The same floats either way: F16 -> F32 is exact.
-    const __m256 dx = x8 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) xb))
-                         : rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, d));
-    const __m256 dm = x8 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (xb + 16)))
-                         : rows_f16_x8(xb, xs, offsetof(struct mg_block_q4_K, dmin));
-    __m256i      mins[4];   // lane r: the mins of sub-blocks 2t and 2t+1 of row r, as int16s
-    UNROLLED for (int t = 0; t < 4; t++) mins[t] = byte_pair_of_each_i32(mn4[t / 2], 2 * (t % 2));
+    if (gemm) return;
     UNROLLED for (int c = 0; c < nc; c++) {
-        // The 8 sums of sub-blocks' activations (pairs of bsums), as int16s:
-        // int32 t of `pairs` holds those of sub-blocks 2t, 2t+1 (t = 0, 1 in
-        // the low half, 2, 3 at int32 4, 5 in the high half).
-        const __m256i sums16 = _mm256_madd_epi16(load_256(yb[c]->bsums), _mm256_set1_epi16(1));
-        const __m256i pairs  = _mm256_packs_epi32(sums16, sums16);
-        __m256i       m      = _mm256_setzero_si256();
-        UNROLLED for (int t = 0; t < 4; t++) {
-            const __m256i pair_t = _mm256_permutevar8x32_epi32(pairs, _mm256_set1_epi32(t < 2 ? t : t + 2));
-            m                    = dot_i16_acc(m, mins[t], pair_t);
-        }
-        const __m256 dy = _mm256_set1_ps(yb[c]->d);
-        acc[c]          = _mm256_fmadd_ps(_mm256_mul_ps(dx, dy), _mm256_cvtepi32_ps(sum[c]), acc[c]);
-        acc_m[c]        = _mm256_fmadd_ps(_mm256_mul_ps(dm, dy), _mm256_cvtepi32_ps(m), acc_m[c]);
+        acc[c]   = _mm256_fmadd_ps(d[c], _mm256_cvtepi32_ps(sum[c]), acc[c]);
+        acc_m[c] = _mm256_fmadd_ps(dmin[c], _mm256_cvtepi32_ps(msum[c]), acc_m[c]);
     }
 }
 
 // One column reads the file's 8 rows in order first (read_in_order); the
 // repacked groups are in order already.
-KERNEL void tile_q4_K(bool x8, int64_t n, float * s, size_t ss, const void * x, size_t xs, const void * y, size_t ys,
-                      int nc) {
+KERNEL void tile_q4_K(bool x8, bool gemm, int64_t n, float * s, size_t ss, const void * x, size_t xs, const void * y,
+                      size_t ys, int nc) {
     if (nc == 1 && !x8) read_in_order(x, xs, (size_t) (n / MG_QK_K) * sizeof(struct mg_block_q4_K));
     __m256 acc[MAX_COLS], acc_m[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
         acc[c]   = _mm256_setzero_ps();
         acc_m[c] = _mm256_setzero_ps();
     }
-    for (int64_t i = 0; i < n / MG_QK_K; i++) tile_block_q4_K(x8, x, xs, y, ys, nc, i, acc, acc_m);
+    for (int64_t i = 0; i < n / MG_QK_K; i++) tile_block_q4_K(x8, gemm, x, xs, y, ys, nc, i, acc, acc_m);
     UNROLLED for (int c = 0; c < nc; c++) _mm256_storeu_ps(s + (size_t) c * ss, _mm256_sub_ps(acc[c], acc_m[c]));
 }
 
@@ -1621,10 +1639,10 @@ void mg_vec_dot_tile_q4_K_q8_K_simd(int64_t n, float * s, size_t ss, const void 
         return;
     }
     switch (nc) {
-    case 1: tile_q4_K(false, n, s, ss, x, xs, y, ys, 1); break;
-    case 2: tile_q4_K(false, n, s, ss, x, xs, y, ys, 2); break;
-    case 3: tile_q4_K(false, n, s, ss, x, xs, y, ys, 3); break;
-    default: tile_q4_K(false, n, s, ss, x, xs, y, ys, 4); break;
+    case 1: tile_q4_K(false, false, n, s, ss, x, xs, y, ys, 1); break;
+    case 2: tile_q4_K(false, false, n, s, ss, x, xs, y, ys, 2); break;
+    case 3: tile_q4_K(false, false, n, s, ss, x, xs, y, ys, 3); break;
+    default: tile_q4_K(false, false, n, s, ss, x, xs, y, ys, 4); break;
     }
 }
 
@@ -1635,10 +1653,129 @@ void mg_vec_dot_tile_q4_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const voi
                                       int nc) {
     MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
     switch (nc) {
-    case 1: tile_q4_K(true, n, s, ss, x, 0, y, ys, 1); break;
-    case 2: tile_q4_K(true, n, s, ss, x, 0, y, ys, 2); break;
-    case 3: tile_q4_K(true, n, s, ss, x, 0, y, ys, 3); break;
-    default: tile_q4_K(true, n, s, ss, x, 0, y, ys, 4); break;
+    case 1: tile_q4_K(true, false, n, s, ss, x, 0, y, ys, 1); break;
+    case 2: tile_q4_K(true, false, n, s, ss, x, 0, y, ys, 2); break;
+    case 3: tile_q4_K(true, false, n, s, ss, x, 0, y, ys, 3); break;
+    default: tile_q4_K(true, false, n, s, ss, x, 0, y, ys, 4); break;
+    }
+}
+
+// The same tile in the order of ggml's repacked gemm (tile_block_q4_K,
+// gemm), for the whole groups of 4 columns (repack.c, mg_repack_tile_q4_K).
+void mg_gemm_tile_q4_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
+                                   int nc) {
+    MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
+    switch (nc) {
+    case 1: tile_q4_K(true, true, n, s, ss, x, 0, y, ys, 1); break;
+    case 2: tile_q4_K(true, true, n, s, ss, x, 0, y, ys, 2); break;
+    case 3: tile_q4_K(true, true, n, s, ss, x, 0, y, ys, 3); break;
+    default: tile_q4_K(true, true, n, s, ss, x, 0, y, ys, 4); break;
+    }
+}
+
+// Q2_K repacked (repack.c, third drawing), ggml's q2_K_8x8 kernels, which
+// llama.cpp's x86 build uses where it has AVX-512 (ggml_gemv_q2_K_8x8_q8_K,
+// ggml_gemm_q2_K_8x8_q8_K). Super-block i of 8 rows is one 672-byte group:
+// the 8 d at 0, the 8 dmin at 16, bytes 4t..4t+3 of each row's 16 scale bytes
+// at 32 + 32t, bytes 4j..4j+3 of its 64 code bytes at 160 + 32j (row r at 4r
+// in each). Per dot product and super-block, as the scalar mg_gemv_q2_K_q8_K
+// (repack.c):
+//
+//     S = the sum over the 16 sub-blocks j of sc_j * (codes . activations)
+//     M = the sum over j of m_j * bsums_j, both exact in int
+//     acc = fma(float(S), dW * dA, acc), acc_m = fma(float(M), dminW * dA, acc_m)
+//
+// and s = acc - acc_m at the end. The gemm (whole groups of 4 columns) takes
+// the two FMAs once per 128 elements instead (mg_gemm_q2_K_q8_K). Code byte
+// 32h + l holds the 2-bit codes of elements 128h + 32k + l, k = 0..3, so
+// shifting the 32 bytes j = 8h .. 8h+7 by 2k gives, in lane r, elements
+// 128h + 32k + 4g .. +3 of row r (g = j - 8h): 4 dot products of 4 codes
+// make a sub-block of 16.
+KERNEL void tile_block_q2_K(bool gemm, const char * xb, const char * y, size_t ys, int nc, int64_t i, __m256 acc[],
+                            __m256 acc_m[]) {
+    const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) xb));
+    const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (xb + 16)));
+    __m256i      sm[4];   // sm[t], lane r: scale bytes 4t .. 4t+3 of row r (scale | min << 4)
+    UNROLLED for (int t = 0; t < 4; t++) sm[t] = load_256(xb + 32 + 32 * t);
+    const struct mg_block_q8_K * yb[MAX_COLS];
+    __m256i                      sum[MAX_COLS], msum[MAX_COLS];
+    __m256                       d[MAX_COLS], dmin[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        yb[c]           = (const struct mg_block_q8_K *) (y + (size_t) c * ys) + i;
+        sum[c]          = _mm256_setzero_si256();
+        msum[c]         = _mm256_setzero_si256();
+        const __m256 dy = _mm256_set1_ps(yb[c]->d);
+        d[c]            = _mm256_mul_ps(dx, dy);
+        dmin[c]         = _mm256_mul_ps(dm, dy);
+    }
+    const __m256i m3 = _mm256_set1_epi8(3), low4 = _mm256_set1_epi32(0xf);
+    UNROLLED for (int h = 0; h < 2; h++) {   // elements 128h .. 128h + 127
+        __m256i bits[8];
+        UNROLLED for (int g = 0; g < 8; g++) bits[g] = load_256(xb + 160 + 32 * (8 * h + g));
+        UNROLLED for (int k = 0; k < 4; k++) {   // elements 128h + 32k .. +31: sub-blocks j0 = 8h + 2k and j0 + 1
+            const int     j0 = 8 * h + 2 * k;
+            const __m256i b0 = byte_of_each_i32(sm[j0 / 4], j0 % 4), b1 = byte_of_each_i32(sm[j0 / 4], j0 % 4 + 1);
+            const __m256i sc0 = _mm256_and_si256(b0, low4), sc1 = _mm256_and_si256(b1, low4);
+            const __m256i mn0 = _mm256_srli_epi32(b0, 4), mn1 = _mm256_srli_epi32(b1, 4);
+            __m256i       q[8];
+            UNROLLED for (int g = 0; g < 8; g++) q[g] = _mm256_and_si256(_mm256_srli_epi16(bits[g], 2 * k), m3);
+            UNROLLED for (int c = 0; c < nc; c++) {
+                const int8_t * q8 = yb[c]->qs + 128 * h + 32 * k;
+                __m256i        t0 = _mm256_setzero_si256(), t1 = _mm256_setzero_si256();
+                UNROLLED for (int g = 0; g < 4; g++) {
+                    t0 = dot_u8_s8_acc(t0, q[g], broadcast_4_codes(q8 + 4 * g));
+                    t1 = dot_u8_s8_acc(t1, q[g + 4], broadcast_4_codes(q8 + 16 + 4 * g));
+                }
+                sum[c] = _mm256_add_epi32(sum[c], _mm256_add_epi32(_mm256_mullo_epi32(t0, sc0), _mm256_mullo_epi32(t1, sc1)));
+                const __m256i m0 = _mm256_mullo_epi32(mn0, _mm256_set1_epi32(yb[c]->bsums[j0]));
+                const __m256i m1 = _mm256_mullo_epi32(mn1, _mm256_set1_epi32(yb[c]->bsums[j0 + 1]));
+                msum[c]          = _mm256_add_epi32(msum[c], _mm256_add_epi32(m0, m1));
+            }
+        }
+        if (!gemm && h == 0) continue;
+        UNROLLED for (int c = 0; c < nc; c++) {   // the gemm after each half, the gemv after both
+            acc[c]   = _mm256_fmadd_ps(d[c], _mm256_cvtepi32_ps(sum[c]), acc[c]);
+            acc_m[c] = _mm256_fmadd_ps(dmin[c], _mm256_cvtepi32_ps(msum[c]), acc_m[c]);
+            sum[c]   = _mm256_setzero_si256();
+            msum[c]  = _mm256_setzero_si256();
+        }
+    }
+}
+
+KERNEL void tile_q2_K(bool gemm, int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys, int nc) {
+    __m256 acc[MAX_COLS], acc_m[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        acc[c]   = _mm256_setzero_ps();
+        acc_m[c] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        tile_block_q2_K(gemm, (const char *) x + (size_t) i * 8 * sizeof(struct mg_block_q2_K), y, ys, nc, i, acc,
+                        acc_m);
+    }
+    UNROLLED for (int c = 0; c < nc; c++) _mm256_storeu_ps(s + (size_t) c * ss, _mm256_sub_ps(acc[c], acc_m[c]));
+}
+
+// The tile of a repacked Q2_K matrix in the gemv's order (fewer than 4
+// columns, and one token), and in the gemm's (whole groups of 4).
+void mg_vec_dot_tile_q2_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
+                                      int nc) {
+    MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
+    switch (nc) {
+    case 1: tile_q2_K(false, n, s, ss, x, y, ys, 1); break;
+    case 2: tile_q2_K(false, n, s, ss, x, y, ys, 2); break;
+    case 3: tile_q2_K(false, n, s, ss, x, y, ys, 3); break;
+    default: tile_q2_K(false, n, s, ss, x, y, ys, 4); break;
+    }
+}
+
+void mg_gemm_tile_q2_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
+                                   int nc) {
+    MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
+    switch (nc) {
+    case 1: tile_q2_K(true, n, s, ss, x, y, ys, 1); break;
+    case 2: tile_q2_K(true, n, s, ss, x, y, ys, 2); break;
+    case 3: tile_q2_K(true, n, s, ss, x, y, ys, 3); break;
+    default: tile_q2_K(true, n, s, ss, x, y, ys, 4); break;
     }
 }
 

@@ -101,4 +101,12 @@ void mg_vec_dot_tile_q4_0x8_q8_0_simd(int64_t n, float * s, size_t ss, const voi
 // 8 rows of a repacked Q4_K matrix (repack.c; x: their first group) . up to 4 Q8_K activation rows.
 void mg_vec_dot_tile_q4_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
                                       int nc);
+// The same in the order of ggml's repacked gemm, for whole groups of 4 columns (repack.c).
+void mg_gemm_tile_q4_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
+                                   int nc);
+// 8 rows of a repacked Q2_K matrix (repack.c) . up to 4 Q8_K activation rows: gemv's order, gemm's.
+void mg_vec_dot_tile_q2_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
+                                      int nc);
+void mg_gemm_tile_q2_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
+                                   int nc);
 #endif

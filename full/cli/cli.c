@@ -148,7 +148,7 @@ int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
         {"-b", "--batch-size", CLI_INT, &e->n_batch, "tokens per graph when reading a prompt (default 512)"},
         {NULL, "--kv-type", CLI_STRING, &e->kv_type, "KV cache type: f16 (default, as llama.cpp) or f32"},
         {"-fa", "--flash-attn", CLI_FLAG, &e->flash_attn, "flash attention: an online softmax over the cache"},
-        {NULL, "--no-repack", CLI_FLAG, &e->no_repack, "keep Q4_0/Q4_K weights as in the file (no 8-row repacking)"},
+        {NULL, "--no-repack", CLI_FLAG, &e->no_repack, "keep Q4_0/Q4_K/Q2_K weights as in the file (no 8-row repacking)"},
         {NULL, "--trace", CLI_STRING, &e->trace, "trace categories, e.g. infer,alloc,graph (like MG_TRACE)"},
         {NULL, "--dot", CLI_STRING, &e->dot, "write Graphviz drawings of the graphs into this directory"},
         {NULL, "--svg", CLI_STRING, &e->svg, "write the compute buffer's memory maps (SVG) into this directory"},
@@ -407,7 +407,7 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
     fprintf(stderr, "mg: weights          = %9.2f MiB mapped from %s\n", mib(mg_session_model(s)->n_weight_bytes),
             mg_session_model(s)->path);
     const struct mg_model * m = mg_session_model(s);
-    fprintf(stderr, "mg: repacked         = %9.2f MiB: %d Q4_0/Q4_K matrices in groups of 8 rows (%s)\n",
+    fprintf(stderr, "mg: repacked         = %9.2f MiB: %d Q4_0/Q4_K/Q2_K matrices in groups of 8 rows (%s)\n",
             mib(m->n_repacked_bytes), m->n_repacked, m->n_repacked > 0 ? "--no-repack to compare" : "off or none");
 }
 

@@ -479,7 +479,7 @@ int cmd_bench(int argc, char ** argv) {
         {NULL, "--llama-bench", CLI_STRING, &o.llama_bench, "race this llama-bench on the same files"},
         {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race, ours then theirs (default 3)"},
         {NULL, "--baseline", CLI_STRING, &o.baseline, "figures from another time (model test threads t/s)"},
-        {NULL, "--no-repack", CLI_FLAG, &o.no_repack, "keep Q4_0/Q4_K weights as in the file (no 8-row repacking)"},
+        {NULL, "--no-repack", CLI_FLAG, &o.no_repack, "keep Q4_0/Q4_K/Q2_K weights as in the file (no 8-row repacking)"},
     };
     const char * positional[1];
     int n_positional;
@@ -527,7 +527,7 @@ int cmd_bench(int argc, char ** argv) {
                 break;
             }
             if (round == 0 && m->n_repacked > 0) {   // on stderr: the table stays llama-bench's
-                fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
+                fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K/Q2_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
                         cmd, models[mi], m->n_repacked, (double) m->n_repacked_bytes / (1024.0 * 1024.0));
             }
             const bool ok = bench_model(m, tests, n_tests, o.reps, kv_type, ours);

@@ -56,8 +56,6 @@ static const char * const modes[] = {"batch", "tokens"};
 
 // The cases that differ from llama.cpp beyond the tolerance today (issue 9).
 static const char * const known_differences[] = {
-    "q2_k/nihao.batch", "q2_k/nihao.tokens", "q2_k/long.batch", "q2_k/long.tokens", "q3_k_m/chat.batch",
-    "q4_k_m/chat.batch",
     NULL,
 };
 
