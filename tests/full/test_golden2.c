@@ -297,7 +297,8 @@ struct outcome {
     int    greedy_mismatch;   // -1: none before the first near tie
 };
 
-static struct outcome run_case(int sh, int t, int p, int mode) {
+// decode false: the tokens only (the scalar build's tiny2 cases).
+static struct outcome run_case(int sh, int t, int p, int mode, bool decode) {
     const char * prompt = shapes[sh].prompts[p];
     struct golden g;
     load_golden(shapes[sh].name, types[t].name, prompt, modes[mode], &g);
@@ -316,6 +317,12 @@ static struct outcome run_case(int sh, int t, int p, int mode) {
     free(text);
     ck_assert_int_eq(n, g.n_prompt);
     ck_assert(memcmp(ids, g.prompt, (size_t) n * sizeof(int32_t)) == 0);
+    struct outcome o = {0.0, 0.0, -1};
+    if (!decode) {
+        mg_model_free(m);
+        free(g.logits);
+        return o;
+    }
 
     struct mg_session_params sp = mg_session_default_params();
     sp.n_threads = 1;
@@ -326,7 +333,6 @@ static struct outcome run_case(int sh, int t, int p, int mode) {
     ck_assert_ptr_nonnull(s);
     ck_assert(mg_decode(s, g.prompt, g.n_prompt, false));
 
-    struct outcome o = {0.0, 0.0, -1};
     const float * logits = mg_get_logits(s);
     for (int i = 0; i < N_VOCAB; i++) o.d_prompt = fmax(o.d_prompt, fabs((double) logits[i] - g.logits[i]));
     bool sure = true;   // no near tie so far
@@ -352,7 +358,15 @@ START_TEST(test_golden_case) {
     const int sh = _i / N_CASES, t = _i % N_CASES / (N_PROMPTS * 2), p = _i / 2 % N_PROMPTS, mode = _i % 2;
     char key[64];   // as in the shape's known_differences
     snprintf(key, sizeof(key), "%s/%s.%s", types[t].name, shapes[sh].prompts[p], modes[mode]);
-    const struct outcome o = run_case(sh, t, p, mode);
+#if defined(MG_SCALAR)
+    // The scalar engine takes minutes for tiny2's 112 cases and compares
+    // nothing (below): its prompts' tokens are checked, nothing decoded.
+    if (sh > 0) {
+        run_case(sh, t, p, mode, false);
+        return;
+    }
+#endif
+    const struct outcome o = run_case(sh, t, p, mode, true);
     const double tol = types[t].tol;
     const bool   ok  = o.d_prompt <= tol && o.d_steps <= tol && o.greedy_mismatch < 0;
     char what[256];
