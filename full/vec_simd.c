@@ -1787,7 +1787,7 @@ KERNEL __m256i fifth_bit_16(__m256i qh, int bit) {
 
 // Q5_K (scalar: mg_vec_dot_q5_K_q8_K): Q4_K plus a 5th bit, bit 2j (low
 // nibbles) or 2j+1 (high nibbles) of qh[l], moved up to 16. The mins go into
-// a scalar float sum here (ggml: summs).
+// a scalar float sum here (ggml: summs), one FMA per super-block.
 KERNEL void dot_q5_K_q8_K(int64_t n, float * s, const void * vx, const void * vy, size_t ys, int nc) {
     const struct mg_block_q5_K * x = vx;
     const struct mg_block_q8_K * y[MAX_COLS];
@@ -1816,7 +1816,9 @@ KERNEL void dot_q5_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
             const __m128i sum2  = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
             const int     summ  = _mm_cvtsi128_si32(_mm_add_epi32(sum2, _mm_shuffle_epi32(sum2, 1)));
             const float   dmin  = -y[c][i].d * dminx;
-            summs[c] += dmin * (float) summ;
+            // ggml's `summs += dmin * summ`, which GCC contracts into one FMA (a
+            // second rounding here was 1 ulp off from the second super-block on)
+            summs[c] = fmaf(dmin, (float) summ, summs[c]);
             d[c]    = y[c][i].d * dx;
             sumi[c] = _mm256_setzero_si256();
         }

@@ -19,15 +19,28 @@
 
 static const char * usage =
     "usage: mg mkmodel [--preset NAME] [--n-layer N --n-embd N ...] [--type TYPE] [--seed N] [--vocab DIR]\n"
-    "                  -o OUT.gguf\n"
+    "                  [--untied] [--pre NAME] [--rng NAME] [--init NAME] -o OUT.gguf\n"
     "\n"
-    "Presets (tied embeddings, rope base 1e6, RMS eps 1e-6; the vocabulary comes from --vocab):\n"
-    "  tiny        2 layers, n_embd 256, 4 heads / 2 KV heads of 64, n_ff 768, context 512 (the test fixtures')\n"
-    "  minimind    8 layers, n_embd 768, 8 heads / 4 KV heads of 96, n_ff 2432, context 32768 (MiniMind-3)\n"
-    "  qwen3-0.6b  28 layers, n_embd 1024, 16 heads / 8 KV heads of 128, n_ff 3072, context 40960 (Qwen3-0.6B)\n"
+    "Presets (rope base 1e6, RMS eps 1e-6; the vocabulary comes from --vocab):\n"
+    "  tiny        2 layers, n_embd 256, 4 heads / 2 KV heads of 64, n_ff 768, context 512, tied (the test fixtures')\n"
+    "  tiny2       2 layers, n_embd 512, 8 heads / 2 KV heads of 64, n_ff 1408, context 512, untied, --pre qwen2,\n"
+    "              --rng sum4, --init scaled (the second shape of tests/fixtures/golden2)\n"
+    "  minimind    8 layers, n_embd 768, 8 heads / 4 KV heads of 96, n_ff 2432, context 32768, tied (MiniMind-3)\n"
+    "  qwen3-0.6b  28 layers, n_embd 1024, 16 heads / 8 KV heads of 128, n_ff 3072, context 40960, tied (Qwen3-0.6B)\n"
     "The shape flags override the preset's values; without --preset, --n-layer, --n-embd, --n-head and --n-ff\n"
     "are needed (--n-head-kv defaults to --n-head, --head-dim to n_embd / n_head, --n-ctx to 4096).\n"
-    "Weights are N(0, 0.02^2) from the seed (norms are 1). TYPE is the type of every matrix (f32, f16, bf16,\n"
+    "Weights are random from the seed, with mean 0; --init picks their sizes:\n"
+    "  flat        standard deviation 0.02 for every matrix, norms 1 (the default; logits of std ~0.5)\n"
+    "  scaled      1/sqrt(row width) for the layers' matrices, 0.25 for token_embd and output, norms\n"
+    "              1 + 0.1 x random (logits of std ~5, as the fixtures' tiny model)\n"
+    "--rng picks how they are drawn:\n"
+    "  box-muller  normal numbers through log and cos (the default): their last bit is the C library's, so\n"
+    "              another libm may write other bytes\n"
+    "  sum4        the sum of four uniform 16-bit integers, centred, times one float scale (near normal):\n"
+    "              integer arithmetic and one rounding, the same bytes on every machine\n"
+    "--untied gives the model its own output matrix (output.weight, random like the rest) instead of\n"
+    "reading the logits through token_embd. --pre writes tokenizer.ggml.pre: gpt-2 or qwen2 (default: the\n"
+    "one tokenizer.json's regex names; qwen2 splits digits one by one, gpt-2 keeps runs of them). TYPE is the type of every matrix (f32, f16, bf16,\n"
     "q8_0, q4_0, q4_k, q6_k, ...); a matrix whose rows do not split into TYPE's blocks falls back to q8_0 (f16\n"
     "when they do not split into 32s either). The vocabulary is read from DIR/tokenizer.json (and\n"
     "tokenizer_config.json, config.json when present; default: the project's data/minimind): the embedding\n"
@@ -36,13 +49,23 @@ static const char * usage =
 struct preset {
     const char * name;
     int n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_ctx;
+    bool         untied;   // an output.weight of its own
+    const char * pre;      // tokenizer.ggml.pre, or NULL: the one tokenizer.json's regex names
+    const char * rng;      // "box-muller" or "sum4"
+    const char * init;     // "flat" or "scaled"
 };
 
 static const struct preset presets[] = {
-    {"tiny",       2,  256,  4,  2, 64,  768,  512},
-    {"minimind",   8,  768,  8,  4, 96,  2432, 32768},
-    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960},   // Qwen3-0.6B's config.json
+    {"tiny",       2,  256,  4,  2, 64,  768,  512,   false, NULL,    "box-muller", "flat"},
+    // The second shape of the goldens: wider, GQA 4:1, its own output matrix,
+    // the qwen2 pre-tokenizer; n_ff 1408 (not a multiple of 256) sends
+    // ffn_down through llama-quantize's fallback types in the K-quant mixes.
+    // Bit-reproducible (sum4), so the test makes its master instead of vendoring 49 MB.
+    {"tiny2",      2,  512,  8,  2, 64,  1408, 512,   true,  "qwen2", "sum4",       "scaled"},
+    {"minimind",   8,  768,  8,  4, 96,  2432, 32768, false, NULL,    "box-muller", "flat"},
+    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, false, NULL,    "box-muller", "flat"},   // Qwen3-0.6B's config.json
 };
+enum { N_PRESETS = sizeof(presets) / sizeof(presets[0]) };
 
 // llama.cpp's llama_ftype for a file whose matrices are all of one type.
 static uint32_t file_type_of(enum mg_type type) {
@@ -65,33 +88,62 @@ static uint32_t file_type_of(enum mg_type type) {
     }
 }
 
-// Deterministic normal numbers: xorshift64* and Box-Muller.
+// Deterministic random numbers from xorshift64*.
 struct rng {
     uint64_t state;
+    bool     sum4;   // --rng sum4, else box-muller
 };
 
-static double rng_uniform(struct rng * r) {
+static uint64_t rng_next(struct rng * r) {
     r->state ^= r->state >> 12;
     r->state ^= r->state << 25;
     r->state ^= r->state >> 27;
-    return ((double) ((r->state * 0x2545F4914F6CDD1Dull) >> 11) + 0.5) / 9007199254740992.0;
+    return r->state * 0x2545F4914F6CDD1Dull;
 }
 
-static float rng_normal(struct rng * r, float std) {
+static double rng_uniform(struct rng * r) {
+    return ((double) (rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+// Box-Muller: normal, but log and cos are the C library's, and a libm may
+// round their last bit otherwise, which can move a weight by one float ulp.
+static float rng_box_muller(struct rng * r, float std) {
     const double u1 = rng_uniform(r), u2 = rng_uniform(r);
     return (float) (sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2)) * std;
+}
+
+// Irwin-Hall with 4 terms: the four 16-bit quarters of one draw, summed and
+// centred, an integer in -131070..131070 (converted to float exactly), times
+// std / sd with sd = sqrt(4 (65536^2 - 1) / 12) = 37837.23: integer work and
+// two correctly rounded float operations (IEEE 754, no libm), so the same
+// bits on every machine. Near normal (bounded at 3.46 sd), fine for weights.
+static float rng_sum4(struct rng * r, float std) {
+    const uint64_t u = rng_next(r);
+    const int32_t  s = (int32_t) (u & 0xFFFF) + (int32_t) (u >> 16 & 0xFFFF) + (int32_t) (u >> 32 & 0xFFFF) +
+                      (int32_t) (u >> 48 & 0xFFFF) - 131070;
+    const float scale = std / 37837.23f;
+    return (float) s * scale;
+}
+
+static float rng_weight(struct rng * r, float std) {
+    return r->sum4 ? rng_sum4(r, std) : rng_box_muller(r, std);
 }
 
 struct model_writer {
     struct mg_gguf_writer * w;
     struct rng              rng;
     enum mg_type            type;
+    bool                    scaled;    // --init scaled, else flat
     void **                 buffers;   // tensor data, kept until the file is written
     int                     n_buffers;
 };
 
-// A {ne0, ne1} matrix of random weights, in the requested type when its rows split into blocks.
-static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0, int64_t ne1) {
+// A {ne0, ne1} matrix of random weights, in the requested type when its rows
+// split into blocks. wide: token_embd or output, whose rows are read whole as
+// an embedding or as one logit each (--init scaled gives them 0.25).
+static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0, int64_t ne1, bool wide) {
+    // scaled: a layer keeps its input's size (std 1/sqrt(fan-in): sqrtf and the division round correctly)
+    const float std = !mw->scaled ? 0.02f : wide ? 0.25f : 1.0f / sqrtf((float) ne0);
     enum mg_type type = mw->type;
     if (ne0 % mg_blck_size(type) != 0) type = MG_TYPE_Q8_0;
     if (ne0 % mg_blck_size(type) != 0) type = MG_TYPE_F16;
@@ -104,7 +156,7 @@ static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0,
         return false;
     }
     for (int64_t r = 0; r < ne1; r++) {
-        for (int64_t i = 0; i < ne0; i++) row[i] = rng_normal(&mw->rng, 0.02f);
+        for (int64_t i = 0; i < ne0; i++) row[i] = rng_weight(&mw->rng, std);
         if (type == MG_TYPE_F32) {
             memcpy(data + (size_t) r * row_size, row, row_size);
         } else {
@@ -119,7 +171,11 @@ static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0,
 
 static bool add_norm(struct model_writer * mw, const char * name, int64_t n) {
     float * data = malloc((size_t) n * sizeof(float));
-    for (int64_t i = 0; i < n; i++) data[i] = 1.0f;
+    if (data == NULL) {
+        fprintf(stderr, "mg mkmodel: out of memory for %s\n", name);
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++) data[i] = mw->scaled ? 1.0f + rng_weight(&mw->rng, 0.1f) : 1.0f;
     mw->buffers[mw->n_buffers++] = data;
     return mg_gguf_writer_add_tensor(mw->w, name, MG_TYPE_F32, 1, &n, data);
 }
@@ -151,22 +207,24 @@ static const char * layer_tensor(char * buf, size_t size, int il, const char * w
 
 static bool add_tensors(struct model_writer * mw, const struct preset * p, int64_t n_vocab) {
     const int64_t E = p->n_embd, F = p->n_ff, D = p->head_dim, H = p->n_head, Hkv = p->n_head_kv;
-    bool ok = add_matrix(mw, "token_embd.weight", E, n_vocab);   // also the output matrix (tied)
+    bool ok = add_matrix(mw, "token_embd.weight", E, n_vocab, true);   // also the output matrix unless untied
     char n[MG_MAX_NAME];
     for (int il = 0; ok && il < p->n_layer; il++) {
         ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_norm"), E);
-        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_q"), E, D * H);
-        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_k"), E, D * Hkv);
-        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_v"), E, D * Hkv);
-        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_output"), D * H, E);
+        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_q"), E, D * H, false);
+        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_k"), E, D * Hkv, false);
+        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_v"), E, D * Hkv, false);
+        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_output"), D * H, E, false);
         ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_q_norm"), D);
         ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_k_norm"), D);
         ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "ffn_norm"), E);
-        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_gate"), E, F);
-        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_up"), E, F);
-        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_down"), F, E);
+        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_gate"), E, F, false);
+        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_up"), E, F, false);
+        ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_down"), F, E, false);
     }
-    return ok && add_norm(mw, "output_norm.weight", E);
+    ok = ok && add_norm(mw, "output_norm.weight", E);
+    // llama.cpp's qwen3 loader reads output.weight when present, else token_embd (llama-model.cpp, TENSOR_DUPLICATED)
+    return ok && (!p->untied || add_matrix(mw, "output.weight", E, n_vocab, true));
 }
 
 #define UNSET INT_MIN   // a shape flag not given
@@ -175,13 +233,14 @@ static bool add_tensors(struct model_writer * mw, const struct preset * p, int64
 // preset the four main flags are required. False after printing why.
 static bool choose_shape(const char * cmd, const char * preset_name, const struct preset * flags,
                          struct preset * shape) {
-    static const struct preset none = {"custom", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, 4096};
+    static const struct preset none = {"custom", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, 4096, false, NULL, "box-muller",
+                                       "flat"};
     const struct preset * base = preset_name ? NULL : &none;
-    for (size_t i = 0; preset_name && i < sizeof(presets) / sizeof(presets[0]); i++) {
+    for (size_t i = 0; preset_name && i < N_PRESETS; i++) {
         if (strcmp(preset_name, presets[i].name) == 0) base = &presets[i];
     }
     if (base == NULL) {
-        fprintf(stderr, "mg %s: --preset '%s': not a preset (tiny, minimind, qwen3-0.6b)\n", cmd, preset_name);
+        fprintf(stderr, "mg %s: --preset '%s': not a preset (tiny, tiny2, minimind, qwen3-0.6b)\n", cmd, preset_name);
         return false;
     }
     *shape = *base;
@@ -194,9 +253,13 @@ static bool choose_shape(const char * cmd, const char * preset_name, const struc
     TAKE_FLAG(n_ff);
     TAKE_FLAG(n_ctx);
 #undef TAKE_FLAG
+    shape->untied = shape->untied || flags->untied;
+    if (flags->pre != NULL) shape->pre = flags->pre;
+    if (flags->rng != NULL) shape->rng = flags->rng;
+    if (flags->init != NULL) shape->init = flags->init;
     if (preset_name == NULL &&
         (shape->n_layer == UNSET || shape->n_embd == UNSET || shape->n_head == UNSET || shape->n_ff == UNSET)) {
-        fprintf(stderr, "mg %s: give --preset tiny|minimind|qwen3-0.6b, or --n-layer, --n-embd, --n-head and "
+        fprintf(stderr, "mg %s: give --preset tiny|tiny2|minimind|qwen3-0.6b, or --n-layer, --n-embd, --n-head and "
                         "--n-ff\n", cmd);
         return false;
     }
@@ -226,6 +289,19 @@ static bool check_shape(const char * cmd, const struct preset * p) {
         fprintf(stderr, "mg %s: --head-dim %d: must be even (RoPE rotates pairs)\n", cmd, p->head_dim);
         return false;
     }
+    // Two of the pre-tokenizers vocab.c runs (pre_names[]), both for a byte-level BPE vocabulary.
+    if (p->pre != NULL && strcmp(p->pre, "gpt-2") != 0 && strcmp(p->pre, "qwen2") != 0) {
+        fprintf(stderr, "mg %s: --pre '%s': not a pre-tokenizer mkmodel writes (gpt-2, qwen2)\n", cmd, p->pre);
+        return false;
+    }
+    if (strcmp(p->rng, "box-muller") != 0 && strcmp(p->rng, "sum4") != 0) {
+        fprintf(stderr, "mg %s: --rng '%s': not a generator (box-muller, sum4)\n", cmd, p->rng);
+        return false;
+    }
+    if (strcmp(p->init, "flat") != 0 && strcmp(p->init, "scaled") != 0) {
+        fprintf(stderr, "mg %s: --init '%s': not a weight scale (flat, scaled)\n", cmd, p->init);
+        return false;
+    }
     return true;
 }
 
@@ -233,9 +309,9 @@ int cmd_mkmodel(int argc, char ** argv) {
     const char * cmd = "mkmodel";
     const char * preset_name = NULL, * type_name = "f32", * out = NULL, * vocab_dir = MG_DATA_DIR "/minimind";
     uint64_t seed = 1;
-    struct preset flags = {"flags", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET};
+    struct preset flags = {"flags", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, false, NULL, NULL, NULL};
     const struct cli_option opts[] = {
-        {NULL, "--preset", CLI_STRING, &preset_name, "tiny, minimind or qwen3-0.6b"},
+        {NULL, "--preset", CLI_STRING, &preset_name, "tiny, tiny2, minimind or qwen3-0.6b"},
         {NULL, "--n-layer", CLI_INT, &flags.n_layer, "layers"},
         {NULL, "--n-embd", CLI_INT, &flags.n_embd, "embedding width"},
         {NULL, "--n-head", CLI_INT, &flags.n_head, "query heads"},
@@ -247,6 +323,10 @@ int cmd_mkmodel(int argc, char ** argv) {
         {"-s", "--seed", CLI_U64, &seed, "random seed (default 1)"},
         {"-o", "--output", CLI_STRING, &out, "the GGUF file to write"},
         {NULL, "--vocab", CLI_STRING, &vocab_dir, "directory with tokenizer.json (and tokenizer_config.json)"},
+        {NULL, "--untied", CLI_FLAG, &flags.untied, "an output.weight of its own (default: tied to token_embd)"},
+        {NULL, "--pre", CLI_STRING, &flags.pre, "tokenizer.ggml.pre: gpt-2 or qwen2 (default: tokenizer.json's)"},
+        {NULL, "--rng", CLI_STRING, &flags.rng, "box-muller (default) or sum4 (the same bytes on every machine)"},
+        {NULL, "--init", CLI_STRING, &flags.init, "weight sizes: flat (default, 0.02) or scaled (1/sqrt(fan-in))"},
     };
     const char * positional[1];
     int n_positional;
@@ -273,16 +353,21 @@ int cmd_mkmodel(int argc, char ** argv) {
         free(target);
         return 1;
     }
-    struct model_writer mw = {.w = mg_gguf_writer_new(), .rng = {seed * 0x9E3779B97F4A7C15ull + 1}, .type = type};
+    struct model_writer mw = {.w      = mg_gguf_writer_new(),
+                              .rng    = {seed * 0x9E3779B97F4A7C15ull + 1, strcmp(p->rng, "sum4") == 0},
+                              .type   = type,
+                              .scaled = strcmp(p->init, "scaled") == 0};
     mw.buffers = calloc((size_t) (16 + 11 * p->n_layer), sizeof(void *));
-    bool ok = add_hparams(mw.w, p, type) && mg_hf_vocab_add_to_gguf(vocab, mw.w, NULL) &&
+    bool ok = add_hparams(mw.w, p, type) && mg_hf_vocab_add_to_gguf(vocab, mw.w, p->pre) &&
               add_tensors(&mw, p, vocab->n_tokens) && mg_gguf_writer_write(mw.w, target);
     if (!ok) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
     } else {
-        printf("wrote %s: preset %s, %s matrices, %lld tensors, %lld tokens, pre-tokenizer %s, seed %llu\n", out,
-               p->name, mg_type_name(type), (long long) mg_gguf_writer_n_tensors(mw.w), (long long) vocab->n_tokens,
-               vocab->pre, (unsigned long long) seed);
+        printf("wrote %s: preset %s, %s matrices, %lld tensors, %lld tokens, pre-tokenizer %s, %s, rng %s, init %s, "
+               "seed %llu\n",
+               out, p->name, mg_type_name(type), (long long) mg_gguf_writer_n_tensors(mw.w),
+               (long long) vocab->n_tokens, p->pre != NULL ? p->pre : vocab->pre, p->untied ? "untied" : "tied",
+               p->rng, p->init, (unsigned long long) seed);
         if (vocab->normalizer[0] != '\0') {
             printf("note: tokenizer.json normalizes text (%s) and GGUF has no key for it; llama.cpp skips it%s\n",
                    vocab->normalizer,

@@ -1050,6 +1050,93 @@ START_TEST(test_mkmodel_refuses_other_regex) {
 }
 END_TEST
 
+// The value column of `mg info --metadata-only`'s line for key, or NULL.
+static bool metadata_has(const char * info, const char * key, const char * value) {
+    const char * line = line_with(info, key);
+    if (line == NULL) return false;
+    const char * nl = strchr(line, '\n');
+    const char * v  = strstr(line, value);
+    return v != NULL && (nl == NULL || v < nl);
+}
+
+static bool same_file(const char * a, const char * b) {
+    size_t na, nb;
+    char * x = mg_test_read_file(a, &na);
+    char * y = mg_test_read_file(b, &nb);
+    const bool same = x != NULL && y != NULL && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+// --preset tiny2: the golden2 second shape (untied, qwen2 pre-tokenizer, sum4 generator).
+START_TEST(test_mkmodel_tiny2) {
+    const char * a = path_in_dir("a.gguf"), * b = path_in_dir("b.gguf"), * c = path_in_dir("c.gguf");
+    struct run r = mg("mkmodel --preset tiny2 -s 3 -o '%s'", a);
+    ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
+    run_free(&r);
+    check_info_counts(a);
+    r = mg("info '%s'", a);
+    ck_assert_ptr_nonnull(strstr(r.out, "\ntensors: 25\n"));   // tiny's 24 and output.weight
+    const char * out_line = line_with(r.out, " output.weight ");
+    ck_assert_msg(out_line != NULL && strstr(out_line, "[512, 6400]") != NULL, "no output.weight [512, 6400]:\n%s",
+                  r.out);
+    run_free(&r);
+    r = mg("info --metadata-only '%s'", a);
+    ck_assert(metadata_has(r.out, "tokenizer.ggml.pre", "qwen2"));
+    ck_assert(metadata_has(r.out, "qwen3.embedding_length", " 512"));
+    ck_assert(metadata_has(r.out, "qwen3.attention.head_count ", " 8"));
+    ck_assert(metadata_has(r.out, "qwen3.attention.head_count_kv", " 2"));
+    ck_assert(metadata_has(r.out, "qwen3.feed_forward_length", " 1408"));
+    run_free(&r);
+    // qwen2 splits digits one by one, gpt-2 keeps the run: 4 ids and fewer.
+    r = mg("tokenize -m '%s' -p 2024 --json", a);
+    ck_assert_int_eq(r.status, 0);
+    int n_qwen2 = 1;
+    for (const char * q = r.out; *q; q++) n_qwen2 += *q == ',';
+    run_free(&r);
+    ck_assert_int_eq(n_qwen2, 4);
+    r = mg("tokenize -m '%s' -p 2024 --json", fixture("models/tiny-f32.gguf"));
+    int n_gpt2 = 1;
+    for (const char * q = r.out; *q; q++) n_gpt2 += *q == ',';
+    run_free(&r);
+    ck_assert_int_lt(n_gpt2, 4);
+
+    // The same seed writes the same bytes, another seed others; flags override the preset.
+    r = mg("mkmodel --preset tiny2 -s 3 -o '%s'", b);
+    run_free(&r);
+    ck_assert(same_file(a, b));
+    r = mg("mkmodel --preset tiny2 -s 4 --pre gpt-2 -o '%s'", c);
+    ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
+    run_free(&r);
+    ck_assert(!same_file(a, c));
+    r = mg("info --metadata-only '%s'", c);
+    ck_assert(metadata_has(r.out, "tokenizer.ggml.pre", "gpt-2"));
+    run_free(&r);
+    // --untied on a tied preset adds output.weight.
+    r = mg("mkmodel --preset tiny --untied --type q8_0 -o '%s'", b);
+    ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
+    run_free(&r);
+    r = mg("info '%s'", b);
+    ck_assert_ptr_nonnull(strstr(r.out, "\ntensors: 25\n"));
+    ck_assert_ptr_nonnull(line_with(r.out, " output.weight "));
+    run_free(&r);
+    r = mg("run -m '%s' -p 'The quick brown fox' -n 2 --temp 0 -t 1", b);
+    ck_assert_msg(r.status == 0, "run on an untied model: exit status %d: %.1500s", r.status, r.err);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_mkmodel_refuses_new_flags) {
+    const char * out = path_in_dir("bad.gguf");
+    expect_one_line_error("--pre 'llama3'", "gpt-2, qwen2", "mkmodel --preset tiny --pre llama3 -o '%s'", out);
+    expect_one_line_error("--rng 'mt19937'", "box-muller, sum4", "mkmodel --preset tiny --rng mt19937 -o '%s'", out);
+    expect_one_line_error("--init 'xavier'", "flat, scaled", "mkmodel --preset tiny2 --init xavier -o '%s'", out);
+    expect_one_line_error("--preset 'tiny3'", "tiny2", "mkmodel --preset tiny3 -o '%s'", out);
+    ck_assert_int_ne(access(out, F_OK), 0);   // nothing written
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("cli");
 
@@ -1085,6 +1172,8 @@ Suite * mg_test_suite(void) {
     tcase_add_test(mkmodel, test_mkmodel_tokenizer_metadata);
     tcase_add_test(mkmodel, test_mkmodel_own_vocab);
     tcase_add_test(mkmodel, test_mkmodel_refuses_other_regex);
+    tcase_add_test(mkmodel, test_mkmodel_tiny2);
+    tcase_add_test(mkmodel, test_mkmodel_refuses_new_flags);
     suite_add_tcase(s, mkmodel);
 
     TCase * bench = tcase_create("bench");

@@ -1,34 +1,62 @@
 #!/bin/sh
 # make_golden2.sh - regenerate tests/fixtures/golden2/ with llama.cpp (see README.md).
 #
-#   tools/llama-ref/make_golden2.sh LLAMA_BUILD_BIN LLAMA_REF_BINARY
+#   tools/llama-ref/make_golden2.sh LLAMA_BUILD_BIN LLAMA_REF_BINARY [MG_BINARY]
 #
-# e.g. tools/llama-ref/make_golden2.sh ~/llama.cpp/build/bin ./llama_ref
-# Run from the root of the repository. The quantized models are written to
-# $TMP (default /tmp/golden2-models): only their checksums are vendored,
-# because `mg quantize` writes byte-identical files (the test checks that).
+# e.g. tools/llama-ref/make_golden2.sh ~/llama.cpp/build/bin ./llama_ref full/build/mg
+# Run from the root of the repository. Two shapes (SHAPES="tiny tiny2" by default):
+#   tiny   the vendored master tests/fixtures/models/tiny-f32.gguf; prompts nihao fox long chat;
+#          goldens in golden2/tiny-TYPE/, checksums in golden2/models.tsv
+#   tiny2  the master made by `mg mkmodel --preset tiny2` (bit-reproducible: --rng sum4);
+#          prompts nihao fox digits chat; goldens in golden2/tiny2-TYPE/, checksums in
+#          golden2/models-tiny2.tsv (its f32 row is the master's)
+# The models are written to $TMP (default /tmp/golden2-models): only their checksums are
+# vendored, because `mg quantize` (and mg mkmodel) write byte-identical files (the test checks).
 set -eu
 BIN=$1
 REF=$2
+MG=${3:-full/build/mg}
 TMP=${TMP:-/tmp/golden2-models}
+SHAPES=${SHAPES:-tiny tiny2}
 OUT=tests/fixtures/golden2
-MASTER=tests/fixtures/models/tiny-f32.gguf
 TYPES="F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_NL"
 mkdir -p "$TMP"
-: > "$OUT/models.tsv.new"
-for t in $TYPES; do
-    lt=$(echo "$t" | tr 'A-Z' 'a-z')
-    model="$TMP/tiny-$lt.gguf"
-    if [ "$t" = F32 ]; then
-        cp "$MASTER" "$model"
-    else
-        "$BIN/llama-quantize" "$MASTER" "$model" "$t" 1 > "$TMP/quantize-$lt.log" 2>&1
-    fi
-    printf '%s\t%s\t%s\n' "$lt" "$(wc -c < "$model" | tr -d ' ')" "$(sha256sum "$model" | cut -d' ' -f1)" >> "$OUT/models.tsv.new"
-    mkdir -p "$OUT/tiny-$lt"
-    for p in nihao fox long chat; do
-        "$REF" -m "$model" -f "$OUT/prompts/$p.txt" -o "$OUT/tiny-$lt/$p.batch" > /dev/null
-        "$REF" -m "$model" -f "$OUT/prompts/$p.txt" -o "$OUT/tiny-$lt/$p.tokens" --tokens > /dev/null
+
+# golden_set SHAPE MASTER TSV PROMPTS...
+golden_set() {
+    shape=$1 master=$2 tsv=$3
+    shift 3
+    : > "$tsv.new"
+    for t in $TYPES; do
+        lt=$(echo "$t" | tr 'A-Z' 'a-z')
+        model="$TMP/$shape-$lt.gguf"
+        if [ "$t" = F32 ]; then
+            cp "$master" "$model"
+        else
+            "$BIN/llama-quantize" "$master" "$model" "$t" 1 > "$TMP/quantize-$shape-$lt.log" 2>&1
+            # mg quantize writes the same bytes: checked here once, and by the test at every run
+            "$MG" quantize "$master" "$TMP/mg-$shape-$lt.gguf" "$t" > /dev/null
+            cmp "$model" "$TMP/mg-$shape-$lt.gguf"
+        fi
+        printf '%s\t%s\t%s\n' "$lt" "$(wc -c < "$model" | tr -d ' ')" "$(sha256sum "$model" | cut -d' ' -f1)" >> "$tsv.new"
+        mkdir -p "$OUT/$shape-$lt"
+        for p in "$@"; do
+            "$REF" -m "$model" -f "$OUT/prompts/$p.txt" -o "$OUT/$shape-$lt/$p.batch" > /dev/null
+            "$REF" -m "$model" -f "$OUT/prompts/$p.txt" -o "$OUT/$shape-$lt/$p.tokens" --tokens > /dev/null
+        done
     done
+    mv "$tsv.new" "$tsv"
+}
+
+for shape in $SHAPES; do
+    case $shape in
+        tiny)
+            golden_set tiny tests/fixtures/models/tiny-f32.gguf "$OUT/models.tsv" nihao fox long chat ;;
+        tiny2)
+            "$MG" mkmodel --preset tiny2 -o "$TMP/tiny2-master.gguf" > /dev/null
+            golden_set tiny2 "$TMP/tiny2-master.gguf" "$OUT/models-tiny2.tsv" nihao fox digits chat ;;
+        *)
+            echo "make_golden2.sh: unknown shape '$shape' (tiny, tiny2)" >&2
+            exit 1 ;;
+    esac
 done
-mv "$OUT/models.tsv.new" "$OUT/models.tsv"
