@@ -65,10 +65,6 @@ static const char * const known_differences[] = {
     NULL,
 };
 static const char * const known_differences_tiny2[] = {
-    "f16/fox.batch", "f16/digits.batch", "f16/chat.batch", "bf16/fox.batch", "bf16/digits.batch", "bf16/chat.batch",
-    "q5_0/chat.batch", "q2_k/nihao.batch", "q2_k/nihao.tokens", "q2_k/fox.batch", "q2_k/fox.tokens",
-    "q2_k/digits.batch", "q2_k/digits.tokens", "q2_k/chat.batch", "q2_k/chat.tokens", "q3_k_m/digits.batch",
-    "q3_k_m/chat.batch", "q4_k_m/fox.batch", "q4_k_m/digits.batch", "q4_k_m/chat.batch", "iq4_nl/chat.batch",
     NULL,
 };
 
