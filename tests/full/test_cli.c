@@ -450,17 +450,17 @@ static int eval_runs(const char * err) {
 // and what it printed before the first shift is what the stopped run printed.
 START_TEST(test_run_context_shift) {
     enum { N_CTX = 32, N_PREDICT = 60, N_KEEP = 2, N_FOX_TOKENS = 18 };
-    const char * model = fixture("models/tiny-f32.gguf");
+    const char * model = mg_test_fixture("models/tiny-f32.gguf");
     char args[8192];
     snprintf(args, sizeof(args), "run -m '%s' -f '%s' -c %d -n %d --temp 0 --ignore-eos -t 1", model,
-             fixture("prompts/fox.txt"), N_CTX, N_PREDICT);
-    struct run stop = mg("%s", args);
+             mg_test_fixture("prompts/fox.txt"), N_CTX, N_PREDICT);
+    struct mg_test_run stop = mg("%s", args);
     ck_assert_msg(stop.status == 0, "exit status %d: %.1500s", stop.status, stop.err);
     ck_assert_msg(strstr(stop.err, "context full: 32 tokens") != NULL && strstr(stop.err, "--context-shift") != NULL,
                   "%.1500s", stop.err);
     ck_assert_int_eq(eval_runs(stop.err), N_CTX - N_FOX_TOKENS);   // every cell filled, then the stop
 
-    struct run go = mg("%s --context-shift --keep %d", args, N_KEEP);
+    struct mg_test_run go = mg("%s --context-shift --keep %d", args, N_KEEP);
     ck_assert_msg(go.status == 0, "exit status %d: %.1500s", go.status, go.err);
     ck_assert_ptr_null(strstr(go.err, "context full"));
     ck_assert_int_eq(eval_runs(go.err), N_PREDICT - 1);   // the last token needs no decode
@@ -484,11 +484,11 @@ START_TEST(test_run_context_shift) {
     ck_assert_uint_gt(go.out_len, stop.out_len);
     ck_assert_msg(memcmp(go.out, stop.out, stop.out_len - 1) == 0, "before the first shift the runs differ:\n%s\n%s",
                   stop.out, go.out);
-    run_free(&stop);
-    run_free(&go);
+    mg_test_run_free(&stop);
+    mg_test_run_free(&go);
 
-    expect_one_line_error("--keep", "-3", "%s --context-shift --keep -3", args);
-    expect_one_line_error("--context-shift", "--no-context-shift", "%s --context-shift --no-context-shift", args);
+    expect_error("--keep", "-3", "%s --context-shift --keep -3", args);
+    expect_error("--context-shift", "--no-context-shift", "%s --context-shift --no-context-shift", args);
 }
 END_TEST
 
@@ -798,7 +798,7 @@ END_TEST
 // A stand-in for llama-batched-bench: its table, every row at S_PP 1000 and S_TG 100
 // (complete), or without the B 3 rows.
 static const char * fake_llama_batched_bench(bool complete) {
-    const char * path = path_in_dir(complete ? "llama-batched-bench" : "llama-batched-bench-short");
+    const char * path = mg_test_path_in(dir, complete ? "llama-batched-bench" : "llama-batched-bench-short");
     FILE * f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "#!/bin/sh\n"
@@ -816,8 +816,8 @@ static const char * fake_llama_batched_bench(bool complete) {
 // mg batched-bench --llama-batched-bench: one row per case with both speeds and
 // the ratios of ours over theirs; a rival that leaves a case out is an error.
 START_TEST(test_batched_bench_race) {
-    const char * model = fixture("models/tiny-q8_0.gguf");
-    struct run r = mg("batched-bench -m '%s' -npp 8 -ntg 4 -npl 1,3 -t 1 --llama-batched-bench '%s' --rounds 2", model,
+    const char * model = mg_test_fixture("models/tiny-q8_0.gguf");
+    struct mg_test_run r = mg("batched-bench -m '%s' -npp 8 -ntg 4 -npl 1,3 -t 1 --llama-batched-bench '%s' --rounds 2", model,
                       fake_llama_batched_bench(true));
     ck_assert_msg(r.status == 0, "mg batched-bench --llama-batched-bench failed: %s", r.err);
     ck_assert_msg(strstr(r.out, "2 rounds") != NULL, "the table does not say how many rounds: %s", r.out);
@@ -836,18 +836,18 @@ START_TEST(test_batched_bench_race) {
         n++;
     }
     ck_assert_msg(n == 2, "expected the B 1 and B 3 rows of the race, found %d:\n%s", n, r.out);
-    run_free(&r);
-    struct run bad = mg("batched-bench -m '%s' -npp 8 -ntg 4 -npl 1,3 -t 1 --llama-batched-bench '%s' --rounds 1", model,
+    mg_test_run_free(&r);
+    struct mg_test_run bad = mg("batched-bench -m '%s' -npp 8 -ntg 4 -npl 1,3 -t 1 --llama-batched-bench '%s' --rounds 1", model,
                         fake_llama_batched_bench(false));
     ck_assert_msg(bad.status == 1 && strstr(bad.err, "no row for PP 8, TG 4, B 3") != NULL,
                   "a rival without the B 3 row: status %d, stderr: %s", bad.status, bad.err);
     ck_assert_msg(strstr(bad.out, "ratio") == NULL, "a table of ratios against nothing:\n%s", bad.out);
-    run_free(&bad);
+    mg_test_run_free(&bad);
     // A cache smaller than the 16 tokens of the warm-up still runs its one case.
-    struct run small = mg("batched-bench -m '%s' -npp 8 -ntg 4 -npl 1 -t 1", model);
+    struct mg_test_run small = mg("batched-bench -m '%s' -npp 8 -ntg 4 -npl 1 -t 1", model);
     ck_assert_msg(small.status == 0 && strstr(small.out, "|     8 |      4 |    1 |     12 |") != NULL,
                   "a 12-cell case: status %d\n%s%s", small.status, small.out, small.err);
-    run_free(&small);
+    mg_test_run_free(&small);
 }
 END_TEST
 
@@ -1071,68 +1071,68 @@ static bool same_file(const char * a, const char * b) {
 
 // --preset tiny2: the golden2 second shape (untied, qwen2 pre-tokenizer, sum4 generator).
 START_TEST(test_mkmodel_tiny2) {
-    const char * a = path_in_dir("a.gguf"), * b = path_in_dir("b.gguf"), * c = path_in_dir("c.gguf");
-    struct run r = mg("mkmodel --preset tiny2 -s 3 -o '%s'", a);
+    const char * a = mg_test_path_in(dir, "a.gguf"), * b = mg_test_path_in(dir, "b.gguf"), * c = mg_test_path_in(dir, "c.gguf");
+    struct mg_test_run r = mg("mkmodel --preset tiny2 -s 3 -o '%s'", a);
     ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
     check_info_counts(a);
     r = mg("info '%s'", a);
     ck_assert_ptr_nonnull(strstr(r.out, "\ntensors: 25\n"));   // tiny's 24 and output.weight
     const char * out_line = line_with(r.out, " output.weight ");
     ck_assert_msg(out_line != NULL && strstr(out_line, "[512, 6400]") != NULL, "no output.weight [512, 6400]:\n%s",
                   r.out);
-    run_free(&r);
+    mg_test_run_free(&r);
     r = mg("info --metadata-only '%s'", a);
     ck_assert(metadata_has(r.out, "tokenizer.ggml.pre", "qwen2"));
     ck_assert(metadata_has(r.out, "qwen3.embedding_length", " 512"));
     ck_assert(metadata_has(r.out, "qwen3.attention.head_count ", " 8"));
     ck_assert(metadata_has(r.out, "qwen3.attention.head_count_kv", " 2"));
     ck_assert(metadata_has(r.out, "qwen3.feed_forward_length", " 1408"));
-    run_free(&r);
+    mg_test_run_free(&r);
     // qwen2 splits digits one by one, gpt-2 keeps the run: 4 ids and fewer.
     r = mg("tokenize -m '%s' -p 2024 --json", a);
     ck_assert_int_eq(r.status, 0);
     int n_qwen2 = 1;
     for (const char * q = r.out; *q; q++) n_qwen2 += *q == ',';
-    run_free(&r);
+    mg_test_run_free(&r);
     ck_assert_int_eq(n_qwen2, 4);
-    r = mg("tokenize -m '%s' -p 2024 --json", fixture("models/tiny-f32.gguf"));
+    r = mg("tokenize -m '%s' -p 2024 --json", mg_test_fixture("models/tiny-f32.gguf"));
     int n_gpt2 = 1;
     for (const char * q = r.out; *q; q++) n_gpt2 += *q == ',';
-    run_free(&r);
+    mg_test_run_free(&r);
     ck_assert_int_lt(n_gpt2, 4);
 
     // The same seed writes the same bytes, another seed others; flags override the preset.
     r = mg("mkmodel --preset tiny2 -s 3 -o '%s'", b);
-    run_free(&r);
+    mg_test_run_free(&r);
     ck_assert(same_file(a, b));
     r = mg("mkmodel --preset tiny2 -s 4 --pre gpt-2 -o '%s'", c);
     ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
     ck_assert(!same_file(a, c));
     r = mg("info --metadata-only '%s'", c);
     ck_assert(metadata_has(r.out, "tokenizer.ggml.pre", "gpt-2"));
-    run_free(&r);
+    mg_test_run_free(&r);
     // --untied on a tied preset adds output.weight.
     r = mg("mkmodel --preset tiny --untied --type q8_0 -o '%s'", b);
     ck_assert_msg(r.status == 0, "exit status %d: %.1500s", r.status, r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
     r = mg("info '%s'", b);
     ck_assert_ptr_nonnull(strstr(r.out, "\ntensors: 25\n"));
     ck_assert_ptr_nonnull(line_with(r.out, " output.weight "));
-    run_free(&r);
+    mg_test_run_free(&r);
     r = mg("run -m '%s' -p 'The quick brown fox' -n 2 --temp 0 -t 1", b);
     ck_assert_msg(r.status == 0, "run on an untied model: exit status %d: %.1500s", r.status, r.err);
-    run_free(&r);
+    mg_test_run_free(&r);
 }
 END_TEST
 
 START_TEST(test_mkmodel_refuses_new_flags) {
-    const char * out = path_in_dir("bad.gguf");
-    expect_one_line_error("--pre 'llama3'", "gpt-2, qwen2", "mkmodel --preset tiny --pre llama3 -o '%s'", out);
-    expect_one_line_error("--rng 'mt19937'", "box-muller, sum4", "mkmodel --preset tiny --rng mt19937 -o '%s'", out);
-    expect_one_line_error("--init 'xavier'", "flat, scaled", "mkmodel --preset tiny2 --init xavier -o '%s'", out);
-    expect_one_line_error("--preset 'tiny3'", "tiny2", "mkmodel --preset tiny3 -o '%s'", out);
+    const char * out = mg_test_path_in(dir, "bad.gguf");
+    expect_error("--pre 'llama3'", "gpt-2, qwen2", "mkmodel --preset tiny --pre llama3 -o '%s'", out);
+    expect_error("--rng 'mt19937'", "box-muller, sum4", "mkmodel --preset tiny --rng mt19937 -o '%s'", out);
+    expect_error("--init 'xavier'", "flat, scaled", "mkmodel --preset tiny2 --init xavier -o '%s'", out);
+    expect_error("--preset 'tiny3'", "tiny2", "mkmodel --preset tiny3 -o '%s'", out);
     ck_assert_int_ne(access(out, F_OK), 0);   // nothing written
 }
 END_TEST
