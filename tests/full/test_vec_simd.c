@@ -586,6 +586,7 @@ START_TEST(test_fp16_row) {
 }
 END_TEST
 
+#if defined(MG_SIMD)
 // F16 -> F32, 8 lanes at a time (flash attention's value rows): every one of
 // the 65536 halves, at every lane position and in the scalar tail, gives the
 // bits of mg_fp16_to_fp32.
@@ -606,6 +607,7 @@ START_TEST(test_fp16_to_fp32_row) {
     }
 }
 END_TEST
+#endif
 
 START_TEST(test_bf16_row) {
     uint64_t rng = 12;
@@ -728,7 +730,9 @@ Suite * mg_test_suite(void) {
     tc = tcase_create("converters");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_fp16_row);
+#if defined(MG_SIMD)
     tcase_add_test(tc, test_fp16_to_fp32_row);
+#endif
     tcase_add_test(tc, test_bf16_row);
     tcase_add_test(tc, test_q8_0_q8_1_rows);
     tcase_add_test(tc, test_q8_0_q8_1_ties);
