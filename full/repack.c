@@ -202,9 +202,9 @@ static void move_bytes(bool to_group, uint8_t * group_at, uint8_t * row_at, size
 
 // Super-block b of rows[0..7] <-> its 1152-byte group g, by the drawing above
 // (one function for both ways, so that they cannot disagree).
-static void move_group_q4_K(bool to_group, uint8_t * g, struct mg_block_q4_K * rows[TILE_ROWS], int64_t b) {
+static void move_group_q4_K(bool to_group, uint8_t * g, char * const rows[TILE_ROWS], int64_t b) {
     for (int r = 0; r < TILE_ROWS; r++) {
-        struct mg_block_q4_K * x = &rows[r][b];
+        struct mg_block_q4_K * x = (struct mg_block_q4_K *) (void *) rows[r] + b;
         move_bytes(to_group, g + 2 * r, (uint8_t *) &x->d, 2);
         move_bytes(to_group, g + 16 + 2 * r, (uint8_t *) &x->dmin, 2);
         for (int t = 0; t < 3; t++) move_bytes(to_group, g + 32 + 32 * t + 4 * r, x->scales + 4 * t, 4);
@@ -212,24 +212,29 @@ static void move_group_q4_K(bool to_group, uint8_t * g, struct mg_block_q4_K * r
     }
 }
 
-// All the groups of a matrix, in order (to_group: rows -> groups).
-static void move_matrix_q4_K(bool to_group, uint8_t * groups, char * rows_at, int64_t n, int64_t rows) {
+// Moves super-block b of 8 rows to or from its group (move_group_q4_K, _q2_K).
+typedef void (*move_group_fn)(bool to_group, uint8_t * g, char * const rows[TILE_ROWS], int64_t b);
+
+// All the groups of a matrix of super-blocks of block_bytes each, in order
+// (to_group: rows -> groups), one group of 8 super-blocks at a time.
+static void move_matrix(move_group_fn move_group, size_t block_bytes, bool to_group, uint8_t * groups, char * rows_at,
+                        int64_t n, int64_t rows) {
     MG_ASSERT(n % MG_QK_K == 0 && rows % TILE_ROWS == 0);
     const int64_t nb       = n / MG_QK_K;
-    const size_t  row_size = (size_t) nb * sizeof(struct mg_block_q4_K);
+    const size_t  row_size = (size_t) nb * block_bytes;
     for (int64_t t = 0; t < rows; t += TILE_ROWS) {
-        struct mg_block_q4_K * x[TILE_ROWS];
-        for (int r = 0; r < TILE_ROWS; r++) x[r] = (void *) (rows_at + (size_t) (t + r) * row_size);
-        for (int64_t b = 0; b < nb; b++, groups += K_GROUP_BYTES) move_group_q4_K(to_group, groups, x, b);
+        char * x[TILE_ROWS];
+        for (int r = 0; r < TILE_ROWS; r++) x[r] = rows_at + (size_t) (t + r) * row_size;
+        for (int64_t b = 0; b < nb; b++, groups += TILE_ROWS * block_bytes) move_group(to_group, groups, x, b);
     }
 }
 
 void mg_repack_q4_K(void * dst, const void * src, int64_t n, int64_t rows) {
-    move_matrix_q4_K(true, dst, (char *) src, n, rows);   // src is only read (to_group)
+    move_matrix(move_group_q4_K, sizeof(struct mg_block_q4_K), true, dst, (char *) src, n, rows);   // src is only read (to_group)
 }
 
 void mg_unpack_q4_K(void * dst, const void * src, int64_t n, int64_t rows) {
-    move_matrix_q4_K(false, (uint8_t *) src, dst, n, rows);   // src is only read (!to_group)
+    move_matrix(move_group_q4_K, sizeof(struct mg_block_q4_K), false, (uint8_t *) src, dst, n, rows);   // src is only read (!to_group)
 }
 
 // ---------------------------------------------------------------------------
@@ -384,9 +389,9 @@ bool mg_repack_q2_K_fits(const struct mg_tensor * t) {
            t->ne[3] == 1 && t->nb[1] == mg_row_size(t->type, t->ne[0]) && t->data != NULL;
 }
 
-static void move_group_q2_K(bool to_group, uint8_t * g, struct mg_block_q2_K * rows[TILE_ROWS], int64_t b) {
+static void move_group_q2_K(bool to_group, uint8_t * g, char * const rows[TILE_ROWS], int64_t b) {
     for (int r = 0; r < TILE_ROWS; r++) {
-        struct mg_block_q2_K * x = &rows[r][b];
+        struct mg_block_q2_K * x = (struct mg_block_q2_K *) (void *) rows[r] + b;
         move_bytes(to_group, g + 2 * r, (uint8_t *) &x->d, 2);
         move_bytes(to_group, g + 16 + 2 * r, (uint8_t *) &x->dmin, 2);
         for (int t = 0; t < 4; t++) move_bytes(to_group, g + 32 + 32 * t + 4 * r, x->scales + 4 * t, 4);
@@ -394,23 +399,12 @@ static void move_group_q2_K(bool to_group, uint8_t * g, struct mg_block_q2_K * r
     }
 }
 
-static void move_matrix_q2_K(bool to_group, uint8_t * groups, char * rows_at, int64_t n, int64_t rows) {
-    MG_ASSERT(n % MG_QK_K == 0 && rows % TILE_ROWS == 0);
-    const int64_t nb       = n / MG_QK_K;
-    const size_t  row_size = (size_t) nb * sizeof(struct mg_block_q2_K);
-    for (int64_t t = 0; t < rows; t += TILE_ROWS) {
-        struct mg_block_q2_K * x[TILE_ROWS];
-        for (int r = 0; r < TILE_ROWS; r++) x[r] = (void *) (rows_at + (size_t) (t + r) * row_size);
-        for (int64_t b = 0; b < nb; b++, groups += Q2_GROUP_BYTES) move_group_q2_K(to_group, groups, x, b);
-    }
-}
-
 void mg_repack_q2_K(void * dst, const void * src, int64_t n, int64_t rows) {
-    move_matrix_q2_K(true, dst, (char *) src, n, rows);   // src is only read (to_group)
+    move_matrix(move_group_q2_K, sizeof(struct mg_block_q2_K), true, dst, (char *) src, n, rows);   // src is only read (to_group)
 }
 
 void mg_unpack_q2_K(void * dst, const void * src, int64_t n, int64_t rows) {
-    move_matrix_q2_K(false, (uint8_t *) src, dst, n, rows);   // src is only read (!to_group)
+    move_matrix(move_group_q2_K, sizeof(struct mg_block_q2_K), false, (uint8_t *) src, dst, n, rows);   // src is only read (!to_group)
 }
 
 void mg_repack_tile_q2_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,

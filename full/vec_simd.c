@@ -1851,6 +1851,26 @@ KERNEL __m256i six_bit_codes(__m256i low4, __m256i qh, int shift) {
     return _mm256_or_si256(_mm256_and_si256(low4, _mm256_set1_epi8(0xf)), _mm256_slli_epi16(high2, 4));
 }
 
+// Half h of a Q6_K super-block: its 128 codes as four registers of 32 signed
+// bytes (q[0] elements 128h + 0..31, q[1] + 32..63, q[2] + 64..95, q[3] +
+// 96..127) and, for each, 16 int16 scales: that of sub-block 8h+2k eight
+// times, then that of 8h+2k+1 (dot_q6_K_q8_K and its lane-order tile).
+KERNEL void q6_K_half(const struct mg_block_q6_K * x, __m128i scales, int h, __m256i q[4], __m256i sc[4]) {
+    const __m256i ql0 = load_256(x->ql + 64 * h);
+    const __m256i ql1 = load_256(x->ql + 64 * h + 32);
+    const __m256i qh  = load_256(x->qh + 32 * h);
+    q[0] = six_bit_codes(ql0, qh, 0);
+    q[1] = six_bit_codes(ql1, qh, 2);
+    q[2] = six_bit_codes(_mm256_srli_epi16(ql0, 4), qh, 4);
+    q[3] = six_bit_codes(_mm256_srli_epi16(ql1, 4), qh, 6);
+    UNROLLED for (int k = 0; k < 4; k++) {
+        const int     j    = 8 * h + 2 * k;
+        const __m128i pick = _mm_set_epi64x((long long) (0x0101010101010101ull * (uint64_t) (j + 1)),
+                                            (long long) (0x0101010101010101ull * (uint64_t) j));
+        sc[k] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
+    }
+}
+
 // Q6_K (scalar: mg_vec_dot_q6_K_q8_K), ggml's AVX2 kernel: in each half of
 // 128 elements, 4 low bits from ql (64 bytes: two registers, low and high
 // nibbles) and 2 high bits from qh (32 bytes, 4 codes per byte) make 4
@@ -1874,21 +1894,8 @@ KERNEL void dot_q6_K_q8_K(int64_t n, float * s, const void * vx, const void * vy
         __m256i       sumi[MAX_COLS];
         UNROLLED for (int c = 0; c < nc; c++) sumi[c] = _mm256_setzero_si256();
         UNROLLED for (int h = 0; h < 2; h++) {
-            const __m256i ql0 = load_256(x[i].ql + 64 * h);
-            const __m256i ql1 = load_256(x[i].ql + 64 * h + 32);
-            const __m256i qh  = load_256(x[i].qh + 32 * h);
-            __m256i       q[4], sc[4];
-            q[0] = six_bit_codes(ql0, qh, 0);   // elements 128h + 0..31
-            q[1] = six_bit_codes(ql1, qh, 2);   //              + 32..63
-            q[2] = six_bit_codes(_mm256_srli_epi16(ql0, 4), qh, 4);
-            q[3] = six_bit_codes(_mm256_srli_epi16(ql1, 4), qh, 6);
-            UNROLLED for (int k = 0; k < 4; k++) {
-                // 16 int16: the scale of sub-block 8h+2k eight times, then that of 8h+2k+1
-                const int     j    = 8 * h + 2 * k;
-                const __m128i pick = _mm_set_epi64x((long long) (0x0101010101010101ull * (uint64_t) (j + 1)),
-                                                    (long long) (0x0101010101010101ull * (uint64_t) j));
-                sc[k] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
-            }
+            __m256i q[4], sc[4];
+            q6_K_half(&x[i], scales, h, q, sc);
             UNROLLED for (int c = 0; c < nc; c++) {
                 const int8_t * q8 = y[c][i].qs + 128 * h;
                 __m256i        p[4];
@@ -2112,20 +2119,8 @@ KERNEL void lane_tile_q6_K(int64_t n, float * s, size_t ss, const char * x, size
                     sumi[c] = dot_i16_acc(_mm256_setzero_si256(), load_256(y[c][i].bsums), minus_32s);
                 }
                 UNROLLED for (int h = 0; h < 2; h++) {   // as dot_q6_K_q8_K
-                    const __m256i ql0 = load_256(xb->ql + 64 * h);
-                    const __m256i ql1 = load_256(xb->ql + 64 * h + 32);
-                    const __m256i qh  = load_256(xb->qh + 32 * h);
-                    __m256i       q[4], sc[4];
-                    q[0] = six_bit_codes(ql0, qh, 0);
-                    q[1] = six_bit_codes(ql1, qh, 2);
-                    q[2] = six_bit_codes(_mm256_srli_epi16(ql0, 4), qh, 4);
-                    q[3] = six_bit_codes(_mm256_srli_epi16(ql1, 4), qh, 6);
-                    UNROLLED for (int k = 0; k < 4; k++) {
-                        const int     j    = 8 * h + 2 * k;
-                        const __m128i pick = _mm_set_epi64x((long long) (0x0101010101010101ull * (uint64_t) (j + 1)),
-                                                            (long long) (0x0101010101010101ull * (uint64_t) j));
-                        sc[k] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pick));
-                    }
+                    __m256i q[4], sc[4];
+                    q6_K_half(xb, scales, h, q, sc);
                     UNROLLED for (int c = 0; c < nc; c++) {
                         const int8_t * q8 = y[c][i].qs + 128 * h;
                         UNROLLED for (int k = 0; k < 4; k++) {
