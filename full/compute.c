@@ -271,7 +271,7 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
             w[i0] = v;
         }
         float max = -INFINITY;
-        for (int64_t i0 = 0; i0 < n; i0++) max = fmaxf(max, w[i0]);
+        for (int64_t i0 = 0; i0 < n; i0++) max = w[i0] > max ? w[i0] : max;   // ggml_vec_max_f32's MAX; fmaxf is a call
         double sum = 0.0;
 #if 0 //@old 03..09 soft-max-exp
         for (int64_t i0 = 0; i0 < n; i0++) {
@@ -739,7 +739,7 @@ int64_t mg_compute_n_rows(const struct mg_tensor * t) {
         case MG_OP_CPY:      return mg_nelements(t);
         case MG_OP_GET_ROWS: return t->src[1]->ne[0];
         //@+ full fused-ops
-        case MG_OP_FLASH_ATTN: return t->src[0]->ne[1] * t->src[0]->ne[2];
+        case MG_OP_FLASH_ATTN: return mg_flash_attn_n_blocks(t);
         //@- full fused-ops
         //@+ 09 set-rows
         case MG_OP_SET_ROWS: return mg_nrows(t->src[0]);

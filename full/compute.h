@@ -51,6 +51,7 @@ void mg_compute_forward_init(const struct mg_compute_params * params, struct mg_
 void mg_compute_forward_swiglu    (const struct mg_compute_params * params, struct mg_tensor * t);
 void mg_compute_forward_flash_attn(const struct mg_compute_params * params, struct mg_tensor * t);
 size_t mg_flash_attn_work_size(const struct mg_tensor * t);   // scratch bytes per share
+int64_t mg_flash_attn_n_blocks(const struct mg_tensor * t);   // blocks of query rows sharing a KV head
 //@- full fused-ops
 
 // Compute t and everything it depends on, giving results their data from ctx.

@@ -83,3 +83,33 @@ void mg_rope_pairs(int64_t n, float * y0, float * y1, const float * x0, const fl
         y1[i] = fmaf(a, sin_t[i], b * cos_t[i]);
     }
 }
+
+#if defined(MG_SIMD)
+// Outputs [i0, i0 + 8 k) through all n rows in k accumulators of 8 lanes
+// (k is a constant where it is called: the compiler unrolls the lane loops
+// and keeps the accumulators in registers).
+static inline void weighted_rows_add_8k(int k, int64_t i0, int64_t n, int64_t d, const float * w, const float * v,
+                                        float * acc) {
+    __m256 a[8];
+    for (int r = 0; r < k; r++) a[r] = _mm256_loadu_ps(acc + i0 + 8 * r);
+    for (int64_t j = 0; j < n; j++) {
+        const __m256  wj = _mm256_set1_ps(w[j]);
+        const float * vj = v + j * d + i0;
+        for (int r = 0; r < k; r++) a[r] = _mm256_add_ps(a[r], _mm256_mul_ps(wj, _mm256_loadu_ps(vj + 8 * r)));
+    }
+    for (int r = 0; r < k; r++) _mm256_storeu_ps(acc + i0 + 8 * r, a[r]);
+}
+#endif
+
+void mg_weighted_rows_add(int64_t n, int64_t d, const float * w, const float * v, float * acc) {
+    int64_t i0 = 0;
+#if defined(MG_SIMD)
+    for (; i0 + 64 <= d; i0 += 64) weighted_rows_add_8k(8, i0, n, d, w, v, acc);
+    for (; i0 + 8 <= d; i0 += 8) weighted_rows_add_8k(1, i0, n, d, w, v, acc);
+#endif
+    for (; i0 < d; i0++) {
+        float a = acc[i0];
+        for (int64_t j = 0; j < n; j++) a += w[j] * v[j * d + i0];
+        acc[i0] = a;
+    }
+}

@@ -23,3 +23,9 @@ void mg_swiglu_row(int64_t n, float * y, const float * x, const float * g);
 // y0/y1 may be x0/x1 (in place).
 void mg_rope_pairs(int64_t n, float * y0, float * y1, const float * x0, const float * x1, const float * cos_t,
                    const float * sin_t);
+
+// acc[i] += w[0] v[0][i] + w[1] v[1][i] + ... + w[n-1] v[n-1][i] for i < d,
+// added in that order, each product rounded before it is added: the value
+// side of flash attention (v[j] is row j, d floats apart). The SIMD twin
+// keeps 64 outputs in registers while it goes through the n rows.
+void mg_weighted_rows_add(int64_t n, int64_t d, const float * w, const float * v, float * acc);

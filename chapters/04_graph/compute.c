@@ -201,7 +201,7 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
             w[i0] = v;
         }
         float max = -INFINITY;
-        for (int64_t i0 = 0; i0 < n; i0++) max = fmaxf(max, w[i0]);
+        for (int64_t i0 = 0; i0 < n; i0++) max = w[i0] > max ? w[i0] : max;   // ggml_vec_max_f32's MAX; fmaxf is a call
         double sum = 0.0;
         for (int64_t i0 = 0; i0 < n; i0++) {
             const float e = row_expf(w[i0] - max, i0, n);

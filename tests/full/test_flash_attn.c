@@ -64,6 +64,11 @@ static const struct attn_case cases[] = {
     {96, 8, 4, 1, 64, 40, MG_TYPE_F32},   // decode with masked padding beyond position 40
     {64, 4, 2, 3, 70, 67, MG_TYPE_F16},   // the F16 cache
     {96, 8, 4, 7, 33, 26, MG_TYPE_F16},
+    // Blocks: a block holds 64 / G tokens of the G query heads of a KV head.
+    {64, 8, 2, 40, 200, 160, MG_TYPE_F16},    // G 4: blocks of 16 tokens, the last one short; 3 whole tiles + 8
+    {128, 4, 4, 1, 320, 300, MG_TYPE_F16},    // G 1, decode: one row, dot products key by key
+    {64, 2, 2, 70, 128, 58, MG_TYPE_F32},     // G 1: a block of 64 tokens and one of 6
+    {96, 16, 1, 3, 1030, 1027, MG_TYPE_F16},  // G 16, deep: 16 tiles of keys, the online max keeps moving
 };
 
 // F32: the paths differ only in the order of the softmax sums. F16: the plain
@@ -114,11 +119,41 @@ START_TEST(test_flash_attention_model_matches_fixture) {
 }
 END_TEST
 
+// Each block of query rows is computed whole by one thread, so the output
+// does not depend on how many threads share the blocks: equal to the bit.
+START_TEST(test_flash_equal_across_thread_counts) {
+    uint64_t rng = 99;
+    struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = 64 * 1024 * 1024});
+    const int D = 64, H = 8, Hkv = 2, T = 37, n_kv = 300, pos0 = 263;
+    struct mg_tensor * q    = random_tensor(ctx, MG_TYPE_F32, D, H, T, &rng);
+    struct mg_tensor * k    = random_tensor(ctx, MG_TYPE_F16, D, n_kv, Hkv, &rng);
+    struct mg_tensor * v    = random_tensor(ctx, MG_TYPE_F16, D, n_kv, Hkv, &rng);
+    struct mg_tensor * mask = mg_new_tensor_2d(ctx, MG_TYPE_F32, n_kv, T);
+    mg_kv_cache_fill_mask(mask, pos0, T);
+    struct mg_tensor * out = mg_flash_attn(ctx, mg_permute(ctx, q, 0, 2, 1, 3), k, v, mask, 0.125f);
+    struct mg_cgraph * g   = mg_new_graph(ctx);
+    mg_build_forward_expand(g, out);
+    float * first = malloc((size_t) mg_nbytes(out));
+    ck_assert_ptr_nonnull(first);
+    for (int n_threads = 1; n_threads <= 4; n_threads++) {
+        mg_graph_compute_with_ctx(ctx, g, n_threads);
+        if (n_threads == 1) {
+            memcpy(first, out->data, mg_nbytes(out));
+        } else {
+            ck_assert_msg(memcmp(first, out->data, mg_nbytes(out)) == 0, "%d threads differ from one", n_threads);
+        }
+    }
+    free(first);
+    mg_free(ctx);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("flash_attn");
     TCase * tc = tcase_create("flash_attn");
     tcase_add_loop_test(tc, test_flash_equals_plain, 0, (int) (sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(tc, test_flash_attention_model_matches_fixture);
+    tcase_add_test(tc, test_flash_equal_across_thread_counts);
     suite_add_tcase(s, tc);
     return s;
 }

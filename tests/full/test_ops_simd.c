@@ -91,6 +91,37 @@ START_TEST(test_rope_pairs_matches_scalar_and_works_in_place) {
 }
 END_TEST
 
+// The value side of flash attention: each output is acc + w0 v0 + w1 v1 + ...
+// in that order, every product rounded before it is added.
+START_TEST(test_weighted_rows_add_matches_scalar) {
+    enum { MAX_ROWS = 70, MAX_D = 140 };
+    static float w[MAX_ROWS], v[MAX_ROWS * MAX_D], acc[MAX_D], want[MAX_D];
+    uint64_t rng = 11;
+    const int row_counts[] = {1, 2, 7, 64, 70}, widths[] = {1, 5, 8, 63, 64, 96, 128, 140};
+    for (size_t a = 0; a < sizeof(row_counts) / sizeof(row_counts[0]); a++) {
+        for (size_t b = 0; b < sizeof(widths) / sizeof(widths[0]); b++) {
+            const int n = row_counts[a], d = widths[b];
+            fill(w, n, &rng, 0.0f, 1.0f);
+            fill(v, n * d, &rng, -3.0f, 3.0f);
+            fill(acc, d, &rng, -1.0f, 1.0f);
+            for (int i = 0; i < d; i++) {
+                float sum = acc[i];
+                for (int j = 0; j < n; j++) {
+                    const volatile float product = w[j] * v[j * d + i];   // rounded on its own, never fused
+                    sum += product;
+                }
+                want[i] = sum;
+            }
+            mg_weighted_rows_add(n, d, w, v, acc);
+            for (int i = 0; i < d; i++) {
+                ck_assert_msg(same_bits(acc[i], want[i]), "n %d d %d i %d: %a, want %a", n, d, i, (double) acc[i],
+                              (double) want[i]);
+            }
+        }
+    }
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("ops_simd");
     TCase * tc = tcase_create("ops_simd");
@@ -98,6 +129,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_exp_row_edges);
     tcase_add_test(tc, test_swiglu_row_matches_scalar);
     tcase_add_test(tc, test_rope_pairs_matches_scalar_and_works_in_place);
+    tcase_add_test(tc, test_weighted_rows_add_matches_scalar);
     suite_add_tcase(s, tc);
     return s;
 }
