@@ -91,6 +91,17 @@ int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out);
 
 bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s);
 
+// The start every command that runs the model shares: the engine options (and,
+// with smp, the sampling options) appended to opts[0..n_opts) (the caller's
+// array has room for them), the command line parsed (no positional
+// arguments), then both sets checked. False after printing why.
+bool cli_parse_engine_command(const char * cmd, int argc, char ** argv, const char * usage, struct cli_option * opts,
+                              int n_opts, struct cli_engine_opts * e, struct cli_sampling_opts * smp);
+
+// Two flags that cannot both be given (--think and --no-think): false after
+// saying so.
+bool cli_not_both(const char * cmd, bool a, const char * a_flag, bool b, const char * b_flag);
+
 // ---------------------------------------------------------------------------
 // Small things
 // ---------------------------------------------------------------------------
@@ -108,6 +119,11 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len);
 
 // A prompt from -p or -f: exactly one of them must be given.
 char * cli_prompt_text(const char * cmd, const char * prompt, const char * prompt_file, size_t * len);
+
+// The same, then in the form --normalize asks for (cli_normalize, NULL: as
+// given). NULL after printing why.
+char * cli_prompt_text_normalized(const char * cmd, const char * prompt, const char * prompt_file,
+                                  const char * normalize, size_t * len);
 
 // The tokens of text[0..len) (mg_tokenize's flags), in a buffer sized by the
 // count mg_tokenize asks for; *n_tokens may be 0. NULL after printing why.
