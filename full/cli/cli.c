@@ -376,17 +376,6 @@ char * cli_prompt_text(const char * cmd, const char * prompt, const char * promp
     return strdup(prompt);
 }
 
-char * cli_prompt_text_normalized(const char * cmd, const char * prompt, const char * prompt_file,
-                                  const char * normalize, size_t * len) {
-    char * text = cli_prompt_text(cmd, prompt, prompt_file, len);
-    if (text == NULL) return NULL;
-    if (!cli_normalize(cmd, normalize, &text, len)) {
-        free(text);
-        return NULL;
-    }
-    return text;
-}
-
 void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_t token) {
     char buf[256];
     const int32_t n = mg_detok_push(d, vocab, token, buf, sizeof(buf));

@@ -120,11 +120,6 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len);
 // A prompt from -p or -f: exactly one of them must be given.
 char * cli_prompt_text(const char * cmd, const char * prompt, const char * prompt_file, size_t * len);
 
-// The same, then in the form --normalize asks for (cli_normalize, NULL: as
-// given). NULL after printing why.
-char * cli_prompt_text_normalized(const char * cmd, const char * prompt, const char * prompt_file,
-                                  const char * normalize, size_t * len);
-
 // The tokens of text[0..len) (mg_tokenize's flags), in a buffer sized by the
 // count mg_tokenize asks for; *n_tokens may be 0. NULL after printing why.
 int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const char * text, size_t len,
@@ -161,3 +156,9 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
 // is; "nfc" replaces *text (malloc'd) and *len with their NFC form; text NULL
 // only checks MODE. False after printing why.
 bool cli_normalize(const char * cmd, const char * mode, char ** text, size_t * len);
+
+// A prompt from -p or -f (cli_prompt_text), then in the form --normalize
+// asks for (NULL: as given). NULL after printing why. (In cli_normalize.c,
+// so that what links cli.c alone, as the fuzzers, needs no NFC tables.)
+char * cli_prompt_text_normalized(const char * cmd, const char * prompt, const char * prompt_file,
+                                  const char * normalize, size_t * len);
