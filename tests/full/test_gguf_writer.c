@@ -1,7 +1,7 @@
 // test_gguf_writer.c - files written by gguf_writer.c, read back by the reader
 // and by hand: every value type, the layout ggml insists on, and what is left
 // on disk when writing fails.
-#define _POSIX_C_SOURCE 200809L   // mkdtemp, setrlimit, signal
+#define _POSIX_C_SOURCE 200809L   // setrlimit, signal
 #include "harness.h"
 #include "gguf_writer.h"
 
