@@ -372,21 +372,39 @@ static void mul_mat_share(int64_t n_rows, const struct mg_compute_params * p, in
     *r1 = min_i64(t1 * MUL_MAT_TILE_ROWS, n_rows);
 }
 
-static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor * dst,
-                          const struct mg_type_traits_cpu * cpu) {
+// What both kernels below (mul_mat_tiled, mul_mat_gemm_float) start from:
+// the operands, how b's matrices share a's, where consecutive columns of b
+// are, and this thread's share of a's rows.
+struct mul_mat_job {
+    const struct mg_tensor * a, * b;
+    int64_t r2, r3;      // b's matrices per matrix of a, in dims 2 and 3 (broadcasting, as in GQA)
+    size_t  y_stride;    // from one column of a matrix of b to the next, in vec_dot's type
+    int64_t r0, r1;      // this share's rows of a
+};
+
+static struct mul_mat_job mul_mat_job_of(const struct mg_compute_params * p, const struct mg_tensor * dst,
+                                         const struct mg_type_traits_cpu * cpu) {
     const struct mg_tensor * a = dst->src[0];
     const struct mg_tensor * b = dst->src[1];
     MG_ASSERT(dst->nb[0] == sizeof(float) && dst->nb[1] % sizeof(float) == 0);
-    const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
-    // Consecutive columns of one matrix of b sit y_stride apart: converted rows
-    // are packed in the work buffer; rows already of the right type are b's own.
-    const size_t  y_stride = b->type == cpu->vec_dot_type ? b->nb[1] : mg_row_size(cpu->vec_dot_type, b->ne[0]);
+    struct mul_mat_job job = {.a = a, .b = b, .r2 = b->ne[2] / a->ne[2], .r3 = b->ne[3] / a->ne[3]};
+    // Converted rows are packed in the work buffer; rows already of the right
+    // type are b's own.
+    job.y_stride = b->type == cpu->vec_dot_type ? b->nb[1] : mg_row_size(cpu->vec_dot_type, b->ne[0]);
+    mul_mat_share(a->ne[1], p, &job.r0, &job.r1);
+    return job;
+}
+
+static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor * dst,
+                          const struct mg_type_traits_cpu * cpu) {
+    const struct mul_mat_job job = mul_mat_job_of(p, dst, cpu);
+    const struct mg_tensor * a = job.a, * b = job.b;
+    const int64_t r2 = job.r2, r3 = job.r3, r0 = job.r0, r1 = job.r1;
+    const size_t  y_stride = job.y_stride;
     const size_t  s_stride = dst->nb[1] / sizeof(float);   // from one column's results to the next
     const size_t  tile     = MUL_MAT_TILE_ROWS * mg_row_size(a->type, a->ne[0]);   // bytes of a tile's rows
     const int64_t tiles    = tile < MUL_MAT_BLOCK_BYTES ? (int64_t) (MUL_MAT_BLOCK_BYTES / tile) : 1;
     const int64_t block    = MUL_MAT_TILE_ROWS * tiles;   // rows of a row block
-    int64_t r0, r1;
-    mul_mat_share(a->ne[1], p, &r0, &r1);
     for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {
         for (int64_t i12 = 0; i12 < b->ne[2]; i12++) {
             for (int64_t ib = r0; ib < r1; ib += block) {
@@ -456,17 +474,12 @@ static bool mul_mat_takes_gemm_float(const struct mg_tensor * a, const struct mg
 // every matrix, so no output is split between threads.
 static void mul_mat_gemm_float(const struct mg_compute_params * p, struct mg_tensor * dst,
                                const struct mg_type_traits_cpu * cpu) {
-    const struct mg_tensor * a = dst->src[0];
-    const struct mg_tensor * b = dst->src[1];
-    MG_ASSERT(dst->nb[0] == sizeof(float) && dst->nb[1] % sizeof(float) == 0);
-    const int64_t r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
-    const size_t  y_stride = b->type == cpu->vec_dot_type ? b->nb[1] : mg_row_size(cpu->vec_dot_type, b->ne[0]);
-    int64_t r0, r1;
-    mul_mat_share(a->ne[1], p, &r0, &r1);
+    const struct mul_mat_job job = mul_mat_job_of(p, dst, cpu);
+    const struct mg_tensor * a = job.a, * b = job.b;
     for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {
         for (int64_t i12 = 0; i12 < b->ne[2]; i12++) {
-            mg_gemm_float(a->type, a->ne[0], row_ptr(a, 0, i12 / r2, i13 / r3), a->nb[1], r0, r1,
-                          mul_mat_b_row(p, b, cpu->vec_dot_type, 0, i12, i13), y_stride, b->ne[1],
+            mg_gemm_float(a->type, a->ne[0], row_ptr(a, 0, i12 / job.r2, i13 / job.r3), a->nb[1], job.r0, job.r1,
+                          mul_mat_b_row(p, b, cpu->vec_dot_type, 0, i12, i13), job.y_stride, b->ne[1],
                           (float *) row_ptr(dst, 0, i12, i13), dst->nb[1] / sizeof(float));
         }
     }

@@ -113,12 +113,11 @@ static float make_qkx2_quants(int n, int nmax, const float * x, const float * we
     return scale;
 }
 
-// Symmetric fit with weights x^2 (ggml: make_qx_quants with rmse_type 1 and no
-// importance weights, the only way Q6_K calls it). The element of largest |x|
-// anchors the grid at -nmax; 19 nearby grids are tried and the one with the
-// best (sum w x l)^2 / (sum w l^2) wins, i.e. the least weighted squared error
-// after the optimal rescale. Codes come back in L as l + nmax (0..2*nmax-1).
-static float make_qx_quants(int n, int nmax, const float * x, int8_t * L) {
+// The element of largest |x| (the first of equals), where the symmetric fits
+// below (make_qx_quants, make_q3_quants) anchor their grid at -nmax. 0 when
+// every |x| is below GROUP_MAX_EPS, and then L is all 0: such a group keeps
+// scale 0, as in ggml (a nonzero anchor is at least GROUP_MAX_EPS in size).
+static float grid_anchor(int n, const float * x, int8_t * L) {
     float max  = 0;
     float amax = 0;
     for (int i = 0; i < n; ++i) {
@@ -132,6 +131,17 @@ static float make_qx_quants(int n, int nmax, const float * x, int8_t * L) {
         for (int i = 0; i < n; ++i) L[i] = 0;
         return 0.0f;
     }
+    return max;
+}
+
+// Symmetric fit with weights x^2 (ggml: make_qx_quants with rmse_type 1 and no
+// importance weights, the only way Q6_K calls it). The element of largest |x|
+// anchors the grid at -nmax; 19 nearby grids are tried and the one with the
+// best (sum w x l)^2 / (sum w l^2) wins, i.e. the least weighted squared error
+// after the optimal rescale. Codes come back in L as l + nmax (0..2*nmax-1).
+static float make_qx_quants(int n, int nmax, const float * x, int8_t * L) {
+    const float max = grid_anchor(n, x, L);
+    if (max == 0.0f) return 0.0f;   // every |x| below GROUP_MAX_EPS: all codes 0, scale 0
     float iscale = -nmax / max;
     float sumlx  = 0;
     float suml2  = 0;
@@ -171,19 +181,8 @@ static float make_qx_quants(int n, int nmax, const float * x, int8_t * L) {
 // like make_qx_quants, then up to 5 passes that move single codes whenever that
 // raises (sum w x l)^2 / (sum w l^2). Codes come back as l + nmax.
 static float make_q3_quants(int n, int nmax, const float * x, int8_t * L) {
-    float max  = 0;
-    float amax = 0;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max  = x[i];
-        }
-    }
-    if (amax < GROUP_MAX_EPS) {
-        for (int i = 0; i < n; ++i) L[i] = 0;
-        return 0.0f;
-    }
+    const float max = grid_anchor(n, x, L);
+    if (max == 0.0f) return 0.0f;   // every |x| below GROUP_MAX_EPS: all codes 0, scale 0
     const float iscale = -nmax / max;
     float       sumlx  = 0;
     float       suml2  = 0;

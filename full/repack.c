@@ -95,9 +95,15 @@
 enum { TILE_ROWS = 8, GROUP_BYTES = TILE_ROWS * sizeof(struct mg_block_q4_0) };
 static_assert(GROUP_BYTES == 144, "8 Q4_0 blocks are 144 bytes");
 
-bool mg_repack_q4_0_fits(const struct mg_tensor * t) {
-    return t->type == MG_TYPE_Q4_0 && t->ne[0] % MG_QK4_0 == 0 && t->ne[1] % TILE_ROWS == 0 && t->ne[2] == 1 &&
+// Can t be cut into groups: of the type, rows of whole blocks (block_elems
+// each), a multiple of 8 of them, 2-D, no gaps between rows, and loaded.
+static bool fits_groups(const struct mg_tensor * t, enum mg_type type, int64_t block_elems) {
+    return t->type == type && t->ne[0] % block_elems == 0 && t->ne[1] % TILE_ROWS == 0 && t->ne[2] == 1 &&
            t->ne[3] == 1 && t->nb[1] == mg_row_size(t->type, t->ne[0]) && t->data != NULL;
+}
+
+bool mg_repack_q4_0_fits(const struct mg_tensor * t) {
+    return fits_groups(t, MG_TYPE_Q4_0, MG_QK4_0);
 }
 
 bool mg_repack_enabled(void) {
@@ -148,37 +154,25 @@ void mg_unpack_q4_0(void * dst, const void * src, int64_t n, int64_t rows) {
     }
 }
 
-// The reference tile of either type: the 8 rows unpacked to the file's
-// layout, then one vec_dot per row and column (for tests: it mallocs).
+// The reference tile of any type: the 8 rows unpacked to the file's layout,
+// then one scalar dot product per row and column, in the order the column
+// count picks: gemm for a whole group of 4 columns, gemv for fewer (Q4_0 has
+// one order, vec_dot's, for both). For tests: it mallocs.
 typedef void (*unpack_fn)(void * dst, const void * src, int64_t n, int64_t rows);
 
-static void tile_ref(enum mg_type type, unpack_fn unpack, int64_t n, float * s, size_t s_stride, const void * x,
-                     const void * y, size_t y_stride, int n_cols) {
+static void tile_ref(enum mg_type type, unpack_fn unpack, mg_vec_dot_fn gemv, mg_vec_dot_fn gemm, int64_t n,
+                     float * s, size_t s_stride, const void * x, const void * y, size_t y_stride, int n_cols) {
     const size_t row_size = mg_row_size(type, n);
     char *       rows     = malloc(TILE_ROWS * row_size);
     MG_ASSERT(rows != NULL);
     unpack(rows, x, n, TILE_ROWS);
-    const mg_vec_dot_fn vec_dot = mg_get_type_traits_cpu(type)->vec_dot;
+    const mg_vec_dot_fn dot = n_cols == MG_VEC_DOT_MAX_COLS ? gemm : gemv;
     for (int c = 0; c < n_cols; c++) {
         for (int r = 0; r < TILE_ROWS; r++) {
-            vec_dot(n, &s[(size_t) c * s_stride + r], rows + (size_t) r * row_size, (const char *) y + c * y_stride);
+            dot(n, &s[(size_t) c * s_stride + r], rows + (size_t) r * row_size, (const char *) y + c * y_stride);
         }
     }
     free(rows);
-}
-
-void mg_repack_tile_q4_0_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
-                             size_t y_stride, int n_cols) {
-    tile_ref(MG_TYPE_Q4_0, mg_unpack_q4_0, n, s, s_stride, x, y, y_stride, n_cols);
-}
-
-void mg_repack_tile_q4_0(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
-                         int n_cols) {
-#if defined(MG_SIMD)
-    mg_vec_dot_tile_q4_0x8_q8_0_simd(n, s, s_stride, x, y, y_stride, n_cols);
-#else
-    mg_repack_tile_q4_0_ref(n, s, s_stride, x, y, y_stride, n_cols);
-#endif
 }
 
 // ---------------------------------------------------------------------------
@@ -190,8 +184,7 @@ static_assert(sizeof(((struct mg_block_q4_K *) 0)->scales) == 12 && sizeof(((str
               "the Q4_K drawing above");
 
 bool mg_repack_q4_K_fits(const struct mg_tensor * t) {
-    return t->type == MG_TYPE_Q4_K && t->ne[0] % MG_QK_K == 0 && t->ne[1] % TILE_ROWS == 0 && t->ne[2] == 1 &&
-           t->ne[3] == 1 && t->nb[1] == mg_row_size(t->type, t->ne[0]) && t->data != NULL;
+    return fits_groups(t, MG_TYPE_Q4_K, MG_QK_K);
 }
 
 // n bytes between a group and a row's block, either way.
@@ -343,39 +336,6 @@ void mg_gemm_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y) {
     *s = dot_q2_K_pieces(n, x, y, 8);
 }
 
-// The reference tile of a repacked K-quant matrix: the 8 rows unpacked, then
-// the scalar dot product of the order the column count picks (for tests: it mallocs).
-static void tile_ref_orders(enum mg_type type, unpack_fn unpack, mg_vec_dot_fn gemv, mg_vec_dot_fn gemm, int64_t n,
-                            float * s, size_t s_stride, const void * x, const void * y, size_t y_stride, int n_cols) {
-    const size_t row_size = mg_row_size(type, n);
-    char *       rows     = malloc(TILE_ROWS * row_size);
-    MG_ASSERT(rows != NULL);
-    unpack(rows, x, n, TILE_ROWS);
-    const mg_vec_dot_fn dot = n_cols == MG_VEC_DOT_MAX_COLS ? gemm : gemv;
-    for (int c = 0; c < n_cols; c++) {
-        for (int r = 0; r < TILE_ROWS; r++) {
-            dot(n, &s[(size_t) c * s_stride + r], rows + (size_t) r * row_size, (const char *) y + c * y_stride);
-        }
-    }
-    free(rows);
-}
-
-void mg_repack_tile_q4_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
-                             size_t y_stride, int n_cols) {
-    tile_ref_orders(MG_TYPE_Q4_K, mg_unpack_q4_K, mg_gemv_q4_K_q8_K, mg_gemm_q4_K_q8_K, n, s, s_stride, x, y, y_stride,
-                    n_cols);
-}
-
-void mg_repack_tile_q4_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
-                         int n_cols) {
-#if defined(MG_SIMD)
-    if (n_cols == MG_VEC_DOT_MAX_COLS) mg_gemm_tile_q4_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
-    else mg_vec_dot_tile_q4_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
-#else
-    mg_repack_tile_q4_K_ref(n, s, s_stride, x, y, y_stride, n_cols);
-#endif
-}
-
 // ---------------------------------------------------------------------------
 // Q2_K
 
@@ -385,8 +345,7 @@ static_assert(sizeof(((struct mg_block_q2_K *) 0)->scales) == 16 && sizeof(((str
               "the Q2_K drawing above");
 
 bool mg_repack_q2_K_fits(const struct mg_tensor * t) {
-    return t->type == MG_TYPE_Q2_K && t->ne[0] % MG_QK_K == 0 && t->ne[1] % TILE_ROWS == 0 && t->ne[2] == 1 &&
-           t->ne[3] == 1 && t->nb[1] == mg_row_size(t->type, t->ne[0]) && t->data != NULL;
+    return fits_groups(t, MG_TYPE_Q2_K, MG_QK_K);
 }
 
 static void move_group_q2_K(bool to_group, uint8_t * g, char * const rows[TILE_ROWS], int64_t b) {
@@ -407,22 +366,6 @@ void mg_unpack_q2_K(void * dst, const void * src, int64_t n, int64_t rows) {
     move_matrix(move_group_q2_K, sizeof(struct mg_block_q2_K), false, (uint8_t *) src, dst, n, rows);   // src is only read (!to_group)
 }
 
-void mg_repack_tile_q2_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
-                             size_t y_stride, int n_cols) {
-    tile_ref_orders(MG_TYPE_Q2_K, mg_unpack_q2_K, mg_gemv_q2_K_q8_K, mg_gemm_q2_K_q8_K, n, s, s_stride, x, y, y_stride,
-                    n_cols);
-}
-
-void mg_repack_tile_q2_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
-                         int n_cols) {
-#if defined(MG_SIMD)
-    if (n_cols == MG_VEC_DOT_MAX_COLS) mg_gemm_tile_q2_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
-    else mg_vec_dot_tile_q2_Kx8_q8_K_simd(n, s, s_stride, x, y, y_stride, n_cols);
-#else
-    mg_repack_tile_q2_K_ref(n, s, s_stride, x, y, y_stride, n_cols);
-#endif
-}
-
 // ---------------------------------------------------------------------------
 // Either type
 
@@ -437,16 +380,33 @@ void mg_repack(void * dst, const struct mg_tensor * t) {
     else mg_repack_q4_0(dst, t->data, t->ne[0], t->ne[1]);
 }
 
+// The SIMD kernels (vec_simd.c) where the build has them; for the K-quants,
+// the gemm's order for a whole group of 4 columns and the gemv's for fewer,
+// as their references above.
 void mg_repack_tile(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
                     size_t y_stride, int n_cols) {
-    if (type == MG_TYPE_Q4_K) mg_repack_tile_q4_K(n, s, s_stride, x, y, y_stride, n_cols);
-    else if (type == MG_TYPE_Q2_K) mg_repack_tile_q2_K(n, s, s_stride, x, y, y_stride, n_cols);
-    else mg_repack_tile_q4_0(n, s, s_stride, x, y, y_stride, n_cols);
+#if defined(MG_SIMD)
+    const bool gemm = n_cols == MG_VEC_DOT_MAX_COLS;
+    if (type == MG_TYPE_Q4_K) {
+        (gemm ? mg_gemm_tile_q4_Kx8_q8_K_simd : mg_vec_dot_tile_q4_Kx8_q8_K_simd)(n, s, s_stride, x, y, y_stride, n_cols);
+    } else if (type == MG_TYPE_Q2_K) {
+        (gemm ? mg_gemm_tile_q2_Kx8_q8_K_simd : mg_vec_dot_tile_q2_Kx8_q8_K_simd)(n, s, s_stride, x, y, y_stride, n_cols);
+    } else {
+        mg_vec_dot_tile_q4_0x8_q8_0_simd(n, s, s_stride, x, y, y_stride, n_cols);
+    }
+#else
+    mg_repack_tile_ref(type, n, s, s_stride, x, y, y_stride, n_cols);
+#endif
 }
 
 void mg_repack_tile_ref(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
                         size_t y_stride, int n_cols) {
-    if (type == MG_TYPE_Q4_K) mg_repack_tile_q4_K_ref(n, s, s_stride, x, y, y_stride, n_cols);
-    else if (type == MG_TYPE_Q2_K) mg_repack_tile_q2_K_ref(n, s, s_stride, x, y, y_stride, n_cols);
-    else mg_repack_tile_q4_0_ref(n, s, s_stride, x, y, y_stride, n_cols);
+    if (type == MG_TYPE_Q4_K) {
+        tile_ref(type, mg_unpack_q4_K, mg_gemv_q4_K_q8_K, mg_gemm_q4_K_q8_K, n, s, s_stride, x, y, y_stride, n_cols);
+    } else if (type == MG_TYPE_Q2_K) {
+        tile_ref(type, mg_unpack_q2_K, mg_gemv_q2_K_q8_K, mg_gemm_q2_K_q8_K, n, s, s_stride, x, y, y_stride, n_cols);
+    } else {
+        const mg_vec_dot_fn vec_dot = mg_get_type_traits_cpu(MG_TYPE_Q4_0)->vec_dot;
+        tile_ref(MG_TYPE_Q4_0, mg_unpack_q4_0, vec_dot, vec_dot, n, s, s_stride, x, y, y_stride, n_cols);
+    }
 }

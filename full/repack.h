@@ -36,43 +36,22 @@ bool mg_repack_enabled(void);
 void mg_repack_q4_0(void * dst, const void * src, int64_t n, int64_t rows);
 void mg_unpack_q4_0(void * dst, const void * src, int64_t n, int64_t rows);
 
-// The tile of a repacked matrix: 8 weight rows (x: their group, at the same
-// byte offset as row 0 of the 8 in the original) x n_cols <= 4 columns of
-// Q8_0 (y, y_stride bytes apart); s[c * s_stride + r] as vec_dot_tile gives it.
-// The SIMD kernel where the build has one, else mg_repack_tile_q4_0_ref.
-void mg_repack_tile_q4_0(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
-                         int n_cols);
-
-// The plain reference: unpack the 8 rows, then one vec_dot per row and column.
-void mg_repack_tile_q4_0_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
-                             size_t y_stride, int n_cols);
-
 // Q4_K the same way: rows x (n / 256 super-blocks) at src <-> the interleaved
 // layout (repack.c, second drawing). rows % 8 == 0, n % 256 == 0.
 bool mg_repack_q4_K_fits(const struct mg_tensor * t);
 void mg_repack_q4_K(void * dst, const void * src, int64_t n, int64_t rows);
 void mg_unpack_q4_K(void * dst, const void * src, int64_t n, int64_t rows);
 
-// The tile of a repacked Q4_K matrix against Q8_K columns, as for Q4_0.
-void mg_repack_tile_q4_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
-                         int n_cols);
-void mg_repack_tile_q4_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
-                             size_t y_stride, int n_cols);
-
 // Q2_K the same way (repack.c, third drawing), for llama.cpp's x86 build
 // repacks it where the CPU has AVX-512 (q2_K_8x8).
 bool mg_repack_q2_K_fits(const struct mg_tensor * t);
 void mg_repack_q2_K(void * dst, const void * src, int64_t n, int64_t rows);
 void mg_unpack_q2_K(void * dst, const void * src, int64_t n, int64_t rows);
-void mg_repack_tile_q2_K(int64_t n, float * s, size_t s_stride, const void * x, const void * y, size_t y_stride,
-                         int n_cols);
-void mg_repack_tile_q2_K_ref(int64_t n, float * s, size_t s_stride, const void * x, const void * y,
-                             size_t y_stride, int n_cols);
 
 // The float orders of ggml's repacked Q4_K and Q2_K kernels (repack.c), one
 // row . one Q8_K column, in plain C: the gemv's (a single token, and the n % 4
 // columns a batch leaves) and the gemm's (whole groups of 4 columns). The K
-// tiles above take the gemm's order when n_cols == 4, the gemv's otherwise,
+// tiles below take the gemm's order when n_cols == 4, the gemv's otherwise,
 // and so do their references.
 void mg_gemv_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y);
 void mg_gemm_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y);
@@ -83,6 +62,11 @@ void mg_gemm_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y);
 // dst (mg_nbytes(t) bytes), and the tile of its type (and its reference).
 bool mg_repack_fits(const struct mg_tensor * t);
 void mg_repack(void * dst, const struct mg_tensor * t);
+// The tile of a repacked matrix: 8 weight rows (x: their group, at the same
+// byte offset as row 0 of the 8 in the original) x n_cols <= 4 columns in the
+// type's vec_dot_type (y, y_stride bytes apart); s[c * s_stride + r] as
+// vec_dot_tile gives it. The SIMD kernel where the build has one, else the
+// plain reference: unpack the 8 rows, then one scalar dot per row and column.
 void mg_repack_tile(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
                     size_t y_stride, int n_cols);
 void mg_repack_tile_ref(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,

@@ -257,6 +257,22 @@ int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out) 
 // infinities never get here (set_value refuses them). A temperature of 0 is
 // greedy decoding; llama.cpp also treats a negative one as greedy, but here a
 // negative temperature is refused as a likely typo: 0 says greedy.
+bool cli_parse_engine_command(const char * cmd, int argc, char ** argv, const char * usage, struct cli_option * opts,
+                              int n_opts, struct cli_engine_opts * e, struct cli_sampling_opts * smp) {
+    n_opts += cli_engine_options(e, opts + n_opts);
+    if (smp != NULL) n_opts += cli_sampling_options(smp, opts + n_opts);
+    const char * positional[1];
+    int          n_positional;
+    if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return false;
+    return cli_engine_setup(cmd, e) && (smp == NULL || cli_sampling_setup(cmd, smp));
+}
+
+bool cli_not_both(const char * cmd, bool a, const char * a_flag, bool b, const char * b_flag) {
+    if (!(a && b)) return true;
+    fprintf(stderr, "mg %s: %s and %s contradict each other\n", cmd, a_flag, b_flag);
+    return false;
+}
+
 bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s) {
     const struct mg_sampler_params * p = &s->p;
     const char * why = NULL;

@@ -91,6 +91,17 @@ int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out);
 
 bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s);
 
+// The start every command that runs the model shares: the engine options (and,
+// with smp, the sampling options) appended to opts[0..n_opts) (the caller's
+// array has room for them), the command line parsed (no positional
+// arguments), then both sets checked. False after printing why.
+bool cli_parse_engine_command(const char * cmd, int argc, char ** argv, const char * usage, struct cli_option * opts,
+                              int n_opts, struct cli_engine_opts * e, struct cli_sampling_opts * smp);
+
+// Two flags that cannot both be given (--think and --no-think): false after
+// saying so.
+bool cli_not_both(const char * cmd, bool a, const char * a_flag, bool b, const char * b_flag);
+
 // ---------------------------------------------------------------------------
 // Small things
 // ---------------------------------------------------------------------------
@@ -145,3 +156,9 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
 // is; "nfc" replaces *text (malloc'd) and *len with their NFC form; text NULL
 // only checks MODE. False after printing why.
 bool cli_normalize(const char * cmd, const char * mode, char ** text, size_t * len);
+
+// A prompt from -p or -f (cli_prompt_text), then in the form --normalize
+// asks for (NULL: as given). NULL after printing why. (In cli_normalize.c,
+// so that what links cli.c alone, as the fuzzers, needs no NFC tables.)
+char * cli_prompt_text_normalized(const char * cmd, const char * prompt, const char * prompt_file,
+                                  const char * normalize, size_t * len);

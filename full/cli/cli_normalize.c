@@ -25,3 +25,14 @@ bool cli_normalize(const char * cmd, const char * mode, char ** text, size_t * l
     *len  = n;
     return true;
 }
+
+char * cli_prompt_text_normalized(const char * cmd, const char * prompt, const char * prompt_file,
+                                  const char * normalize, size_t * len) {
+    char * text = cli_prompt_text(cmd, prompt, prompt_file, len);
+    if (text == NULL) return NULL;
+    if (!cli_normalize(cmd, normalize, &text, len)) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}

@@ -227,11 +227,7 @@ int cmd_batched_bench(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--llama-batched-bench", CLI_STRING, &o.llama,
                                           "race this llama-batched-bench on the same file"};
     opts[n_opts++] = (struct cli_option) {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race (default 3)"};
-    n_opts += cli_engine_options(&e, opts + n_opts);
-    const char * positional[1];
-    int n_positional;
-    if (!cli_parse(argc, argv, bb_usage, opts, n_opts, positional, 0, &n_positional)) return 1;
-    if (!cli_engine_setup(cmd, &e)) return 1;
+    if (!cli_parse_engine_command(cmd, argc, argv, bb_usage, opts, n_opts, &e, NULL)) return 1;
     int npp[MAX_LIST], ntg[MAX_LIST], npl[MAX_LIST];
     const int n_pp = cli_parse_int_list(o.npp, npp, MAX_LIST, 1, 1 << 16), n_tg = cli_parse_int_list(o.ntg, ntg, MAX_LIST, 0, 1 << 16),
               n_pl = cli_parse_int_list(o.npl, npl, MAX_LIST, 1, MAX_PARALLEL);
@@ -387,13 +383,9 @@ int cmd_parallel(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "tokens per sequence (default 64)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
                                           "do not stop at end-of-generation tokens"};
-    n_opts += cli_engine_options(&e, opts + n_opts);
-    n_opts += cli_sampling_options(&smp, opts + n_opts);
-    const char * positional[1];
-    int n_positional;
-    const bool parsed = cli_parse(n_rest, rest, par_usage, opts, n_opts, positional, 0, &n_positional);
+    const bool parsed = cli_parse_engine_command(cmd, n_rest, rest, par_usage, opts, n_opts, &e, &smp);
     free(rest);
-    if (!parsed || !cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
+    if (!parsed) return 1;
     char * file_text = NULL;
     if (prompt_file != NULL) {
         size_t len;

@@ -156,16 +156,8 @@ int cmd_chat(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--no-think", CLI_FLAG, &no_think, "skip thinking"};
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
     opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "at most this many tokens per answer (512)"};
-    n_opts += cli_engine_options(&e, opts + n_opts);
-    n_opts += cli_sampling_options(&smp, opts + n_opts);
-    const char * positional[1];
-    int n_positional;
-    if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
-    if (!cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
-    if (think && no_think) {
-        fprintf(stderr, "mg %s: --think and --no-think contradict each other\n", cmd);
-        return 1;
-    }
+    if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, &smp)) return 1;
+    if (!cli_not_both(cmd, think, "--think", no_think, "--no-think")) return 1;
     if (!cli_normalize(cmd, normalize, NULL, NULL)) return 1;
     struct chat c = {.n_predict = n_predict, .normalize = normalize};
     c.m = cli_load_model(cmd, e.model, NULL);

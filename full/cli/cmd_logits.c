@@ -43,23 +43,15 @@ int cmd_logits(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_STRING, &dump_dir,
                                           "write the last batch's intermediate tensors as .npy files here"};
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
-    n_opts += cli_engine_options(&e, opts + n_opts);
-    const char * positional[1];
-    int n_positional;
-    if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
-    if (!cli_engine_setup(cmd, &e)) return 1;
+    if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, NULL)) return 1;
     if (out_path != NULL && (cli_same_file(out_path, e.model) || (prompt_file && cli_same_file(out_path, prompt_file)))) {
         fprintf(stderr, "mg %s: -o %s is the same file as an input; writing it would destroy that input\n", cmd,
                 out_path);
         return 1;
     }
     size_t len;
-    char * text = cli_prompt_text(cmd, prompt, prompt_file, &len);
+    char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &len);
     if (text == NULL) return 1;
-    if (!cli_normalize(cmd, normalize, &text, &len)) {
-        free(text);
-        return 1;
-    }
 
     int                 status = 1;
     struct mg_session * s      = NULL;

@@ -559,11 +559,7 @@ int cmd_perplexity(int argc, char ** argv) {
                                           "write the scored log-probabilities to FILE, for --kl-base"};
     opts[n_opts++] = (struct cli_option) {NULL, "--kl-base", CLI_STRING, &o.kl_base,
                                           "KL divergence against FILE (from --save-logits)"};
-    n_opts += cli_engine_options(&e, opts + n_opts);
-    const char * positional[1];
-    int          n_positional;
-    if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
-    if (!cli_engine_setup(cmd, &e)) return 1;
+    if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, NULL)) return 1;
     if (o.text_file == NULL && o.kl_base == NULL) {
         fprintf(stderr, "mg %s: no text: give one with -f TEXT (or --kl-base FILE)\n", cmd);
         return 1;

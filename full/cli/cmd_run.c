@@ -76,16 +76,8 @@ int cmd_run(int argc, char ** argv) {
                                           "stop when the context is full (the default, as llama-completion)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--keep", CLI_INT, &n_keep,
                                           "prompt tokens a context shift keeps (default 0, -1: all; BOS always)"};
-    n_opts += cli_engine_options(&e, opts + n_opts);
-    n_opts += cli_sampling_options(&smp, opts + n_opts);
-    const char * positional[1];
-    int n_positional;
-    if (!cli_parse(argc, argv, usage, opts, n_opts, positional, 0, &n_positional)) return 1;
-    if (!cli_engine_setup(cmd, &e) || !cli_sampling_setup(cmd, &smp)) return 1;
-    if (ctx_shift && no_ctx_shift) {
-        fprintf(stderr, "mg %s: --context-shift and --no-context-shift contradict each other\n", cmd);
-        return 1;
-    }
+    if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, &smp)) return 1;
+    if (!cli_not_both(cmd, ctx_shift, "--context-shift", no_ctx_shift, "--no-context-shift")) return 1;
     if (n_keep < -1) {
         fprintf(stderr, "mg %s: --keep must be -1 (all of the prompt) or >= 0, got %d\n", cmd, n_keep);
         return 1;
@@ -101,12 +93,8 @@ int cmd_run(int argc, char ** argv) {
         fclose(f);
     }
     size_t text_len;
-    char * text = cli_prompt_text(cmd, prompt, prompt_file, &text_len);
+    char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &text_len);
     if (text == NULL) return 1;
-    if (!cli_normalize(cmd, normalize, &text, &text_len)) {
-        free(text);
-        return 1;
-    }
 
     // Everything below is released at `done`, whichever way the run ends.
     int                 status  = 1;

@@ -39,12 +39,8 @@ int cmd_tokenize(int argc, char ** argv) {
         return 1;
     }
     size_t len;
-    char * text = cli_prompt_text(cmd, prompt, prompt_file, &len);
+    char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &len);
     if (text == NULL) return 1;
-    if (!cli_normalize(cmd, normalize, &text, &len)) {
-        free(text);
-        return 1;
-    }
     struct mg_gguf * g = mg_gguf_open(model);
     struct mg_vocab * vocab = g ? mg_vocab_load(g) : NULL;
     if (vocab == NULL) {

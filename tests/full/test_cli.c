@@ -723,20 +723,27 @@ START_TEST(test_bench_lists) {
 }
 END_TEST
 
+// A stand-in rival (llama-bench, llama-batched-bench) in the test directory:
+// the shell script `name`, whose commands are `lines` and then `last` unless
+// it is NULL (the row an incomplete stand-in leaves out). Returns its path.
+static const char * fake_rival(const char * name, const char * lines, const char * last) {
+    const char * path = mg_test_path_in(dir, name);
+    FILE * f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "#!/bin/sh\n%s%s", lines, last != NULL ? last : "");
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0755), 0);
+    return path;
+}
+
 // A stand-in for llama-bench: prints its CSV (header, then one quoted row per
 // test, as llama-bench -o csv does) with 100 t/s for every test, or leaves
 // out the tg row when asked to misbehave.
 static const char * fake_llama_bench(bool complete) {
-    const char * path = mg_test_path_in(dir, complete ? "llama-bench" : "llama-bench-short");
-    FILE * f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "#!/bin/sh\n"
-               "echo '\"build_commit\",\"n_threads\",\"flash_attn\",\"n_prompt\",\"n_gen\",\"n_depth\",\"avg_ts\",\"stddev_ts\"'\n"
-               "echo '\"d32676d\",\"1\",\"0\",\"8\",\"0\",\"0\",\"100.000000\",\"1.0\"'\n");
-    if (complete) fprintf(f, "echo '\"d32676d\",\"1\",\"0\",\"0\",\"4\",\"0\",\"100.000000\",\"1.0\"'\n");
-    fclose(f);
-    ck_assert_int_eq(chmod(path, 0755), 0);
-    return path;
+    return fake_rival(complete ? "llama-bench" : "llama-bench-short",
+                      "echo '\"build_commit\",\"n_threads\",\"flash_attn\",\"n_prompt\",\"n_gen\",\"n_depth\",\"avg_ts\",\"stddev_ts\"'\n"
+                      "echo '\"d32676d\",\"1\",\"0\",\"8\",\"0\",\"0\",\"100.000000\",\"1.0\"'\n",
+                      complete ? "echo '\"d32676d\",\"1\",\"0\",\"0\",\"4\",\"0\",\"100.000000\",\"1.0\"'\n" : NULL);
 }
 
 START_TEST(test_bench_race) {
@@ -798,19 +805,12 @@ END_TEST
 // A stand-in for llama-batched-bench: its table, every row at S_PP 1000 and S_TG 100
 // (complete), or without the B 3 rows.
 static const char * fake_llama_batched_bench(bool complete) {
-    const char * path = mg_test_path_in(dir, complete ? "llama-batched-bench" : "llama-batched-bench-short");
-    FILE * f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "#!/bin/sh\n"
-               "echo '|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |'\n"
-               "echo '|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|'\n"
-               "echo '|     8 |      4 |    1 |     12 |    0.008 |  1000.00 |    0.040 |   100.00 |    0.048 |   250.00 |'\n");
-    if (complete) {
-        fprintf(f, "echo '|     8 |      4 |    3 |     36 |    0.024 |  1000.00 |    0.120 |   100.00 |    0.144 |   250.00 |'\n");
-    }
-    fclose(f);
-    ck_assert_int_eq(chmod(path, 0755), 0);
-    return path;
+    return fake_rival(complete ? "llama-batched-bench" : "llama-batched-bench-short",
+                      "echo '|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |'\n"
+                      "echo '|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|'\n"
+                      "echo '|     8 |      4 |    1 |     12 |    0.008 |  1000.00 |    0.040 |   100.00 |    0.048 |   250.00 |'\n",
+                      complete ? "echo '|     8 |      4 |    3 |     36 |    0.024 |  1000.00 |    0.120 |   100.00 |    0.144 |   250.00 |'\n"
+                               : NULL);
 }
 
 // mg batched-bench --llama-batched-bench: one row per case with both speeds and
@@ -1020,6 +1020,7 @@ START_TEST(test_mkmodel_own_vocab) {
     expect_error("--normalize 'nfkc'", NULL, "run -m '%s' --normalize nfkc -p x", out);
     expect_error("--normalize 'nfkc'", NULL, "logits -m '%s' --normalize nfkc -p x", out);
     expect_error("--normalize 'nfkc'", NULL, "chat -m '%s' --normalize nfkc", out);
+    expect_error("--think", "--no-think", "chat -m '%s' --think --no-think", out);   // cli_not_both
 
     r = mg("run -m '%s' -p 'hello world' -n 4 --temp 0 -t 2", out);
     ck_assert_msg(r.status == 0, "exit status %d (-1: a crash): %.1500s", r.status, r.err);

@@ -1,7 +1,7 @@
 // test_gguf_writer.c - files written by gguf_writer.c, read back by the reader
 // and by hand: every value type, the layout ggml insists on, and what is left
 // on disk when writing fails.
-#define _POSIX_C_SOURCE 200809L   // mkdtemp, setrlimit, signal
+#define _POSIX_C_SOURCE 200809L   // setrlimit, signal
 #include "harness.h"
 #include "gguf_writer.h"
 
@@ -15,21 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[64];
-
-static void make_dir(void) {
-    snprintf(dir, sizeof(dir), "/tmp/mg_test_writer_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-// A path in the test's directory; the last four stay valid.
-static const char * in_dir(const char * name) {
-    static char paths[4][128];
-    static int next;
-    char * path = paths[next++ % 4];
-    snprintf(path, sizeof(paths[0]), "%s/%s", dir, name);
-    return path;
-}
+static char dir[64];   // the test's directory (mg_test_make_dir), its files by mg_test_path_in
 
 static bool exists(const char * path) {
     struct stat st;
@@ -252,14 +238,14 @@ static void check_everything(const char * path, uint32_t alignment) {
 }
 
 START_TEST(test_every_value_and_tensor) {
-    make_dir();
+    mg_test_make_dir(dir, sizeof(dir), "writer");
     const uint32_t alignments[] = {32, 64, 1};
     for (int a = 0; a < 3; a++) {
         struct mg_gguf_writer * w = build_everything(alignments[a]);
         ck_assert_int_eq(mg_gguf_writer_n_tensors(w), N_TENSORS);
-        const char * path = in_dir("all.gguf");
+        const char * path = mg_test_path_in(dir, "all.gguf");
         ck_assert_msg(mg_gguf_writer_write(w, path), "%s", mg_last_error());
-        ck_assert(!exists(in_dir("all.gguf.tmp")));
+        ck_assert(!exists(mg_test_path_in(dir, "all.gguf.tmp")));
         check_everything(path, alignments[a]);
         mg_gguf_writer_free(w);
         free_tensor_data();
@@ -275,9 +261,9 @@ START_TEST(test_set_replaces_and_moves_to_end) {
     ck_assert(mg_gguf_writer_set_u32(w, "y", 2));
     ck_assert(mg_gguf_writer_set_str(w, "x", "now a string"));
     ck_assert_int_eq(mg_gguf_writer_n_kv(w), 2);
-    make_dir();
-    ck_assert(mg_gguf_writer_write(w, in_dir("r.gguf")));
-    struct mg_gguf * g = mg_gguf_open(in_dir("r.gguf"));
+    mg_test_make_dir(dir, sizeof(dir), "writer");
+    ck_assert(mg_gguf_writer_write(w, mg_test_path_in(dir, "r.gguf")));
+    struct mg_gguf * g = mg_gguf_open(mg_test_path_in(dir, "r.gguf"));
     ck_assert_msg(g != NULL, "%s", mg_last_error());
     ck_assert_str_eq(mg_gguf_key(g, 0), "y");
     ck_assert_str_eq(mg_gguf_key(g, 1), "x");
@@ -286,7 +272,7 @@ START_TEST(test_set_replaces_and_moves_to_end) {
     // No tensors, no padding: the file ends with the last pair, like llama.cpp's vocab files.
     ck_assert_uint_eq(mg_gguf_file_size(g), 24 + (8 + 1 + 4 + 4) + (8 + 1 + 4 + 8 + 12));
     mg_gguf_close(g);
-    remove(in_dir("r.gguf"));
+    remove(mg_test_path_in(dir, "r.gguf"));
     rmdir(dir);
     mg_gguf_writer_free(w);
 }
@@ -336,9 +322,9 @@ START_TEST(test_copy_kvs) {
     const char * skip[] = {"general.name", NULL};
     ck_assert(mg_gguf_writer_copy_kvs(w, src, skip));
     ck_assert(mg_gguf_writer_set_u32(w, "general.file_type", 7));
-    make_dir();
-    ck_assert(mg_gguf_writer_write(w, in_dir("copy.gguf")));
-    struct mg_gguf * g = mg_gguf_open(in_dir("copy.gguf"));
+    mg_test_make_dir(dir, sizeof(dir), "writer");
+    ck_assert(mg_gguf_writer_write(w, mg_test_path_in(dir, "copy.gguf")));
+    struct mg_gguf * g = mg_gguf_open(mg_test_path_in(dir, "copy.gguf"));
     ck_assert_msg(g != NULL, "%s", mg_last_error());
     ck_assert_int_eq(mg_gguf_n_kv(g), mg_gguf_n_kv(src) - 1);
     ck_assert_int_eq(mg_gguf_find_key(g, "general.name"), -1);
@@ -360,7 +346,7 @@ START_TEST(test_copy_kvs) {
     mg_gguf_close(g);
     mg_gguf_close(src);
     mg_gguf_writer_free(w);
-    remove(in_dir("copy.gguf"));
+    remove(mg_test_path_in(dir, "copy.gguf"));
     rmdir(dir);
 }
 END_TEST
@@ -392,12 +378,12 @@ END_TEST
 START_TEST(test_rename_fails) {
     static float data[4096];
     struct mg_gguf_writer * w = small_writer(data);
-    make_dir();
-    const char * target = in_dir("a-directory");
+    mg_test_make_dir(dir, sizeof(dir), "writer");
+    const char * target = mg_test_path_in(dir, "a-directory");
     ck_assert_int_eq(mkdir(target, 0700), 0);
     ck_assert(!mg_gguf_writer_write(w, target));
     ck_assert_msg(strstr(mg_last_error(), "cannot rename"), "%s", mg_last_error());
-    ck_assert(!exists(in_dir("a-directory.tmp")));
+    ck_assert(!exists(mg_test_path_in(dir, "a-directory.tmp")));
     struct stat st;
     ck_assert(stat(target, &st) == 0 && S_ISDIR(st.st_mode));
     rmdir(target);
@@ -435,8 +421,8 @@ END_TEST
 START_TEST(test_disk_fills_up) {
     static float data[4096];   // 16 KB of tensor data
     struct mg_gguf_writer * w = small_writer(data);
-    make_dir();
-    const char * path = in_dir("model.gguf");
+    mg_test_make_dir(dir, sizeof(dir), "writer");
+    const char * path = mg_test_path_in(dir, "model.gguf");
     FILE * old = fopen(path, "wb");
     fputs("the previous model", old);
     fclose(old);
@@ -451,7 +437,7 @@ START_TEST(test_disk_fills_up) {
 
     ck_assert(!ok);
     ck_assert_msg(strstr(mg_last_error(), "model.gguf.tmp"), "%s", mg_last_error());
-    ck_assert(!exists(in_dir("model.gguf.tmp")));
+    ck_assert(!exists(mg_test_path_in(dir, "model.gguf.tmp")));
     size_t n;
     char * text = mg_test_read_file(path, &n);
     ck_assert(text != NULL && strcmp(text, "the previous model") == 0);

@@ -2,7 +2,7 @@
 // must equal the fixtures' (made by llama.cpp's converter) key by key and byte
 // by byte; the converter's rules on small made-up tokenizers; and the JSON
 // parser underneath.
-#define _POSIX_C_SOURCE 200809L   // mkdtemp
+#define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include "hf_tokenizer.h"
 #include "json.h"
@@ -12,20 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char dir[64];
-
-static void make_dir(void) {
-    snprintf(dir, sizeof(dir), "/tmp/mg_test_hf_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static const char * in_dir(const char * name) {
-    static char paths[4][128];
-    static int next;
-    char * path = paths[next++ % 4];
-    snprintf(path, sizeof(paths[0]), "%s/%s", dir, name);
-    return path;
-}
+static char dir[64];   // the test's directory (mg_test_make_dir), its files by mg_test_path_in
 
 static void write_text(const char * path, const char * text) {
     FILE * f = fopen(path, "wb");
@@ -52,8 +39,8 @@ static struct mg_gguf * vocab_to_gguf(const struct mg_hf_vocab * v, const char *
 START_TEST(test_minimind_equals_fixture) {
     struct mg_hf_vocab * v = mg_hf_vocab_load(mg_test_root("data/minimind"));
     ck_assert_msg(v != NULL, "%s", mg_last_error());
-    make_dir();
-    struct mg_gguf * ours = vocab_to_gguf(v, in_dir("vocab.gguf"));
+    mg_test_make_dir(dir, sizeof(dir), "hf");
+    struct mg_gguf * ours = vocab_to_gguf(v, mg_test_path_in(dir, "vocab.gguf"));
     struct mg_gguf * fixture = mg_gguf_open(mg_test_fixture("models/tiny-f32.gguf"));
     ck_assert_ptr_nonnull(fixture);
 
@@ -104,7 +91,7 @@ START_TEST(test_minimind_equals_fixture) {
     mg_gguf_close(ours);
     mg_gguf_close(fixture);
     mg_hf_vocab_free(v);
-    remove(in_dir("vocab.gguf"));
+    remove(mg_test_path_in(dir, "vocab.gguf"));
     rmdir(dir);
 }
 END_TEST
@@ -114,11 +101,11 @@ END_TEST
 // ---------------------------------------------------------------------------
 
 START_TEST(test_converter_rules) {
-    make_dir();
+    mg_test_make_dir(dir, sizeof(dir), "hf");
     // Id 5 has no token; "<|x|>" is added but not special; "<a\u2581b>" is a
     // plain added token with a SentencePiece space; merges come as pairs, one
     // with a space inside a part.
-    write_text(in_dir("tokenizer.json"),
+    write_text(mg_test_path_in(dir, "tokenizer.json"),
                "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2, \"<|x|>\": 3},\n"
                "  \"merges\": [[\"a\", \"b\"], [\"a b\", \"c\"]]},\n"
                " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false},\n"
@@ -126,9 +113,9 @@ START_TEST(test_converter_rules) {
                "  {\"id\": 3, \"content\": \"<|x|>\", \"special\": false},\n"
                "  {\"id\": 4, \"content\": \"<a\\u2581b>\", \"special\": false},\n"
                "  {\"id\": 6, \"content\": \"</s>\", \"special\": true}]}");
-    write_text(in_dir("tokenizer_config.json"),
+    write_text(mg_test_path_in(dir, "tokenizer_config.json"),
                "{\"eos_token\": {\"content\": \"</s>\"}, \"pad_token\": \"<missing>\", \"add_bos_token\": true}");
-    write_text(in_dir("chat_template.jinja"), "{{ messages }}");
+    write_text(mg_test_path_in(dir, "chat_template.jinja"), "{{ messages }}");
 
     struct mg_hf_vocab * v = mg_hf_vocab_load(dir);
     ck_assert_msg(v != NULL, "%s", mg_last_error());
@@ -152,7 +139,7 @@ START_TEST(test_converter_rules) {
     ck_assert_str_eq(v->chat_template, "{{ messages }}");
 
     // What gets written: the keys in the converter's order, add_bos only.
-    struct mg_gguf * g = vocab_to_gguf(v, in_dir("v.gguf"));
+    struct mg_gguf * g = vocab_to_gguf(v, mg_test_path_in(dir, "v.gguf"));
     const char * keys[] = {"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
                            "tokenizer.ggml.token_type", "tokenizer.ggml.merges", "tokenizer.ggml.eos_token_id",
                            "tokenizer.ggml.eot_token_id", "tokenizer.ggml.add_bos_token", "tokenizer.chat_template"};
@@ -162,26 +149,26 @@ START_TEST(test_converter_rules) {
     mg_hf_vocab_free(v);
 
     // Broken inputs name the file and the problem.
-    write_text(in_dir("tokenizer.json"), "{\"model\": {\"type\": \"Unigram\", \"vocab\": {}}}");
+    write_text(mg_test_path_in(dir, "tokenizer.json"), "{\"model\": {\"type\": \"Unigram\", \"vocab\": {}}}");
     ck_assert_ptr_null(mg_hf_vocab_load(dir));
     ck_assert_msg(strstr(mg_last_error(), "tokenizer.json: model.type"), "%s", mg_last_error());
-    write_text(in_dir("tokenizer.json"), "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0}}}");
+    write_text(mg_test_path_in(dir, "tokenizer.json"), "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0}}}");
     ck_assert_ptr_null(mg_hf_vocab_load(dir));
     ck_assert_msg(strstr(mg_last_error(), "id 0 is given to both 'a' and 'b'"), "%s", mg_last_error());
-    write_text(in_dir("tokenizer.json"), "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1}}}");
+    write_text(mg_test_path_in(dir, "tokenizer.json"), "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1}}}");
     ck_assert_ptr_null(mg_hf_vocab_load(dir));
     ck_assert_msg(strstr(mg_last_error(), "model.vocab['a']"), "%s", mg_last_error());
-    write_text(in_dir("tokenizer.json"), "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [1]}}");
+    write_text(mg_test_path_in(dir, "tokenizer.json"), "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [1]}}");
     ck_assert_ptr_null(mg_hf_vocab_load(dir));
     ck_assert_msg(strstr(mg_last_error(), "model.merges[0]"), "%s", mg_last_error());
-    write_text(in_dir("tokenizer.json"), "{\"model\": {\"type\": \"BPE\",\n \"vocab\": {\"a\": 0,}}}");
+    write_text(mg_test_path_in(dir, "tokenizer.json"), "{\"model\": {\"type\": \"BPE\",\n \"vocab\": {\"a\": 0,}}}");
     ck_assert_ptr_null(mg_hf_vocab_load(dir));
     ck_assert_msg(strstr(mg_last_error(), "tokenizer.json:2:19:"), "%s", mg_last_error());
 
-    remove(in_dir("tokenizer.json"));
-    remove(in_dir("tokenizer_config.json"));
-    remove(in_dir("chat_template.jinja"));
-    remove(in_dir("v.gguf"));
+    remove(mg_test_path_in(dir, "tokenizer.json"));
+    remove(mg_test_path_in(dir, "tokenizer_config.json"));
+    remove(mg_test_path_in(dir, "chat_template.jinja"));
+    remove(mg_test_path_in(dir, "v.gguf"));
     rmdir(dir);
 }
 END_TEST
@@ -207,7 +194,7 @@ static struct mg_hf_vocab * load_with(const char * pre_tokenizer, const char * n
              "{\"normalizer\": %s, \"pre_tokenizer\": %s,\n"
              " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
              normalizer, pre_tokenizer);
-    write_text(in_dir("tokenizer.json"), text);
+    write_text(mg_test_path_in(dir, "tokenizer.json"), text);
     return mg_hf_vocab_load(dir);
 }
 
@@ -225,7 +212,7 @@ static void expect_refused(const char * pre_tokenizer, const char * message) {
 }
 
 START_TEST(test_pre_tokenizer_choice) {
-    make_dir();
+    mg_test_make_dir(dir, sizeof(dir), "hf");
     expect_pre(BYTE_LEVEL("true"), "gpt-2");                                       // MiniMind, GPT-2
     expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [" BYTE_LEVEL("true") "]}", "gpt-2");
     expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT(QWEN2_JSON) ", " BYTE_LEVEL("false") "]}",
@@ -253,7 +240,7 @@ START_TEST(test_pre_tokenizer_choice) {
     ck_assert_msg(v != NULL, "%s", mg_last_error());
     ck_assert_str_eq(v->normalizer, "NFC");
     mg_hf_vocab_free(v);
-    remove(in_dir("tokenizer.json"));
+    remove(mg_test_path_in(dir, "tokenizer.json"));
     rmdir(dir);
 }
 END_TEST

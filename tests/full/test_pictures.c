@@ -64,13 +64,22 @@ static void check_nesting(struct tslice * s, int n) {
     }
 }
 
-START_TEST(test_session_trace_counts_the_graph) {
-    struct mg_model * m = mg_model_load(model_path());
-    ck_assert_msg(m != NULL, "%s", mg_last_error());
+// The model in a session of 64 tokens on n_threads threads: the tests below
+// decode a few tokens and look at what the session drew or recorded.
+static struct mg_session * small_session(const char * model_file, int n_threads, struct mg_model ** m) {
+    *m = mg_model_load(model_file);
+    ck_assert_msg(*m != NULL, "%s", mg_last_error());
     struct mg_session_params p = mg_session_default_params();
-    p.n_threads = 2;
+    p.n_threads = n_threads;
     p.n_ctx     = 64;
-    struct mg_session *  s  = mg_session_new(m, p);
+    struct mg_session * s = mg_session_new(*m, p);
+    ck_assert_msg(s != NULL, "%s", mg_last_error());
+    return s;
+}
+
+START_TEST(test_session_trace_counts_the_graph) {
+    struct mg_model *    m;
+    struct mg_session *  s  = small_session(model_path(), 2, &m);
     struct mg_timeline * tl = mg_timeline_new();
     mg_session_set_timeline(s, tl);
     const int32_t prompt[4] = {1968, 311, 234, 832};
@@ -148,12 +157,8 @@ static bool in_region(const struct mg_memory_model * mm, enum mg_mem_region r, c
 }
 
 static void check_memory_model(const char * model_file) {
-    struct mg_model * m = mg_model_load(model_file);
-    ck_assert_msg(m != NULL, "%s", mg_last_error());
-    struct mg_session_params p = mg_session_default_params();
-    p.n_threads = 1;
-    p.n_ctx     = 64;
-    struct mg_session * s = mg_session_new(m, p);
+    struct mg_model *   m;
+    struct mg_session * s = small_session(model_file, 1, &m);
     const int32_t prompt[3] = {1968, 311, 234}, next = 832;
     ck_assert(mg_decode(s, prompt, 3, false) && mg_decode(s, &next, 1, false));
     struct mg_memory_model mm;
@@ -251,12 +256,8 @@ static char * dump_decode_dot(struct mg_session * s, const char * dir, const cha
 }
 
 START_TEST(test_dot_layers_offsets_and_times) {
-    struct mg_model * m = mg_model_load(model_path());
-    ck_assert_msg(m != NULL, "%s", mg_last_error());
-    struct mg_session_params p = mg_session_default_params();
-    p.n_threads = 2;
-    p.n_ctx     = 64;
-    struct mg_session *  s  = mg_session_new(m, p);
+    struct mg_model *    m;
+    struct mg_session *  s  = small_session(model_path(), 2, &m);
     struct mg_timeline * tl = mg_timeline_new();
     mg_session_set_timeline(s, tl);
     const int32_t prompt[3] = {1968, 311, 234}, next = 832;

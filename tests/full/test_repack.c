@@ -104,47 +104,46 @@ START_TEST(test_layout) {
 }
 END_TEST
 
-// Rows 8..15, super-block 1 of a {512, 16} Q4_K matrix: the second group of
-// the second tile, at byte (2 + 1) * 1152. Row r's d at 2r, dmin at 16 + 2r,
-// scale bytes 4t..4t+3 at 32 + 32t + 4r, code bytes 4j..4j+3 at 128 + 32j + 4r.
-START_TEST(test_layout_q4_K) {
-    struct mg_context *          ctx  = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
-    uint64_t                     rng  = 14;
-    struct mg_tensor *           w    = random_matrix(ctx, MG_TYPE_Q4_K, 512, 16, &rng);
-    uint8_t *                    copy = repacked_copy(w);
-    const struct mg_block_q4_K * x    = w->data;
-    const uint8_t *              g    = copy + 3 * 1152;
-    for (int r = 0; r < 8; r++) {
-        const struct mg_block_q4_K * blk = &x[(8 + r) * 2 + 1];
-        ck_assert(memcmp(g + 2 * r, &blk->d, 2) == 0);
-        ck_assert(memcmp(g + 16 + 2 * r, &blk->dmin, 2) == 0);
-        for (int t = 0; t < 3; t++) ck_assert(memcmp(g + 32 + 32 * t + 4 * r, blk->scales + 4 * t, 4) == 0);
-        for (int j = 0; j < 32; j++) ck_assert(memcmp(g + 128 + 32 * j + 4 * r, blk->qs + 4 * j, 4) == 0);
-    }
-    free(copy);
-    mg_free(ctx);
+// Row r's fields of a K-quant super-block, where the drawings in repack.c put
+// them in its group g: d at 2r, dmin at 16 + 2r, scale bytes 4t..4t+3 at
+// 32 + 32t + 4r, code bytes 4j..4j+3 at qs_at + 32j + 4r.
+static void check_k_group_row(const uint8_t * g, int r, const void * d, const void * dmin, const uint8_t * scales,
+                              int scale_words, const uint8_t * qs, int qs_at, int qs_words) {
+    ck_assert(memcmp(g + 2 * r, d, 2) == 0);
+    ck_assert(memcmp(g + 16 + 2 * r, dmin, 2) == 0);
+    for (int t = 0; t < scale_words; t++) ck_assert(memcmp(g + 32 + 32 * t + 4 * r, scales + 4 * t, 4) == 0);
+    for (int j = 0; j < qs_words; j++) ck_assert(memcmp(g + qs_at + 32 * j + 4 * r, qs + 4 * j, 4) == 0);
 }
-END_TEST
 
-// Rows 8..15, super-block 1 of a {512, 16} Q2_K matrix: group 3, at byte 3 *
-// 672. Row r's d at 2r, dmin at 16 + 2r, scale bytes 4t..4t+3 at 32 + 32t +
-// 4r, code bytes 4j..4j+3 at 160 + 32j + 4r.
-START_TEST(test_layout_q2_K) {
-    struct mg_context *          ctx  = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
-    uint64_t                     rng  = 15;
-    struct mg_tensor *           w    = random_matrix(ctx, MG_TYPE_Q2_K, 512, 16, &rng);
-    uint8_t *                    copy = repacked_copy(w);
-    const struct mg_block_q2_K * x    = w->data;
-    const uint8_t *              g    = copy + 3 * 672;
-    for (int r = 0; r < 8; r++) {
-        const struct mg_block_q2_K * blk = &x[(8 + r) * 2 + 1];
-        ck_assert(memcmp(g + 2 * r, &blk->d, 2) == 0);
-        ck_assert(memcmp(g + 16 + 2 * r, &blk->dmin, 2) == 0);
-        for (int t = 0; t < 4; t++) ck_assert(memcmp(g + 32 + 32 * t + 4 * r, blk->scales + 4 * t, 4) == 0);
-        for (int j = 0; j < 16; j++) ck_assert(memcmp(g + 160 + 32 * j + 4 * r, blk->qs + 4 * j, 4) == 0);
+// Rows 8..15, super-block 1 of a {512, 16} Q4_K or Q2_K matrix: the second
+// group of the second tile, group 3 (at byte 3 * 1152 for Q4_K, 3 * 672 for
+// Q2_K). Q4_K: 3 words of scales, 32 of codes from byte 128; Q2_K: 4 and 16
+// from byte 160.
+START_TEST(test_layout_k) {
+    const struct {
+        enum mg_type type;
+        uint64_t     seed;
+        size_t       group_bytes;
+    } cases[] = {{MG_TYPE_Q4_K, 14, 1152}, {MG_TYPE_Q2_K, 15, 672}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct mg_context * ctx  = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
+        uint64_t            rng  = cases[k].seed;
+        struct mg_tensor *  w    = random_matrix(ctx, cases[k].type, 512, 16, &rng);
+        uint8_t *           copy = repacked_copy(w);
+        const uint8_t *     g    = copy + 3 * cases[k].group_bytes;
+        for (int r = 0; r < 8; r++) {
+            const int b = (8 + r) * 2 + 1;   // row 8 + r, super-block 1
+            if (cases[k].type == MG_TYPE_Q4_K) {
+                const struct mg_block_q4_K * blk = (const struct mg_block_q4_K *) w->data + b;
+                check_k_group_row(g, r, &blk->d, &blk->dmin, blk->scales, 3, blk->qs, 128, 32);
+            } else {
+                const struct mg_block_q2_K * blk = (const struct mg_block_q2_K *) w->data + b;
+                check_k_group_row(g, r, &blk->d, &blk->dmin, blk->scales, 4, blk->qs, 160, 16);
+            }
+        }
+        free(copy);
+        mg_free(ctx);
     }
-    free(copy);
-    mg_free(ctx);
 }
 END_TEST
 
@@ -555,8 +554,7 @@ Suite * mg_test_suite(void) {
     TCase * layout = tcase_create("layout");
     tcase_add_test(layout, test_round_trip);
     tcase_add_test(layout, test_layout);
-    tcase_add_test(layout, test_layout_q4_K);
-    tcase_add_test(layout, test_layout_q2_K);
+    tcase_add_test(layout, test_layout_k);
     tcase_add_test(layout, test_fits);
     suite_add_tcase(s, layout);
     TCase * kernels = tcase_create("tile and mul_mat");

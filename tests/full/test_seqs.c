@@ -35,11 +35,13 @@ static void free_model(void) {
     model = NULL;
 }
 
-static struct mg_session * new_session(bool flash_attn, int n_ctx) {
+// A session on 2 threads; the tests below vary the context, the cache's type
+// and flash attention.
+static struct mg_session * new_session(bool flash_attn, int n_ctx, enum mg_type kv_type) {
     struct mg_session_params p = mg_session_default_params();
     p.n_ctx      = n_ctx;
     p.n_threads  = 2;
-    p.kv_type    = MG_TYPE_F32;
+    p.kv_type    = kv_type;
     p.flash_attn = flash_attn;
     struct mg_session * s = mg_session_new(model, p);
     ck_assert_msg(s != NULL, "%s", mg_last_error());
@@ -65,7 +67,7 @@ static float max_abs_diff(const float * a, const float * b) {
 
 // The reference: sequence q alone, prompt then steps, one logits row per stage.
 static void decode_alone(bool fa, int q, float ref[N_STEPS + 1][N_VOCAB]) {
-    struct mg_session * s = new_session(fa, 128);
+    struct mg_session * s = new_session(fa, 128, MG_TYPE_F32);
     int32_t tokens[N_PROMPT];
     for (int i = 0; i < N_PROMPT; i++) tokens[i] = prompt_token(q, i);
     ck_assert_msg(mg_decode(s, tokens, N_PROMPT, false), "%s", mg_last_error());
@@ -90,7 +92,7 @@ static float (*references(bool fa))[N_STEPS + 1][N_VOCAB] {
 START_TEST(test_batch_of_sequences_equals_each_alone) {
     const bool fa = _i == 1;
     float (*ref)[N_STEPS + 1][N_VOCAB] = references(fa);
-    struct mg_session * s = new_session(fa, 128);
+    struct mg_session * s = new_session(fa, 128, MG_TYPE_F32);
     int32_t tok[N_SEQ * N_PROMPT], pos[N_SEQ * N_PROMPT], seq[N_SEQ * N_PROMPT];
     bool    keep[N_SEQ * N_PROMPT];
     // Interleaved, so each sequence's cells are spread over the cache.
@@ -132,7 +134,7 @@ END_TEST
 // and the other sequences go on as if nothing happened.
 START_TEST(test_remove_frees_cells) {
     float (*ref)[N_STEPS + 1][N_VOCAB] = references(false);
-    struct mg_session * s = new_session(false, 2 * N_PROMPT + 2);   // room for two prompts and a little
+    struct mg_session * s = new_session(false, 2 * N_PROMPT + 2, MG_TYPE_F32);   // room for two prompts and a little
     int32_t tok[2 * N_PROMPT], pos[2 * N_PROMPT], seq[2 * N_PROMPT];
     for (int q = 0; q < 2; q++) {
         for (int i = 0; i < N_PROMPT; i++) tok[q * N_PROMPT + i] = prompt_token(q, i), pos[q * N_PROMPT + i] = i,
@@ -172,7 +174,7 @@ END_TEST
 // suffix gets the logits of prefix + suffix decoded alone.
 START_TEST(test_shared_prefix_stored_once) {
     enum { N_PREFIX = 5, N_SUFFIX = 3 };
-    struct mg_session * s = new_session(false, 128);
+    struct mg_session * s = new_session(false, 128, MG_TYPE_F32);
     int32_t prefix[N_PREFIX];
     for (int i = 0; i < N_PREFIX; i++) prefix[i] = prompt_token(9, i);
     ck_assert(mg_decode(s, prefix, N_PREFIX, false));
@@ -190,7 +192,7 @@ START_TEST(test_shared_prefix_stored_once) {
     ck_assert_msg(mg_decode_batch(s, &suffixes), "%s", mg_last_error());
     ck_assert_int_eq(mg_session_cells_used(s), N_PREFIX + N_SEQ * N_SUFFIX);
     for (int q = 0; q < N_SEQ; q++) {
-        struct mg_session * alone = new_session(false, 128);
+        struct mg_session * alone = new_session(false, 128, MG_TYPE_F32);
         int32_t whole[N_PREFIX + N_SUFFIX];
         memcpy(whole, prefix, sizeof(prefix));
         for (int i = 0; i < N_SUFFIX; i++) whole[N_PREFIX + i] = step_token(q, i);
@@ -209,7 +211,7 @@ START_TEST(test_shared_prefix_stored_once) {
 END_TEST
 
 START_TEST(test_malformed_batch_changes_nothing) {
-    struct mg_session * s = new_session(false, 64);
+    struct mg_session * s = new_session(false, 64, MG_TYPE_F32);
     const int32_t t[2] = {1, 2}, p[2] = {0, 1}, bad_seq[2] = {0, MG_MAX_SEQ}, bad_pos[2] = {0, -1}, q[2] = {0, 0};
     const int32_t bad_tok[2] = {1, N_VOCAB};
     const struct {
@@ -275,20 +277,9 @@ struct shift_script {
     int step0;
 };
 
-static struct mg_session * new_session_kv(bool flash_attn, enum mg_type kv_type) {
-    struct mg_session_params p = mg_session_default_params();
-    p.n_ctx      = 64;
-    p.n_threads  = 2;
-    p.kv_type    = kv_type;
-    p.flash_attn = flash_attn;
-    struct mg_session * s = mg_session_new(model, p);
-    ck_assert_msg(s != NULL, "%s", mg_last_error());
-    return s;
-}
-
 // The steps' logits of a script; returns how many K-shifts the session ran.
 static int run_script(bool fa, enum mg_type kv_type, const struct shift_script * sc, float out[N_STEPS][N_VOCAB]) {
-    struct mg_session * s = new_session_kv(fa, kv_type);
+    struct mg_session * s = new_session(fa, 64, kv_type);
     int32_t tok[N_PROMPT], pos[N_PROMPT], seq[N_PROMPT];
     for (int i = 0; i < N_PROMPT; i++) {
         tok[i] = prompt_token(7, i);
@@ -386,7 +377,7 @@ END_TEST
 
 // Positions and cells after a shift, and what seq_add refuses.
 START_TEST(test_shift_positions_and_refusals) {
-    struct mg_session * s = new_session_kv(false, MG_TYPE_F32);
+    struct mg_session * s = new_session(false, 64, MG_TYPE_F32);
     int32_t tok[N_PROMPT];
     for (int i = 0; i < N_PROMPT; i++) tok[i] = prompt_token(3, i);
     ck_assert(mg_decode(s, tok, N_PROMPT, false));                   // positions 0..6
