@@ -113,6 +113,16 @@
 // unrolled, their arrays of accumulators and unpacked codes become registers.
 #define UNROLLED _Pragma("GCC unroll 8")
 
+// Call kernel(args..., nc) with nc as a constant 1..4: each column count gets
+// its own copy of the (always inlined) kernel, its column loops unrolled.
+#define WITH_CONST_COLS(nc, kernel, ...)                                 \
+    switch (nc) {                                   \
+    case 1: kernel(__VA_ARGS__, 1); break;          \
+    case 2: kernel(__VA_ARGS__, 2); break;          \
+    case 3: kernel(__VA_ARGS__, 3); break;          \
+    default: kernel(__VA_ARGS__, 4); break;         \
+    }
+
 // The two entry points of a kernel: vec_dot (one column) and vec_dot_cols
 // (n_cols columns, a copy of the kernel for each count).
 #define ENTRY_POINTS(name, kernel)                                                                        \
@@ -122,12 +132,7 @@
     void mg_vec_dot_cols_##name##_simd(int64_t n, float * s, const void * x, const void * y, size_t ys, \
                                        int nc) {                                                          \
         MG_ASSERT(nc >= 1 && nc <= MAX_COLS);                                                             \
-        switch (nc) {                                                                                     \
-        case 1: kernel(n, s, x, y, ys, 1); break;                                                         \
-        case 2: kernel(n, s, x, y, ys, 2); break;                                                         \
-        case 3: kernel(n, s, x, y, ys, 3); break;                                                         \
-        default: kernel(n, s, x, y, ys, 4); break;                                                        \
-        }                                                                                                 \
+        WITH_CONST_COLS(nc, kernel, n, s, x, y, ys);                                                      \
     }
 
 // The tile entry point of a type without a tile kernel: its vec_dot_cols, row by row.
@@ -1162,12 +1167,7 @@ KERNEL bool one_column_by_rows(enum mg_type type, int64_t n) {
             mg_vec_dot_tile_by_rows(mg_vec_dot_cols_##name##_simd, n, s, ss, x, xs, nr, y, ys, nc);            \
             return;                                                                                              \
         }                                                                                                        \
-        switch (nc) {                                                                                            \
-        case 1: tile_32(type, false, n, s, ss, x, xs, y, ys, 1); break;                                          \
-        case 2: tile_32(type, false, n, s, ss, x, xs, y, ys, 2); break;                                          \
-        case 3: tile_32(type, false, n, s, ss, x, xs, y, ys, 3); break;                                          \
-        default: tile_32(type, false, n, s, ss, x, xs, y, ys, 4); break;                                         \
-        }                                                                                                        \
+        WITH_CONST_COLS(nc, tile_32, type, false, n, s, ss, x, xs, y, ys);                                       \
     }
 
 ENTRY_POINTS_32(q4_0_q8_0, MG_TYPE_Q4_0)
@@ -1244,12 +1244,7 @@ ENTRY_POINTS_32(iq4_nl_q8_0, MG_TYPE_IQ4_NL)
 void mg_vec_dot_tile_q4_0x8_q8_0_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
                                       int nc) {
     MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
-    switch (nc) {
-    case 1: tile_32(MG_TYPE_Q4_0, true, n, s, ss, x, 0, y, ys, 1); break;
-    case 2: tile_32(MG_TYPE_Q4_0, true, n, s, ss, x, 0, y, ys, 2); break;
-    case 3: tile_32(MG_TYPE_Q4_0, true, n, s, ss, x, 0, y, ys, 3); break;
-    default: tile_32(MG_TYPE_Q4_0, true, n, s, ss, x, 0, y, ys, 4); break;
-    }
+    WITH_CONST_COLS(nc, tile_32, MG_TYPE_Q4_0, true, n, s, ss, x, 0, y, ys);
 }
 
 // ---------------------------------------------------------------------------
@@ -1640,12 +1635,7 @@ void mg_vec_dot_tile_q4_K_q8_K_simd(int64_t n, float * s, size_t ss, const void 
         mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_K_q8_K_simd, n, s, ss, x, xs, nr, y, ys, nc);
         return;
     }
-    switch (nc) {
-    case 1: tile_q4_K(false, false, n, s, ss, x, xs, y, ys, 1); break;
-    case 2: tile_q4_K(false, false, n, s, ss, x, xs, y, ys, 2); break;
-    case 3: tile_q4_K(false, false, n, s, ss, x, xs, y, ys, 3); break;
-    default: tile_q4_K(false, false, n, s, ss, x, xs, y, ys, 4); break;
-    }
+    WITH_CONST_COLS(nc, tile_q4_K, false, false, n, s, ss, x, xs, y, ys);
 }
 
 // The tile of a repacked Q4_K matrix (repack.c): always 8 rows, and one
@@ -1654,12 +1644,7 @@ void mg_vec_dot_tile_q4_K_q8_K_simd(int64_t n, float * s, size_t ss, const void 
 void mg_vec_dot_tile_q4_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
                                       int nc) {
     MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
-    switch (nc) {
-    case 1: tile_q4_K(true, false, n, s, ss, x, 0, y, ys, 1); break;
-    case 2: tile_q4_K(true, false, n, s, ss, x, 0, y, ys, 2); break;
-    case 3: tile_q4_K(true, false, n, s, ss, x, 0, y, ys, 3); break;
-    default: tile_q4_K(true, false, n, s, ss, x, 0, y, ys, 4); break;
-    }
+    WITH_CONST_COLS(nc, tile_q4_K, true, false, n, s, ss, x, 0, y, ys);
 }
 
 // The same tile in the order of ggml's repacked gemm (tile_block_q4_K,
@@ -1667,12 +1652,7 @@ void mg_vec_dot_tile_q4_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const voi
 void mg_gemm_tile_q4_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
                                    int nc) {
     MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
-    switch (nc) {
-    case 1: tile_q4_K(true, true, n, s, ss, x, 0, y, ys, 1); break;
-    case 2: tile_q4_K(true, true, n, s, ss, x, 0, y, ys, 2); break;
-    case 3: tile_q4_K(true, true, n, s, ss, x, 0, y, ys, 3); break;
-    default: tile_q4_K(true, true, n, s, ss, x, 0, y, ys, 4); break;
-    }
+    WITH_CONST_COLS(nc, tile_q4_K, true, true, n, s, ss, x, 0, y, ys);
 }
 
 // Q2_K repacked (repack.c, third drawing), ggml's q2_K_8x8 kernels, which
@@ -1762,23 +1742,13 @@ KERNEL void tile_q2_K(bool gemm, int64_t n, float * s, size_t ss, const void * x
 void mg_vec_dot_tile_q2_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
                                       int nc) {
     MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
-    switch (nc) {
-    case 1: tile_q2_K(false, n, s, ss, x, y, ys, 1); break;
-    case 2: tile_q2_K(false, n, s, ss, x, y, ys, 2); break;
-    case 3: tile_q2_K(false, n, s, ss, x, y, ys, 3); break;
-    default: tile_q2_K(false, n, s, ss, x, y, ys, 4); break;
-    }
+    WITH_CONST_COLS(nc, tile_q2_K, false, n, s, ss, x, y, ys);
 }
 
 void mg_gemm_tile_q2_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
                                    int nc) {
     MG_ASSERT(nc >= 1 && nc <= MAX_COLS);
-    switch (nc) {
-    case 1: tile_q2_K(true, n, s, ss, x, y, ys, 1); break;
-    case 2: tile_q2_K(true, n, s, ss, x, y, ys, 2); break;
-    case 3: tile_q2_K(true, n, s, ss, x, y, ys, 3); break;
-    default: tile_q2_K(true, n, s, ss, x, y, ys, 4); break;
-    }
+    WITH_CONST_COLS(nc, tile_q2_K, true, n, s, ss, x, y, ys);
 }
 
 // 16 in the bytes whose bit `bit` is set in qh, 0 elsewhere (the 5th bit of Q5_K).
