@@ -54,16 +54,20 @@ void mg_vec_dot_bf16(int64_t n, float * s, const void * vx, const void * vy) {
 // ggml_gemv/gemm_q4_0_8x8_q8_0 (arch/x86/repack.cpp), which per block scale
 // the exact sum S once, acc = fma(S, dW * dA, acc), one chain over the blocks.
 // (ggml's generic C adds (S * dW) * dA unfused: 1 ulp away at times.)
+// S = sum (q - 8) * a is added as sum q * a - 8 * sum a, the same integer:
+// ggml's spelling, ((q & 0xf) - 8) * a, is the loop GCC 12 vectorizes into VNNI
+// wrongly (tools/vnni_canary.c), and a reference must not depend on a flag.
 void mg_vec_dot_q4_0_q8_0(int64_t n, float * s, const void * vx, const void * vy) {
     const struct mg_block_q4_0 * x    = vx;
     const struct mg_block_q8_0 * y    = vy;
     float                        sumf = 0;
     for (int64_t b = 0; b < n / MG_QK4_0; b++) {
-        int sumi = 0;
+        int sumi = 0, suma = 0;
         for (int j = 0; j < MG_QK4_0 / 2; j++) {
-            sumi += ((x[b].qs[j] & 0xf) - 8) * y[b].qs[j];
-            sumi += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + MG_QK4_0 / 2];
+            sumi += (x[b].qs[j] & 0xf) * y[b].qs[j] + (x[b].qs[j] >> 4) * y[b].qs[j + MG_QK4_0 / 2];
+            suma += y[b].qs[j] + y[b].qs[j + MG_QK4_0 / 2];
         }
+        sumi -= 8 * suma;
         sumf = fmaf(mg_fp16_to_fp32(x[b].d) * mg_fp16_to_fp32(y[b].d), (float) sumi, sumf);
     }
     *s = sumf;

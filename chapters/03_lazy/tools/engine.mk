@@ -18,7 +18,19 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 # -ffp-contract=off: never fuse a*b+c into one rounding unless the code says
 # fmaf; quantization and ggml-matching results depend on it.
-ALL_CFLAGS = -std=c11 -Wall -Wextra $(WERROR) -ffp-contract=off -pthread $(CFLAGS) $(ARCH_CFLAGS) $(EXTRA_CFLAGS)
+ALL_CFLAGS = -std=c11 -Wall -Wextra $(WERROR) -ffp-contract=off -pthread $(CFLAGS) $(ARCH_CFLAGS) $(EXTRA_CFLAGS) $(NO_AUTO_VNNI)
+# NO_AUTO_VNNI, last so that no -march before it can undo it: GCC 12 turns
+# integer dot-product loops such as sum of ((x & 15) - 8) * y into VNNI's
+# vpdpbusd, which multiplies an unsigned byte by a signed one, and feeds it
+# the narrowed (x & 15) - 8 as unsigned: -8 counts as 248 (tools/vnni_canary.c
+# is the reproducer; -march=native on an AVX-VNNI or AVX512-VNNI CPU, or
+# -march=alderlake, icelake-server, sapphirerapids). So on x86, whenever the
+# flags name a -march or an -mavx option, the compiler is not allowed to pick
+# VNNI on its own; full/vec_simd.c, whose VNNI is written in intrinsics, gets it
+# back and has automatic vectorization off instead. (The chapters' portable
+# builds name no -march: baseline x86-64 has no VNNI to pick.)
+IS_X86       := $(shell $(CC) -dumpmachine 2> /dev/null | grep -qE '^(x86_64|i[3-6]86)' && echo 1)
+NO_AUTO_VNNI ?= $(if $(IS_X86),$(if $(filter -march=% -mavx%,$(CFLAGS) $(ARCH_CFLAGS) $(EXTRA_CFLAGS)),-mno-avx512vnni -mno-avxvnni))
 LDLIBS  = -lm -pthread
 
 BUILD   ?= build
