@@ -27,7 +27,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench quant-table asan tsan clean deps test-tools check-solutions \
+.PHONY: run test test-x86-levels tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench quant-table asan tsan clean deps test-tools check-solutions \
         fuzz fuzz-deps valgrind test-fuzz-regressions $(CHAPTER_DIRS)
 
 run: deps
@@ -119,6 +119,13 @@ graph: deps
 
 bench:
 	$(MAKE) -C full bench
+
+# The full engine built for other CPU levels (full/Makefile): x86-64-v3 (AVX2)
+# and x86-64-v4 (AVX-512), with gcc and, where it is installed, clang.
+test-x86-levels: deps
+	$(MAKE) -C full test-x86-levels
+	@if command -v clang > /dev/null; then $(MAKE) -C full test-x86-levels LEVEL_CC=clang; \
+	else echo "test-x86-levels: clang is not installed: its builds skipped"; fi
 
 # One step at a time (-j1): the speeds in the table are measured.
 quant-table:

@@ -218,17 +218,6 @@ static void forward_rms_norm(const struct mg_compute_params * p, struct mg_tenso
     }
 }
 
-//@+ full soft-max-exp-sum
-// 16 floats summed in the order of GCC's _mm512_reduce_add_ps: the upper 8
-// onto the lower 8, then 4 onto 4, then (0+2) + (1+3).
-static float sum16_as_reduce_add(const float * x) {
-    float t[8];
-    for (int i = 0; i < 8; i++) t[i] = x[i + 8] + x[i];
-    const float u0 = t[4] + t[0], u1 = t[5] + t[1], u2 = t[6] + t[2], u3 = t[7] + t[3];
-    return (u0 + u2) + (u1 + u3);
-}
-//@- full soft-max-exp-sum
-
 // softmax(x * scale + mask) per row: subtract the row's max before exp so
 // that no exp overflows, sum in double, multiply by the inverse
 // (ggml_compute_forward_soft_max_f32).
@@ -281,13 +270,13 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         }
 #endif //@old soft-max-exp
         //@+ full soft-max-exp
-        mg_exp_row(n, rd, w, max);   // eight lanes at a time (ops_simd.c), the same bits as row_expf
-        // ggml_vec_soft_max_f32 (AVX-512) adds each vector of 16 exps in float,
-        // as _mm512_reduce_add_ps does, and only those sums in double; the
-        // last n % 16 one by one. Summing all of them in double instead is
-        // 1 ulp away in 1 of ~30 probabilities (issue 9).
+        mg_exp_row(n, rd, w, max);   // the level's exp (ops_simd.h), eight lanes at a time
+        // ggml_vec_soft_max_f32 adds each vector of exps in float (16 on
+        // AVX-512, 8 on AVX2: MG_GGML_LANES), and only those sums in double;
+        // the last n % lanes one by one. Summing all of them in double instead
+        // is 1 ulp away in 1 of ~30 probabilities.
         int64_t i0 = 0;
-        for (; i0 + 16 <= n; i0 += 16) sum += (double) sum16_as_reduce_add(rd + i0);
+        for (; i0 + MG_GGML_LANES <= n; i0 += MG_GGML_LANES) sum += (double) mg_level_sum_lanes(rd + i0);
         for (; i0 < n; i0++) sum += (double) rd[i0];
         //@- full soft-max-exp
         const float inv_sum = (float) (1.0 / sum);

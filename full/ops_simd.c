@@ -8,6 +8,48 @@
 #include <math.h>
 #include <string.h>
 
+float mg_expf_avx2(float x) {
+    if (isnan(x)) return x;
+    const float shift = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, shift);
+    const float n = z - shift;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, 0x1.ffffecp-1f * b);
+    // ggml builds 2^n from z's bits: e = bits(z) << 23, k = e + bits(1.0f).
+    uint32_t zb, kb;
+    memcpy(&zb, &z, sizeof(zb));
+    const uint32_t e = zb << 23;
+    kb = e + 0x3f800000u;
+    float k;
+    memcpy(&k, &kb, sizeof(k));
+    if (fabsf(n) <= 126.0f) return fmaf(j, k, k);
+    if (fabsf(n) > 192.0f) return n > 0.0f ? INFINITY : 0.0f;   // s1 * s1 in ggml: overflows, or underflows to 0
+    // Near the ends of the float range, 2^n as the product of two powers s2 * s1.
+    const uint32_t g  = n <= 0.0f ? 0x82000000u : 0u;
+    const uint32_t b1 = g + 0x7f000000u, b2 = e - g;
+    float s1, s2;
+    memcpy(&s1, &b1, sizeof(s1));
+    memcpy(&s2, &b2, sizeof(s2));
+    return fmaf(s2, j, s2) * s1;
+}
+
+float mg_level_expf(float x) {
+    return MG_GGML_LANES == 8 ? mg_expf_avx2(x) : mg_expf(x);
+}
+
+float mg_level_sum_lanes(const float * x) {
+    float t[8];
+    if (MG_GGML_LANES == 16) {
+        for (int i = 0; i < 8; i++) t[i] = x[i + 8] + x[i];   // _mm512_reduce_add_ps: upper 8 onto lower 8
+    } else {
+        for (int i = 0; i < 8; i++) t[i] = x[i];
+    }
+    const float u0 = t[4] + t[0], u1 = t[5] + t[1], u2 = t[6] + t[2], u3 = t[7] + t[3];   // 4 onto 4
+    return (u0 + u2) + (u1 + u3);                                                        // (0+2) + (1+3)
+}
+
 #if defined(MG_SIMD)
 #include <immintrin.h>
 
@@ -38,31 +80,64 @@ static __m256 exp8(__m256 x) {
     }
     return r;
 }
+
+// mg_expf_avx2 on eight lanes: ggml_v_expf's AVX2 version, its common case
+// in vector form, and lanes with |n| > 126 from the scalar function.
+static __m256 exp8_avx2(__m256 x) {
+    const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
+    const __m256 n = _mm256_sub_ps(z, shift);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256  k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+    const __m256  u = _mm256_mul_ps(b, b);
+    const __m256  j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+        u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+    const __m256 in = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f), _CMP_LE_OQ);
+    __m256       r  = _mm256_fmadd_ps(j, k, k);
+    if (_mm256_movemask_ps(in) != 0xff) {   // rare: a lane near the ends of the float range
+        float xs[8], rs[8];
+        _mm256_storeu_ps(xs, x);
+        _mm256_storeu_ps(rs, r);
+        const int ok = _mm256_movemask_ps(in);
+        for (int l = 0; l < 8; l++) rs[l] = (ok >> l) & 1 ? rs[l] : mg_expf_avx2(xs[l]);
+        r = _mm256_loadu_ps(rs);
+    }
+    return r;
+}
+
+// The level's vector exp on eight lanes (mg_level_expf).
+static __m256 level_exp8(__m256 x) {
+    return MG_GGML_LANES == 8 ? exp8_avx2(x) : exp8(x);
+}
 #endif
 
 void mg_exp_row(int64_t n, float * y, const float * x, float shift) {
-    const int64_t vector_end = n - n % 16;
+    const int64_t vector_end = n - n % MG_GGML_LANES;
     int64_t i = 0;
 #if defined(MG_SIMD)
     const __m256 s = _mm256_set1_ps(shift);
-    for (; i < vector_end; i += 8) _mm256_storeu_ps(y + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+    for (; i < vector_end; i += 8) _mm256_storeu_ps(y + i, level_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
 #endif
-    for (; i < vector_end; i++) y[i] = mg_expf(x[i] - shift);
+    for (; i < vector_end; i++) y[i] = mg_level_expf(x[i] - shift);
     for (; i < n; i++) y[i] = expf(x[i] - shift);
 }
 
 void mg_swiglu_row(int64_t n, float * y, const float * x, const float * g) {
-    const int64_t vector_end = n - n % 16;
+    const int64_t vector_end = n - n % MG_GGML_LANES;
     int64_t i = 0;
 #if defined(MG_SIMD)
     const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
     for (; i < vector_end; i += 8) {
         const __m256 xv = _mm256_loadu_ps(x + i);
-        const __m256 e  = exp8(_mm256_sub_ps(zero, xv));
+        const __m256 e  = level_exp8(_mm256_sub_ps(zero, xv));
         _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_div_ps(xv, _mm256_add_ps(one, e)), _mm256_loadu_ps(g + i)));
     }
 #endif
-    for (; i < vector_end; i++) y[i] = x[i] / (1.0f + mg_expf(-x[i])) * g[i];
+    for (; i < vector_end; i++) y[i] = x[i] / (1.0f + mg_level_expf(-x[i])) * g[i];
     for (; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
 }
 

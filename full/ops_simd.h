@@ -8,11 +8,36 @@
 // unless the scalar code fuses them too. Tests compare the two bit for bit.
 #pragma once
 
+#include "vec_simd.h"
+
 #include <stdint.h>
 
+// The float lanes of ggml-cpu's vector loops (vec.cpp: softmax, SiLU, SwiGLU)
+// at the level full/ is compiled for. They decide three things: which elements
+// take the vector exp (the first n - n % lanes; the rest the C library's expf),
+// which vector exp that is (ggml_v_expf's AVX-512 and AVX2 versions round
+// differently), and how softmax adds one vector of exps in float before the
+// sum goes on in double. AVX-512 F + DQ: 16, as chapters 03-09 and the scalar
+// engine do; AVX2 + FMA: 8.
+#if defined(MG_SIMD) && !(defined(__AVX512F__) && defined(__AVX512DQ__))
+#define MG_GGML_LANES 8
+#else
+#define MG_GGML_LANES 16
+#endif
+
+// ggml_v_expf's AVX2 version, one value at a time: the split and polynomial of
+// mg_expf (the AVX-512 version), but the polynomial's last step leaves out the
+// 1, and the result is fma(j, 2^n, 2^n) rather than (j + 1) * 2^n.
+float mg_expf_avx2(float x);
+// The level's vector exp, one value: mg_expf, or mg_expf_avx2 where MG_GGML_LANES is 8.
+float mg_level_expf(float x);
+// MG_GGML_LANES floats summed in the order of the level's horizontal add
+// (GCC's _mm512_reduce_add_ps; AVX2: the halves, then pairs, as ggml writes it).
+float mg_level_sum_lanes(const float * x);
+
 // y[i] = e^(x[i] - shift), as ggml's softmax and SiLU loops compute it: the
-// vector exp for the first n - n % 16 elements, the C library's expf for the
-// rest (mg_compute_forward's row rule).
+// level's vector exp for the first n - n % MG_GGML_LANES elements, the C
+// library's expf for the rest.
 void mg_exp_row(int64_t n, float * y, const float * x, float shift);
 
 // y[i] = x[i] / (1 + e^-x[i]) * g[i]: SwiGLU, with the same exp row rule.

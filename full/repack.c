@@ -370,11 +370,11 @@ void mg_unpack_q2_K(void * dst, const void * src, int64_t n, int64_t rows) {
 // Either type
 
 bool mg_repack_fits(const struct mg_tensor * t) {
-    return mg_repack_q4_0_fits(t) || mg_repack_q4_K_fits(t) || mg_repack_q2_K_fits(t);
+    return mg_repack_q4_0_fits(t) || mg_repack_q4_K_fits(t) || (MG_REPACK_Q2_K && mg_repack_q2_K_fits(t));
 }
 
 void mg_repack(void * dst, const struct mg_tensor * t) {
-    MG_ASSERT(mg_repack_fits(t));
+    MG_ASSERT(mg_repack_q4_0_fits(t) || mg_repack_q4_K_fits(t) || mg_repack_q2_K_fits(t));
     if (t->type == MG_TYPE_Q4_K) mg_repack_q4_K(dst, t->data, t->ne[0], t->ne[1]);
     else if (t->type == MG_TYPE_Q2_K) mg_repack_q2_K(dst, t->data, t->ne[0], t->ne[1]);
     else mg_repack_q4_0(dst, t->data, t->ne[0], t->ne[1]);

@@ -58,7 +58,16 @@ void mg_gemm_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y);
 void mg_gemv_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y);
 void mg_gemm_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y);
 
-// Any type above, for the loader and mul_mat: does t qualify, repack it into
+// llama.cpp repacks Q2_K only where it has AVX-512 (ggml_cpu_has_avx512); its
+// AVX2 build keeps the file's layout and ggml_vec_dot_q2_K_q8_K's order.
+#if defined(__AVX512F__)
+#define MG_REPACK_Q2_K 1
+#else
+#define MG_REPACK_Q2_K 0
+#endif
+
+// Any type above, for the loader and mul_mat (Q2_K where MG_REPACK_Q2_K): does
+// t qualify, repack it into
 // dst (mg_nbytes(t) bytes), and the tile of its type (and its reference).
 bool mg_repack_fits(const struct mg_tensor * t);
 void mg_repack(void * dst, const struct mg_tensor * t);

@@ -95,6 +95,14 @@
 // tiles bit-identical to vec_dot).
 #include "vec.h"
 
+// The features this file was compiled with, for cpu_level.c's check at start;
+// where no SIMD twin is compiled (vec_simd.h), the kernels are vec.c's.
+#if !defined(MG_SIMD)
+#define MG_SCALAR_KERNELS 1
+#endif
+#define MG_CPU_FEATURES_DEFINE mg_cpu_features_kernels
+#include "cpu_level.h"
+
 #if defined(MG_SIMD)
 
 #include <immintrin.h>

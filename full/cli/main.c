@@ -1,6 +1,7 @@
 //@file full
 // main.c - mg: one binary, one command per job (like git).
 #include "cli.h"
+#include "cpu_level.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,8 +26,20 @@ static const struct {
 enum { N_COMMANDS = sizeof(commands) / sizeof(commands[0]) };
 
 static void usage(FILE * f) {
-    fprintf(f, "usage: mg COMMAND [options]     (mg COMMAND --help for its options)\n\ncommands:\n");
+    fprintf(f, "usage: mg COMMAND [options]     (mg COMMAND --help for its options; mg --version)\n\ncommands:\n");
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);
+}
+
+// The instruction-set level the kernels were compiled for (cpu_level.h) and
+// their features: which golden set the tests compare with.
+static int print_version(void) {
+    printf("mg (minigml): level %s, compiled with", mg_cpu_level());
+    const uint32_t features = mg_cpu_features_kernels | mg_cpu_features_engine;
+    for (uint32_t bit = 1; bit != 0 && bit <= features; bit <<= 1) {
+        if (features & bit) printf(" %s", mg_cpu_feature_name(bit));
+    }
+    printf(features == 0 ? " the baseline only\n" : "\n");
+    return 0;
 }
 
 int main(int argc, char ** argv) {
@@ -34,6 +47,7 @@ int main(int argc, char ** argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
     }
+    if (strcmp(argv[1], "--version") == 0) return print_version();
     for (int i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
     }

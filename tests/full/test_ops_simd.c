@@ -29,8 +29,8 @@ START_TEST(test_exp_row_matches_scalar) {
             const float shift = x[0] * 0.5f;
             mg_exp_row(n, y, x, shift);
             for (int i = 0; i < n; i++) {
-                // The row rule: the vector exp for the first n - n % 16, libm after.
-                const float want = i < n - n % 16 ? mg_expf(x[i] - shift) : expf(x[i] - shift);
+                // The row rule: the level's vector exp for the first n - n % lanes, libm after.
+                const float want = i < n - n % MG_GGML_LANES ? mg_level_expf(x[i] - shift) : expf(x[i] - shift);
                 ck_assert_msg(same_bits(y[i], want), "n %d i %d x %a: %a, want %a", n, i, (double) x[i],
                               (double) y[i], (double) want);
             }
@@ -45,12 +45,34 @@ START_TEST(test_exp_row_edges) {
     float y[16];
     mg_exp_row(16, y, x, 0.0f);
     for (int i = 0; i < 16; i++) {
-        ck_assert_msg(same_bits(y[i], mg_expf(x[i])), "x %a: %a, want %a", (double) x[i], (double) y[i],
-                      (double) mg_expf(x[i]));
+        ck_assert_msg(same_bits(y[i], mg_level_expf(x[i])), "x %a: %a, want %a", (double) x[i], (double) y[i],
+                      (double) mg_level_expf(x[i]));
     }
     ck_assert(y[12] == 0.0f);          // e^-inf
     ck_assert(isinf(y[11]));           // e^inf
     ck_assert(y[0] == 1.0f);           // e^0, exactly
+}
+END_TEST
+
+// ggml_v_expf's two x86 versions (mg_expf: AVX-512, mg_expf_avx2: AVX2) are
+// both within 3 ulp of e^x over the normal range, and yet round apart often
+// enough to matter: that is why each level has its own golden set.
+static double ulps_from_exp(float got, float x) {
+    const double want = exp((double) x);
+    return fabs((double) got - want) / ((double) nextafterf((float) want, INFINITY) - (float) want);
+}
+
+START_TEST(test_expf_versions) {
+    int differ = 0;
+    for (float x = -87.0f; x < 88.0f; x += 0.01171875f) {
+        ck_assert_msg(ulps_from_exp(mg_expf(x), x) <= 3.0, "mg_expf(%a) = %a", (double) x, (double) mg_expf(x));
+        ck_assert_msg(ulps_from_exp(mg_expf_avx2(x), x) <= 3.0, "mg_expf_avx2(%a) = %a", (double) x,
+                      (double) mg_expf_avx2(x));
+        differ += !same_bits(mg_expf(x), mg_expf_avx2(x));
+    }
+    ck_assert_int_gt(differ, 100);   // of about 15000
+    ck_assert(mg_expf_avx2(-INFINITY) == 0.0f && isinf(mg_expf_avx2(INFINITY)) && mg_expf_avx2(0.0f) == 1.0f);
+    ck_assert(mg_expf_avx2(-100.0f) > 0.0f && ulps_from_exp(mg_expf_avx2(88.5f), 88.5f) <= 3.0);   // |n| > 126
 }
 END_TEST
 
@@ -62,7 +84,7 @@ START_TEST(test_swiglu_row_matches_scalar) {
         fill(g, n, &rng, -3.0f, 3.0f);
         mg_swiglu_row(n, y, x, g);
         for (int i = 0; i < n; i++) {
-            const float e    = i < n - n % 16 ? mg_expf(-x[i]) : expf(-x[i]);
+            const float e    = i < n - n % MG_GGML_LANES ? mg_level_expf(-x[i]) : expf(-x[i]);
             const float want = x[i] / (1.0f + e) * g[i];
             ck_assert_msg(same_bits(y[i], want), "n %d i %d: %a, want %a", n, i, (double) y[i], (double) want);
         }
@@ -127,6 +149,7 @@ Suite * mg_test_suite(void) {
     TCase * tc = tcase_create("ops_simd");
     tcase_add_test(tc, test_exp_row_matches_scalar);
     tcase_add_test(tc, test_exp_row_edges);
+    tcase_add_test(tc, test_expf_versions);
     tcase_add_test(tc, test_swiglu_row_matches_scalar);
     tcase_add_test(tc, test_rope_pairs_matches_scalar_and_works_in_place);
     tcase_add_test(tc, test_weighted_rows_add_matches_scalar);
