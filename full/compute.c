@@ -285,7 +285,7 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         // ggml_vec_soft_max_f32 (AVX-512) adds each vector of 16 exps in float,
         // as _mm512_reduce_add_ps does, and only those sums in double; the
         // last n % 16 one by one. Summing all of them in double instead is
-        // 1 ulp away in 1 of ~30 probabilities (issue 9).
+        // 1 ulp away in 1 of ~30 probabilities, which matters (docs/numerics.md).
         int64_t i0 = 0;
         for (; i0 + 16 <= n; i0 += 16) sum += (double) sum16_as_reduce_add(rd + i0);
         for (; i0 < n; i0++) sum += (double) rd[i0];

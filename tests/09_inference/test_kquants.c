@@ -2,7 +2,7 @@
 // their dot products.
 //
 // The block layouts are checked by a decoder written from the index formulas
-// of docs/FACTS.md 2.4 (kquant_elems.h), independently of full/quants_k.c.
+// of docs/formats.md 2.4 (kquant_elems.h), independently of full/quants_k.c.
 // Chapter 09 only reads Q4_K and Q6_K: the dot products run on the blocks
 // llama-quantize wrote into the Q4_K_M fixture. The Q4_K/Q6_K quantizers are
 // full/'s, tested in tests/full/test_kquants_quantize.c; Q8_0 quantizing
@@ -114,7 +114,7 @@ START_TEST(test_k_block_sizes) {
     ck_assert_int_eq(mg_blck_size(MG_TYPE_Q6_K), 256);
     ck_assert_int_eq(mg_blck_size(MG_TYPE_Q8_K), 256);
     ck_assert_uint_eq(mg_row_size(MG_TYPE_Q4_K, 768), 3 * 144);
-    // Field order (FACTS 2.4): Q4_K has d first, Q6_K at the end.
+    // Field order (docs/formats.md 2.4): Q4_K has d first, Q6_K at the end.
     ck_assert_uint_eq(offsetof(struct mg_block_q4_K, d), 0);
     ck_assert_uint_eq(offsetof(struct mg_block_q4_K, dmin), 2);
     ck_assert_uint_eq(offsetof(struct mg_block_q4_K, scales), 4);
@@ -408,7 +408,7 @@ START_TEST(test_vec_dot_bf16_accuracy) {
 }
 END_TEST
 
-// FACTS 2.6 to the bit. Q4_K: per super-block, 8 int lanes (element e into
+// docs/formats.md 2.6 to the bit. Q4_K: per super-block, 8 int lanes (element e into
 // lane e % 8) times (dW * dA) added to 8 float lanes; mins subtracted per
 // super-block as (dminW * dA) * sum_j bsums_j * m_{j/2}; lanes added at the end.
 //

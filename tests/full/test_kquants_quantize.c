@@ -2,7 +2,7 @@
 // has (chapter 09 reads K-quant weights; mg quantize and mg mkmodel write
 // them). Moved from tests/09_inference/test_kquants.c with them.
 //
-// Checked against a decoder written from docs/FACTS.md 2.4 (kquant_elems.h)
+// Checked against a decoder written from docs/formats.md 2.4 (kquant_elems.h)
 // and against the fixture models, which llama-quantize made from
 // tiny-f32.gguf: quantizing tiny-f32's tensors here must give the same bytes.
 #include "harness.h"
