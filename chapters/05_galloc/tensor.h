@@ -212,6 +212,13 @@ bool    mg_is_contiguous (const struct mg_tensor * t);   // strides are exactly 
 bool    mg_is_transposed (const struct mg_tensor * t);   // nb[0] > nb[1]
 bool    mg_are_same_shape(const struct mg_tensor * a, const struct mg_tensor * b);
 
+// A shape as text: the first n_dims sizes of ne, joined by sep, in brackets.
+// "[4,3,1,1]" for the exec trace and the DOT boxes (all four, sep ","),
+// "[768, 768]" for mg info and mg quantize (sep ", "). Writes into buf
+// (MG_SHAPE_STR_MAX bytes hold any shape) and returns it.
+enum { MG_SHAPE_STR_MAX = 96 };
+const char * mg_shape_str(const int64_t * ne, int n_dims, const char * sep, char * buf, size_t size);
+
 // ---------------------------------------------------------------------------
 // Views: new headers over the same bytes (ggml_view_*, ggml_reshape_*,
 // ggml_transpose, ggml_permute). None of them copies or computes anything.

@@ -409,8 +409,7 @@ static float   rt_x[RT_N], rt_y[RT_N];
 static uint8_t rt_q[RT_N * 2];
 
 static void quantize_gaussian(const struct qtype * t, uint64_t seed) {
-    uint64_t rng = seed;
-    for (int i = 0; i < RT_N; i++) rt_x[i] = mg_test_rand_normal(&rng);
+    mg_test_fill_normal(rt_x, RT_N, &seed);
     const struct mg_type_traits * tr = mg_get_type_traits(t->type);
     tr->from_float(rt_x, rt_q, RT_N);
     tr->to_float(rt_q, rt_y, RT_N);
@@ -449,9 +448,7 @@ START_TEST(test_round_trip_rms) {
     for (int i = 0; i < N_QTYPES; i++) {
         const struct qtype * t = &QTYPES[i];
         quantize_gaussian(t, 200 + (uint64_t) i);
-        double se = 0;
-        for (int e = 0; e < RT_N; e++) se += ((double) rt_y[e] - rt_x[e]) * ((double) rt_y[e] - rt_x[e]);
-        const double rms   = sqrt(se / RT_N);
+        const double rms   = mg_test_rms_error(rt_x, rt_y, RT_N);
         const double bound = 1.5 * ldexp(1, -t->code_bits);
         ck_assert_msg(rms <= bound, "%s: RMS error %g above 1.5 * 2^-%d = %g", t->name, rms, t->code_bits, bound);
     }
