@@ -274,7 +274,7 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         // ggml_vec_soft_max_f32 adds each vector of exps in float (16 on
         // AVX-512, 8 on AVX2: MG_GGML_LANES), and only those sums in double;
         // the last n % lanes one by one. Summing all of them in double instead
-        // is 1 ulp away in 1 of ~30 probabilities.
+        // is 1 ulp away in 1 of ~30 probabilities, which matters (docs/numerics.md).
         int64_t i0 = 0;
         for (; i0 + MG_GGML_LANES <= n; i0 += MG_GGML_LANES) sum += (double) mg_level_sum_lanes(rd + i0);
         for (; i0 < n; i0++) sum += (double) rd[i0];
@@ -479,53 +479,51 @@ static void mul_mat_gemm_float(const struct mg_compute_params * p, struct mg_ten
 // serves b's matrices i02*r2 .. i02*r2 + r2-1 (broadcasting, as in GQA).
 // Each share takes whole rows of a, so a dot product is never split between
 // threads and the result does not depend on the thread count.
+#if 0 //@old 03..06 mul-mat-f32
 static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * a = dst->src[0];
-    //@+ full mul-mat-tiled
-    // full/ hands the work to mul_mat_tiled (above), which takes b and the
-    // broadcast ratios itself; the chapters' row loop below is not compiled here.
-    //@- full mul-mat-tiled
-#if 0 //@old 03..09 mul-mat-rows
     const struct mg_tensor * b = dst->src[1];
     const int64_t r2 = b->ne[2] / a->ne[2];
     const int64_t r3 = b->ne[3] / a->ne[3];
-#endif //@old mul-mat-rows
     MG_ASSERT(a->nb[0] == mg_type_size(a->type) && "rows of a must be contiguous");
-#if 0 //@old 03..06 mul-mat-f32
     MG_ASSERT(a->type == MG_TYPE_F32 && "until chapter 07, mul_mat multiplies F32 only");
     MG_ASSERT(b->nb[0] == sizeof(float) && "rows of b must be contiguous");
-#endif //@old mul-mat-f32
-    //@+ 07 mul-mat-traits
-    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(a->type);
-    MG_ASSERT(cpu != NULL && cpu->vec_dot != NULL && "no dot product for this weight type");
-    //@- 07 mul-mat-traits
-    //@+ full gemm-float
-    if (mul_mat_takes_gemm_float(a, dst->src[1], cpu)) {
-        mul_mat_gemm_float(p, dst, cpu);
-        return;
-    }
-    //@- full gemm-float
-    //@+ full mul-mat-tiled
-    mul_mat_tiled(p, dst, cpu);
-    //@- full mul-mat-tiled
-#if 0 //@old 03..09 mul-mat-loop
     int64_t r0, r1;
     mg_split_rows(a->ne[1], p->ith, p->nth, &r0, &r1);
     for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {
         for (int64_t i12 = 0; i12 < b->ne[2]; i12++) {
             for (int64_t i11 = 0; i11 < b->ne[1]; i11++) {
-#if 0 //@old 03..06 mul-mat-f32
                 const float * b_row = (const float *) row_ptr(b, i11, i12, i13);
+                float * out = (float *) row_ptr(dst, i11, i12, i13);
+                for (int64_t i01 = r0; i01 < r1; i01++) {
+                    const char * a_row = row_ptr(a, i01, i12 / r2, i13 / r3);
+                    dot_f32(a->ne[0], &out[i01], (const float *) a_row, b_row);
+                }
+            }
+        }
+    }
+}
 #endif //@old mul-mat-f32
+#if 0 //@old 07..09 mul-mat-rows
+static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a = dst->src[0];
+    const struct mg_tensor * b = dst->src[1];
+    const int64_t r2 = b->ne[2] / a->ne[2];
+    const int64_t r3 = b->ne[3] / a->ne[3];
+    MG_ASSERT(a->nb[0] == mg_type_size(a->type) && "rows of a must be contiguous");
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(a->type);
+    MG_ASSERT(cpu != NULL && cpu->vec_dot != NULL && "no dot product for this weight type");
+    int64_t r0, r1;
+    mg_split_rows(a->ne[1], p->ith, p->nth, &r0, &r1);
+    for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {
+        for (int64_t i12 = 0; i12 < b->ne[2]; i12++) {
+            for (int64_t i11 = 0; i11 < b->ne[1]; i11++) {
                 //@+ 07 mul-mat-b-row
                 const char * b_row = mul_mat_b_row(p, b, cpu->vec_dot_type, i11, i12, i13);
                 //@- 07 mul-mat-b-row
                 float * out = (float *) row_ptr(dst, i11, i12, i13);
                 for (int64_t i01 = r0; i01 < r1; i01++) {
                     const char * a_row = row_ptr(a, i01, i12 / r2, i13 / r3);
-#if 0 //@old 03..06 mul-mat-f32
-                    dot_f32(a->ne[0], &out[i01], (const float *) a_row, b_row);
-#endif //@old mul-mat-f32
                     //@+ 07 mul-mat-vec-dot
                     cpu->vec_dot(a->ne[0], &out[i01], a_row, b_row);
                     //@- 07 mul-mat-vec-dot
@@ -533,8 +531,25 @@ static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor
             }
         }
     }
-#endif //@old mul-mat-loop
 }
+#endif //@old mul-mat-rows
+//@+ full mul-mat-tiled
+// full/ keeps the contract and changes the walk: float weights with a batch
+// of columns go to tinyBLAS's order (mul_mat_gemm_float), everything else to
+// tiles of 8 rows x 4 columns (mul_mat_tiled); both take b, the broadcast
+// ratios and each share's whole tiles of rows themselves.
+static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a = dst->src[0];
+    MG_ASSERT(a->nb[0] == mg_type_size(a->type) && "rows of a must be contiguous");
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(a->type);
+    MG_ASSERT(cpu != NULL && cpu->vec_dot != NULL && "no dot product for this weight type");
+    if (mul_mat_takes_gemm_float(a, dst->src[1], cpu)) {
+        mul_mat_gemm_float(p, dst, cpu);
+        return;
+    }
+    mul_mat_tiled(p, dst, cpu);
+}
+//@- full mul-mat-tiled
 
 // ---------------------------------------------------------------------------
 // Copies and lookups

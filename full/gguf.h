@@ -10,7 +10,7 @@
 //     mg_gguf_close(g);
 //
 // A GGUF file is: header, key/value metadata, tensor infos, padding, tensor
-// data (layout in docs/FACTS.md section 1). mg_gguf_open validates all of it
+// data (layout in docs/formats.md section 1). mg_gguf_open validates all of it
 // before returning, so later code can trust every count, length and offset.
 // Every failure is NULL plus an mg_last_error() message that names the file,
 // the field and its byte offset.

@@ -28,14 +28,10 @@ void mg_memory_model_count(struct mg_memory_model * mm, const struct mg_context 
     }
 }
 
-static double mib(size_t bytes) {
-    return (double) bytes / (1024.0 * 1024.0);
-}
-
 void mg_memory_model_print(FILE * f, const struct mg_memory_model * mm) {
     fprintf(f, "mg: memory model     = %12s  %10s  what points into it\n", "bytes", "MiB");
     for (int r = 0; r < MG_MEM_N; r++) {
-        fprintf(f, "mg:   %-22s %10zu  %10.2f ", mm->region[r].name, mm->region[r].bytes, mib(mm->region[r].bytes));
+        fprintf(f, "mg:   %-22s %10zu  %10.2f ", mm->region[r].name, mm->region[r].bytes, mg_mib(mm->region[r].bytes));
         bool any = false;
         for (int from = 0; from < MG_MEM_N; from++) {
             if (mm->pointers[from][r] == 0) continue;
@@ -96,7 +92,7 @@ static void draw_region(struct mg_svg * svg, const struct mg_memory_model * mm, 
     mg_svg_rect(svg, b.x + 8, b.y + BOX_H - 16, bar > 1 ? bar : 1, 8, "#666666", NULL, NULL);
     mg_svg_text(svg, b.x + 8, b.y + 18, 12, "start", "%s", mm->region[r].name);
     if (mm->region[r].bytes >= 1024 * 1024) {
-        mg_svg_text(svg, b.x + 8, b.y + 36, 11, "start", "%zu bytes (%.2f MiB)", mm->region[r].bytes, mib(mm->region[r].bytes));
+        mg_svg_text(svg, b.x + 8, b.y + 36, 11, "start", "%zu bytes (%.2f MiB)", mm->region[r].bytes, mg_mib(mm->region[r].bytes));
     } else {
         mg_svg_text(svg, b.x + 8, b.y + 36, 11, "start", "%zu bytes (%.1f KiB)", mm->region[r].bytes,
                     (double) mm->region[r].bytes / 1024.0);
@@ -127,7 +123,7 @@ bool mg_memory_model_dump_svg(const struct mg_memory_model * mm, const char * pa
         total += mm->region[r].bytes;
     }
     mg_svg_text(&svg, LEFT_X, 24, 14, "start", "The memory of a run: %.2f MiB in %d regions (bars: size against the largest)",
-                mib(total), (int) MG_MEM_N);
+                mg_mib(total), (int) MG_MEM_N);
     mg_svg_text(&svg, LEFT_X, 60, 11, "start", "tensor headers (struct mg_tensor, in arenas)");
     mg_svg_text(&svg, RIGHT_X, 42, 11, "start", "the bytes their data pointers reach");
     for (int r = 0; r < MG_MEM_N; r++) draw_region(&svg, mm, (enum mg_mem_region) r, largest);

@@ -54,5 +54,10 @@ void mg_memory_model_count(struct mg_memory_model * mm, const struct mg_context 
 // The region holding address p, or MG_MEM_N if none does.
 enum mg_mem_region mg_memory_model_find(const struct mg_memory_model * mm, const void * p);
 
+// Bytes in MiB (2^20), the unit of every size mg prints beside the bytes.
+static inline double mg_mib(size_t bytes) {
+    return (double) bytes / (1024.0 * 1024.0);
+}
+
 void mg_memory_model_print(FILE * f, const struct mg_memory_model * mm);
 bool mg_memory_model_dump_svg(const struct mg_memory_model * mm, const char * path);

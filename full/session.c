@@ -8,17 +8,16 @@
 //@+ full memory-model
 #include "gguf.h"
 #include "memmap.h"
-#include "timeline.h"
 //@- full memory-model
 #include "plan.h"
 #include "threadpool.h"
+#include "timeline.h"
 #include "trace.h"
 #include "vocab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 struct mg_session {
@@ -60,12 +59,6 @@ struct mg_session {
     struct mg_timeline *    timeline;   // what mg_session_set_timeline gave, for the drawings' times
     //@- full dot-extras
 };
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
 
 struct mg_session_params mg_session_default_params(void) {
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -226,7 +219,7 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
                  n_tokens == 1 ? "" : "s", pos0, n_tokens == 1 ? "" : "..", n_kv);
         //@- full seqs
     }
-    const double t0 = now_ms();
+    const double t0 = mg_time_ms();
     // The can_reuse test: the same shape gives the same graph, and a graph
     // reads everything that changes between steps from its inputs.
     if (s->graph != NULL && n_tokens == s->graph_n_tokens && n_kv == s->graph_n_kv &&
@@ -241,7 +234,7 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
         return false;
     }
     set_inputs(s, tokens, n_tokens);
-    const double t1 = now_ms();
+    const double t1 = mg_time_ms();
     //@+ full eval-callback-run
     if (s->params.cb_eval != NULL) {
         compute_observed(s);
@@ -251,7 +244,7 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
     //@+ full eval-callback-end
     }
     //@- full eval-callback-end
-    const double t2 = now_ms();
+    const double t2 = mg_time_ms();
     s->stats.t_build_ms += t1 - t0;
     s->stats.t_compute_ms += t2 - t1;
 
@@ -402,7 +395,7 @@ static bool apply_k_shift(struct mg_session * s) {
         mg_set_error("K-shift: cannot allocate its graph");
         return false;
     }
-    const double       t0    = now_ms();
+    const double       t0    = mg_time_ms();
     struct mg_cgraph * g     = mg_new_graph_custom(ctx, size);
     // The rotation the model's graph gives keys (qwen3.c): NEOX pairs, n_rot = head_dim.
     struct mg_tensor * shift = mg_kv_cache_build_shift(ctx, g, s->kv, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base,
@@ -419,7 +412,7 @@ static bool apply_k_shift(struct mg_session * s) {
         mg_kv_cache_reset_shift(s->kv);
         s->stats.n_k_shifts++;
         mg_trace(MG_TRACE_KV, "K-shift: %d layers' keys rotated, %d nodes, %zu bytes of compute buffer, %.2f ms",
-                 hp->n_layer, g->n_nodes, mg_gallocr_get_buffer_size(ga), now_ms() - t0);
+                 hp->n_layer, g->n_nodes, mg_gallocr_get_buffer_size(ga), mg_time_ms() - t0);
     } else {
         char cause[256];
         snprintf(cause, sizeof(cause), "%s", mg_last_error());

@@ -1,7 +1,7 @@
 //@file full
 // unicode_nfc.c - NFC: decompose, order the marks, compose (unicode_nfc.h).
 #include "unicode_nfc.h"
-#include "mg.h"
+#include "tensor.h"   // MG_ASSERT
 #include "unicode.h"
 
 #include <stdbool.h>

@@ -10,8 +10,8 @@
 //    matter how the lanes split it up.
 //
 // 2. The float part is a fixed order: the order of llama.cpp's x86 build on
-//    the machine it was built for (issue 9: an ulp anywhere flips a later
-//    activation rounding). Float rows: ggml-cpu/vec.cpp with the mapping of
+//    the machine it was built for (an ulp anywhere flips a later activation
+//    rounding: docs/numerics.md). Float rows: ggml-cpu/vec.cpp with the mapping of
 //    simd-mappings.h the ISA picks (AVX-512 here), and its AVX512-BF16 path
 //    for BF16. Q8_0, Q4_1, Q5_0, Q5_1, Q6_K, Q2_K, Q3_K, Q5_K: the AVX2 paths
 //    of ggml-cpu/arch/x86/quants.c, each block's 8 int lane sums FMA'd into 8
@@ -36,7 +36,7 @@
 //    tinyBLAS (llamafile sgemm), which adds in another order (one 16-lane
 //    accumulator per output), so full/ gives them to gemm_float.c instead of
 //    these tiles, and breaks this rule on purpose: there a batch equals
-//    llama.cpp's batch, not one token at a time (issue 9).
+//    llama.cpp's batch, not one token at a time (docs/numerics.md, item 4).
 //
 // The activation converters (F32 -> F16, BF16, Q8_0, Q8_1, Q8_K) give the
 // same bits as their scalar references for finite input.
@@ -443,7 +443,7 @@ void mg_quantize_row_q8_K_simd(const float * x, void * vy, int64_t n) {
 // The leftover n % STEP elements are added one by one. llama.cpp built for
 // this machine (-march=native, AVX-512) takes the second: a kq dot of 64 or a
 // V row of the cache summed in the other order is 1 ulp away at times, and
-// that flips a later activation rounding (issue 9).
+// that flips a later activation rounding (docs/numerics.md).
 // ---------------------------------------------------------------------------
 
 #define F32_LANES 8

@@ -82,7 +82,7 @@ enum mg_special_token {
 // Making a vocabulary
 // ---------------------------------------------------------------------------
 
-// From an opened GGUF (the tokenizer.* keys; docs/FACTS.md section 4.1). The
+// From an opened GGUF (the tokenizer.* keys; docs/tokenizer.md section 1). The
 // vocabulary keeps copies, so the file may be closed afterwards. NULL, with
 // mg_last_error() naming the key and the problem, for bad or unsupported
 // metadata (a tokenizer that is not "gpt2", an unknown pre-tokenizer, ...).
@@ -134,7 +134,7 @@ int32_t mg_vocab_eot(const struct mg_vocab * vocab);
 bool    mg_vocab_add_bos(const struct mg_vocab * vocab);
 bool    mg_vocab_add_eos(const struct mg_vocab * vocab);
 
-// End of generation (docs/FACTS.md 4.2): eos, eot, eom, the FIM pad/rep/sep
+// End of generation (docs/tokenizer.md section 2): eos, eot, eom, the FIM pad/rep/sep
 // tokens, and every token whose text is on llama.cpp's list of end-of-turn
 // texts ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", ...).
 bool mg_vocab_is_eog(const struct mg_vocab * vocab, int32_t token);

@@ -1,4 +1,4 @@
-// kquant_elems.h - a Q4_K / Q6_K decoder written from docs/FACTS.md 2.4, one
+// kquant_elems.h - a Q4_K / Q6_K decoder written from docs/formats.md 2.4, one
 // element at a time, independently of full/quants_k.c (for
 // tests/09_inference/test_kquants.c and tests/full/test_kquants_quantize.c).
 #pragma once
@@ -6,7 +6,7 @@
 #include "quants.h"
 
 // ---------------------------------------------------------------------------
-// A decoder written from FACTS 2.4, one element at a time. For element e,
+// A decoder written from docs/formats.md 2.4, one element at a time. For element e,
 // value = step * q - offset.
 // ---------------------------------------------------------------------------
 

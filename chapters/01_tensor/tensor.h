@@ -31,7 +31,7 @@
 #define MG_MAX_OP_PARAMS 64   // bytes of per-op parameters stored in the tensor
 
 // ---------------------------------------------------------------------------
-// Bugs and bad input are different things (see DESIGN.md, "two error channels").
+// Bugs and bad input are different things, with two error channels.
 //
 // MG_ASSERT is for bugs: a broken invariant inside the engine. It prints the
 // file, the line and the condition, then aborts (ggml's GGML_ASSERT).

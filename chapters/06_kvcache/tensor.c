@@ -238,6 +238,15 @@ bool mg_are_same_shape(const struct mg_tensor * a, const struct mg_tensor * b) {
     return a->ne[0] == b->ne[0] && a->ne[1] == b->ne[1] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3];
 }
 
+const char * mg_shape_str(const int64_t * ne, int n_dims, const char * sep, char * buf, size_t size) {
+    int len = snprintf(buf, size, "[");
+    for (int d = 0; d < n_dims && len > 0 && (size_t) len < size; d++) {
+        len += snprintf(buf + len, size - (size_t) len, "%s%" PRId64, d > 0 ? sep : "", ne[d]);
+    }
+    if (len > 0 && (size_t) len < size) snprintf(buf + len, size - (size_t) len, "]");
+    return buf;
+}
+
 // ---------------------------------------------------------------------------
 // Creating tensors (ggml_new_tensor_impl)
 // ---------------------------------------------------------------------------

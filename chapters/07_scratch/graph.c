@@ -118,16 +118,11 @@ bool mg_graph_contains(const struct mg_cgraph * g, const struct mg_tensor * t) {
 // Running
 // ---------------------------------------------------------------------------
 
-static const char * shape_str(const struct mg_tensor * t, char * buf, size_t size) {
-    snprintf(buf, size, "[%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "]", t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
-    return buf;
-}
-
 void mg_graph_trace_node(int i, const struct mg_tensor * t) {
     if (!mg_trace_on(MG_TRACE_EXEC)) return;
-    char shape[64];
+    char shape[MG_SHAPE_STR_MAX];
     mg_trace(MG_TRACE_EXEC, "#%-3d %-9s %-20s %s %s", i, mg_op_name(t->op), t->name, mg_type_name(t->type),
-             shape_str(t, shape, sizeof(shape)));
+             mg_shape_str(t->ne, MG_MAX_DIMS, ",", shape, sizeof(shape)));
 }
 
 static bool graph_is_placed(const struct mg_cgraph * g) {
@@ -173,13 +168,13 @@ void mg_compute(struct mg_context * ctx, struct mg_tensor * t) {
 // ---------------------------------------------------------------------------
 
 void mg_graph_print(FILE * f, const struct mg_cgraph * g) {
-    char shape[64];
+    char shape[MG_SHAPE_STR_MAX];
     fprintf(f, "graph: %d nodes, %d leafs\n", g->n_nodes, g->n_leafs);
     fprintf(f, "%4s  %-10s %-24s %-18s %4s  %s\n", "#", "op", "name", "shape", "uses", "srcs");
     for (int i = 0; i < g->n_nodes; i++) {
         const struct mg_tensor * t = g->nodes[i];
-        fprintf(f, "%4d  %-10s %-24s %-18s %4d ", i, mg_op_name(t->op), t->name, shape_str(t, shape, sizeof(shape)),
-                mg_graph_use_count(g, t));
+        fprintf(f, "%4d  %-10s %-24s %-18s %4d ", i, mg_op_name(t->op), t->name,
+                mg_shape_str(t->ne, MG_MAX_DIMS, ",", shape, sizeof(shape)), mg_graph_use_count(g, t));
         for (int j = 0; j < MG_MAX_SRC; j++) {
             if (t->src[j] != NULL) fprintf(f, " %s", t->src[j]->name);
         }
@@ -189,6 +184,6 @@ void mg_graph_print(FILE * f, const struct mg_cgraph * g) {
     for (int i = 0; i < g->n_leafs; i++) {
         const struct mg_tensor * t = g->leafs[i];
         fprintf(f, "%4d  %-10s %-24s %-18s %4d\n", i, mg_type_name(t->type), t->name,
-                shape_str(t, shape, sizeof(shape)), mg_graph_use_count(g, t));
+                mg_shape_str(t->ne, MG_MAX_DIMS, ",", shape, sizeof(shape)), mg_graph_use_count(g, t));
     }
 }

@@ -56,8 +56,9 @@ const char * mg_op_dot_colour(enum mg_op op) {
 }
 
 static void put_shape(FILE * f, const struct mg_tensor * t) {
-    fprintf(f, "%s [%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "] %zu B", mg_type_name(t->type), t->ne[0], t->ne[1],
-            t->ne[2], t->ne[3], mg_nbytes(t));
+    char shape[MG_SHAPE_STR_MAX];
+    fprintf(f, "%s %s %zu B", mg_type_name(t->type), mg_shape_str(t->ne, MG_MAX_DIMS, ",", shape, sizeof(shape)),
+            mg_nbytes(t));
 }
 
 // An id that is the same on every run: n<index> for nodes, l<index> for leafs.

@@ -24,7 +24,7 @@
 
 typedef uint16_t mg_fp16_t;   // IEEE 754 binary16, stored little-endian
 
-// Exact widening; rounding to nearest even on the way down (FACTS.md 2.2).
+// Exact widening; rounding to nearest even on the way down (docs/formats.md 2.2).
 float     mg_fp16_to_fp32(mg_fp16_t h);
 mg_fp16_t mg_fp32_to_fp16(float f);
 

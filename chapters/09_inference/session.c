@@ -7,13 +7,13 @@
 #include "galloc.h"
 #include "plan.h"
 #include "threadpool.h"
+#include "timeline.h"
 #include "trace.h"
 #include "vocab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 struct mg_session {
@@ -40,12 +40,6 @@ struct mg_session {
     size_t                  logits_capacity;
     struct mg_session_stats stats;
 };
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
 
 struct mg_session_params mg_session_default_params(void) {
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -153,7 +147,7 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
         mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
                  n_tokens == 1 ? "" : "s", s->n_past, n_tokens == 1 ? "" : "..", n_kv);
     }
-    const double t0 = now_ms();
+    const double t0 = mg_time_ms();
     // The can_reuse test: the same shape gives the same graph, and a graph
     // reads everything that changes between steps from its inputs.
     if (s->graph != NULL && n_tokens == s->graph_n_tokens && n_kv == s->graph_n_kv &&
@@ -168,9 +162,9 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
         return false;
     }
     set_inputs(s, tokens, n_tokens);
-    const double t1 = now_ms();
+    const double t1 = mg_time_ms();
     mg_graph_compute(s->graph, &s->plan);
-    const double t2 = now_ms();
+    const double t2 = mg_time_ms();
     s->stats.t_build_ms += t1 - t0;
     s->stats.t_compute_ms += t2 - t1;
 

@@ -31,7 +31,7 @@
 #define MG_MAX_OP_PARAMS 64   // bytes of per-op parameters stored in the tensor
 
 // ---------------------------------------------------------------------------
-// Bugs and bad input are different things (see DESIGN.md, "two error channels").
+// Bugs and bad input are different things, with two error channels.
 //
 // MG_ASSERT is for bugs: a broken invariant inside the engine. It prints the
 // file, the line and the condition, then aborts (ggml's GGML_ASSERT).
@@ -217,6 +217,13 @@ int     mg_n_dims   (const struct mg_tensor * t);   // 1 + index of the last ne 
 bool    mg_is_contiguous (const struct mg_tensor * t);   // strides are exactly the packed ones
 bool    mg_is_transposed (const struct mg_tensor * t);   // nb[0] > nb[1]
 bool    mg_are_same_shape(const struct mg_tensor * a, const struct mg_tensor * b);
+
+// A shape as text: the first n_dims sizes of ne, joined by sep, in brackets.
+// "[4,3,1,1]" for the exec trace and the DOT boxes (all four, sep ","),
+// "[768, 768]" for mg info and mg quantize (sep ", "). Writes into buf
+// (MG_SHAPE_STR_MAX bytes hold any shape) and returns it.
+enum { MG_SHAPE_STR_MAX = 96 };
+const char * mg_shape_str(const int64_t * ne, int n_dims, const char * sep, char * buf, size_t size);
 
 // ---------------------------------------------------------------------------
 // Views: new headers over the same bytes (ggml_view_*, ggml_reshape_*,

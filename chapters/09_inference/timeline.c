@@ -175,8 +175,8 @@ static void put_slice(FILE * f, const struct mg_timeline * tl, int pool, int ith
         put_json_string(f, mg_op_name(node->op));
         fprintf(f, ",\"name\":");
         put_json_string(f, node->name);
-        fprintf(f, ",\"shape\":[%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 "],\"type\":", node->ne[0], node->ne[1],
-                node->ne[2], node->ne[3]);
+        char shape[MG_SHAPE_STR_MAX];
+        fprintf(f, ",\"shape\":%s,\"type\":", mg_shape_str(node->ne, MG_MAX_DIMS, ",", shape, sizeof(shape)));
         put_json_string(f, mg_type_name(node->type));
     }
     fprintf(f, "}}");

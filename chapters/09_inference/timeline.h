@@ -69,6 +69,14 @@ bool mg_timeline_write_json(const struct mg_timeline * tl, const char * path);
 // drawing, barrier waits grey. False, with mg_last_error(), if it cannot be written.
 bool mg_timeline_dump_svg(const struct mg_timeline * tl, int pool, const char * title, const char * path);
 
+// Milliseconds on the same clock, for the timings a program prints (decode
+// calls, demos, mg's summaries): differences between two calls are what count.
+static inline double mg_time_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
 // The slice recorder: one NULL test when tracing is off.
 static inline uint64_t mg_timeline_now(const struct mg_timeline_track * tr) {
     if (tr == NULL) return 0;

@@ -16,7 +16,7 @@
 //
 // So a Q4_0 model's result depends on how the activations were rounded to
 // Q8_0, not only on the weights: that is why these conversions follow ggml's
-// x86 build exactly (docs/FACTS.md 2.6).
+// x86 build exactly (docs/formats.md 2.6).
 //
 // Every kernel here is the scalar reference, with ggml's float evaluation
 // order (ggml: ggml_vec_dot_*_generic).

@@ -2,6 +2,7 @@
 // cli.c - option parsing and the pieces every mg command shares.
 #define _XOPEN_SOURCE 700   // realpath
 #include "cli.h"
+#include "memmap.h"
 #include "npy.h"
 #include "vocab.h"
 
@@ -223,13 +224,13 @@ struct mg_session_params cli_session_params(const struct cli_engine_opts * e) {
 }
 
 struct mg_model * cli_load_model(const char * cmd, const char * path, double * load_ms) {
-    const double t0 = cli_now_ms();
+    const double t0 = mg_time_ms();
     struct mg_model * m = mg_model_load(path);
     if (m == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
         return NULL;
     }
-    if (load_ms) *load_ms = cli_now_ms() - t0;
+    if (load_ms) *load_ms = mg_time_ms() - t0;
     return m;
 }
 
@@ -306,12 +307,6 @@ bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s) {
 // ---------------------------------------------------------------------------
 // Small things
 // ---------------------------------------------------------------------------
-
-double cli_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
 
 bool cli_parse_type(const char * name, enum mg_type * out) {
     for (int id = 0; id < MG_TYPE_COUNT; id++) {
@@ -404,10 +399,6 @@ void cli_stream_flush(struct mg_detok * d) {
     fflush(stdout);
 }
 
-static double mib(size_t bytes) {
-    return (double) bytes / (1024.0 * 1024.0);
-}
-
 void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt, double prompt_ms, int n_eval,
                        double eval_ms) {
     const struct mg_session_stats st = mg_session_get_stats(s);
@@ -419,12 +410,12 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
     fprintf(stderr, "mg: graphs           = %9d built, %d reused (%d nodes in the last)\n", st.n_graphs_built,
             st.n_graphs_reused, st.n_nodes);
     fprintf(stderr, "mg: memory           = %9.2f MiB compute buffer (peak), %.2f MiB work buffer, %.2f MiB KV cache\n",
-            mib(st.compute_buffer_size), mib(st.work_size), mib(st.kv_size));
-    fprintf(stderr, "mg: weights          = %9.2f MiB mapped from %s\n", mib(mg_session_model(s)->n_weight_bytes),
+            mg_mib(st.compute_buffer_size), mg_mib(st.work_size), mg_mib(st.kv_size));
+    fprintf(stderr, "mg: weights          = %9.2f MiB mapped from %s\n", mg_mib(mg_session_model(s)->n_weight_bytes),
             mg_session_model(s)->path);
     const struct mg_model * m = mg_session_model(s);
     fprintf(stderr, "mg: repacked         = %9.2f MiB: %d Q4_0/Q4_K/Q2_K matrices in groups of 8 rows (%s)\n",
-            mib(m->n_repacked_bytes), m->n_repacked, m->n_repacked > 0 ? "--no-repack to compare" : "off or none");
+            mg_mib(m->n_repacked_bytes), m->n_repacked, m->n_repacked > 0 ? "--no-repack to compare" : "off or none");
 }
 
 // ---------------------------------------------------------------------------

@@ -106,8 +106,6 @@ bool cli_not_both(const char * cmd, bool a, const char * a_flag, bool b, const c
 // Small things
 // ---------------------------------------------------------------------------
 
-double cli_now_ms(void);
-
 // "1,2,4" -> {1, 2, 4}, each value in lo..hi; -1 on anything else (a comma list as llama-bench takes).
 int cli_parse_int_list(const char * text, int * out, int max, long lo, long hi);
 

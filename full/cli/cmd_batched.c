@@ -72,9 +72,9 @@ static bool bb_run(struct mg_session * s, const struct bb_case * c, int n_vocab,
     mg_session_seq_rm(s, -1, 0, -1);   // an empty cache
     bool ok = true;
     const int n_prompt = bb_prompt_batch(c, n_vocab, tok, pos, seq, keep);
-    const double t0 = cli_now_ms();
+    const double t0 = mg_time_ms();
     ok = mg_decode_batch(s, &(struct mg_batch) {n_prompt, tok, pos, seq, keep});
-    const double t1 = cli_now_ms();
+    const double t1 = mg_time_ms();
     for (int j = 1; ok && c->shared && j < c->pl; j++) mg_session_seq_cp(s, 0, j, -1, -1);
     for (int i = 0; ok && i < c->tg; i++) {   // the pattern 0123 0123 ...: one token of every sequence per batch
         for (int j = 0; j < c->pl; j++) {
@@ -82,7 +82,7 @@ static bool bb_run(struct mg_session * s, const struct bb_case * c, int n_vocab,
         }
         ok = mg_decode_batch(s, &(struct mg_batch) {c->pl, tok, pos, seq, keep});
     }
-    const double t2 = cli_now_ms();
+    const double t2 = mg_time_ms();
     if (ok) {
         const int    n_kv = (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg;
         const double t_pp = (t1 - t0) / 1e3, t_tg = (t2 - t1) / 1e3, t = t_pp + t_tg;
@@ -442,19 +442,19 @@ int cmd_parallel(int argc, char ** argv) {
         q[i].n_past = n;
         n_total += n;
     }
-    const double t0 = cli_now_ms();
+    const double t0 = mg_time_ms();
     if (status == 0 && !mg_decode_batch(s, &(struct mg_batch) {n_total, tok, pos, seq, keep})) {
         fprintf(stderr, "mg %s: the prompts: %s\n", cmd, mg_last_error());
         status = 1;
     }
-    const double prompt_ms = cli_now_ms() - t0;
+    const double prompt_ms = mg_time_ms() - t0;
     int n_active = 0, n_generated = 0;
     for (int i = 0, row = 0; i < n_prompts && status == 0; i++) {
         row += q[i].n_past;
         n_active += par_sample(&q[i], i, m, mg_get_logits_ith(s, row - 1), n_predict, ignore_eos);
     }
     // Then one batch per step: the next token of every unfinished sequence.
-    const double t1 = cli_now_ms();
+    const double t1 = mg_time_ms();
     int32_t idx[MAX_PARALLEL];
     while (status == 0 && n_active > 0) {
         int n = 0;
@@ -473,7 +473,7 @@ int cmd_parallel(int argc, char ** argv) {
             if (!par_sample(&q[idx[k]], idx[k], m, mg_get_logits_ith(s, k), n_predict, ignore_eos)) n_active--;
         }
     }
-    const double gen_ms = cli_now_ms() - t1;
+    const double gen_ms = mg_time_ms() - t1;
     if (status == 0) {
         fprintf(stderr, "\nmg %s: %d sequences; prompts %d tokens in %.2f ms (%.2f t/s); generation %d tokens in "
                         "%.2f ms (%.2f t/s, all sequences together); %d cache cells used\n", cmd, n_prompts, n_total,

@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L   // setenv, popen
 #include "cli.h"
 #include "gguf.h"
+#include "memmap.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -121,7 +122,7 @@ static bool fill_depth(struct mg_session * s, int depth, int n_vocab) {
 // One timed run of a test from the cache at its depth. Tokens/s, or -1.
 static double run_once(struct mg_session * s, const struct bench_test * t, const int32_t * tokens) {
     mg_session_rewind(s, t->n_depth);
-    const double t0 = cli_now_ms();
+    const double t0 = mg_time_ms();
     if (t->n_prompt > 0) {
         if (!mg_decode(s, tokens, t->n_prompt, false)) return -1.0;   // split into graphs of n_batch
     } else {
@@ -130,7 +131,7 @@ static double run_once(struct mg_session * s, const struct bench_test * t, const
         }
     }
     const int n = t->n_prompt > 0 ? t->n_prompt : t->n_gen;
-    return 1e3 * n / (cli_now_ms() - t0);
+    return 1e3 * n / (mg_time_ms() - t0);
 }
 
 static int ctx_needed(const struct bench_test * tests, int n_tests) {
@@ -528,7 +529,7 @@ int cmd_bench(int argc, char ** argv) {
             }
             if (round == 0 && m->n_repacked > 0) {   // on stderr: the table stays llama-bench's
                 fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K/Q2_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
-                        cmd, models[mi], m->n_repacked, (double) m->n_repacked_bytes / (1024.0 * 1024.0));
+                        cmd, models[mi], m->n_repacked, mg_mib(m->n_repacked_bytes));
             }
             const bool ok = bench_model(m, tests, n_tests, o.reps, kv_type, ours);
             const double weight_bytes = (double) m->n_weight_bytes;

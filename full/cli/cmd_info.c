@@ -2,6 +2,7 @@
 // cmd_info.c - mg info: what is inside a GGUF file, without loading a model.
 #include "cli.h"
 #include "gguf.h"
+#include "memmap.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,12 +31,8 @@ static void print_tensors(const struct mg_gguf * g) {
     size_t  n_bytes    = 0;
     for (int64_t i = 0; i < mg_gguf_n_tensors(g); i++) {
         const struct mg_gguf_tensor_info * t = mg_gguf_tensor(g, i);
-        char shape[64];
-        int  len = snprintf(shape, sizeof(shape), "[");
-        for (int d = 0; d < t->n_dims; d++) {
-            len += snprintf(shape + len, sizeof(shape) - (size_t) len, "%s%" PRId64, d ? ", " : "", t->ne[d]);
-        }
-        snprintf(shape + len, sizeof(shape) - (size_t) len, "]");
+        char shape[MG_SHAPE_STR_MAX];
+        mg_shape_str(t->ne, t->n_dims, ", ", shape, sizeof(shape));
         const char * type = mg_gguf_ggml_type_name(t->type);
         printf("  %4lld  %-32s %-8s %-26s %12zu %12" PRIu64 "%s\n", (long long) i, t->name, type ? type : "?", shape,
                t->nbytes, t->offset, mg_type_is_supported(t->type) ? "" : "  (not supported here)");
@@ -43,7 +40,7 @@ static void print_tensors(const struct mg_gguf * g) {
         n_bytes += t->nbytes;
     }
     printf("total: %" PRId64 " elements in %zu bytes (%.2f MiB, %.3f bits per weight)\n", n_elements, n_bytes,
-           (double) n_bytes / (1024.0 * 1024.0), n_elements ? 8.0 * (double) n_bytes / (double) n_elements : 0.0);
+           mg_mib(n_bytes), n_elements ? 8.0 * (double) n_bytes / (double) n_elements : 0.0);
 }
 
 int cmd_info(int argc, char ** argv) {

@@ -449,14 +449,14 @@ static bool run_perplexity(const char * cmd, struct ppl_eval * ev, const int32_t
     bool   ok = save == NULL || rows != NULL;
     for (int c = 0; ok && c < n_chunk; c++) {
         const int32_t * chunk = tokens + (size_t) c * (size_t) ev->n_ctx;
-        const double    t0    = cli_now_ms();
+        const double    t0    = mg_time_ms();
         if (!eval_chunk(ev, chunk)) {
             fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
             ok = false;
             break;
         }
         if (c == 0) fprintf(stderr, "mg %s: %.2f seconds per pass - ETA %.2f minutes\n", cmd,
-                            (cli_now_ms() - t0) / 1e3, (cli_now_ms() - t0) * n_chunk / 6e4);
+                            (mg_time_ms() - t0) / 1e3, (mg_time_ms() - t0) * n_chunk / 6e4);
         for (int i = 0; i < n_scored; i++) {
             const float * logits = ev->logits + (size_t) i * (size_t) ev->n_vocab;
             const int32_t target = chunk[ev->first + i + 1];
@@ -633,7 +633,7 @@ int cmd_perplexity(int argc, char ** argv) {
             o.kl_base ? "KL divergence" : "perplexity", n_chunk, e.n_ctx, e.n_batch, e.n_threads,
             o.kl_base ? "" : " (scoring the second half of each chunk)");
 
-    const double t0 = cli_now_ms();
+    const double t0 = mg_time_ms();
     bool         ok;
     if (o.kl_base != NULL) {
         ok = run_kl_divergence(cmd, &ev, &base, n_chunk);
@@ -651,7 +651,7 @@ int cmd_perplexity(int argc, char ** argv) {
         }
     }
     if (!ok) goto done;
-    const double ms = cli_now_ms() - t0;
+    const double ms = mg_time_ms() - t0;
     const int    n_eval = n_chunk * e.n_ctx;
     fprintf(stderr, "mg %s: %d tokens in %.2f s: %.2f tokens per second\n", cmd, n_eval, ms / 1e3,
             ms > 0 ? 1e3 * n_eval / ms : 0.0);

@@ -30,6 +30,7 @@
 #define _POSIX_C_SOURCE 200809L   // sysconf
 #include "cli.h"
 #include "gguf_writer.h"
+#include "memmap.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -493,22 +494,8 @@ static bool convert_tensor(struct tensor_plan * p, int n_threads, bool stats) {
 // Progress and totals
 // ---------------------------------------------------------------------------
 
-static double mib(size_t bytes) {
-    return (double) bytes / (1024.0 * 1024.0);
-}
-
 static int64_t n_elements(const struct mg_gguf_tensor_info * t) {
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-}
-
-// "[768, 768]": the shape without trailing 1s.
-static const char * shape_str(const struct mg_gguf_tensor_info * t, char * buf, size_t size) {
-    int len = snprintf(buf, size, "[%lld", (long long) t->ne[0]);
-    for (int d = 1; d < n_dims_of(t) && len > 0 && (size_t) len < size; d++) {
-        len += snprintf(buf + len, size - (size_t) len, ", %lld", (long long) t->ne[d]);
-    }
-    if (len > 0 && (size_t) len < size) snprintf(buf + len, size - (size_t) len, "]");
-    return buf;
 }
 
 static int digits(int n) {
@@ -521,19 +508,19 @@ static int digits(int n) {
 static void print_progress(const struct tensor_plan * p, int i, int n, int name_width, bool stats) {
     const struct mg_gguf_tensor_info * in = p->in;
     const int w = digits(n) < 3 ? 3 : digits(n);
-    char      shape[96], types[40];
+    char      shape[MG_SHAPE_STR_MAX], types[40];
     if (p->convert) {
         snprintf(types, sizeof(types), "%s -> %s", type_name(in->type), mg_type_name(p->type));
     } else {
         snprintf(types, sizeof(types), "%s", type_name(in->type));
     }
-    shape_str(in, shape, sizeof(shape));
+    mg_shape_str(in->ne, n_dims_of(in), ", ", shape, sizeof(shape));   // "[768, 768]": no trailing 1s
     printf("[%*d/%*d] %-*s  %-14s  %-14s", w, i + 1, w, n, name_width, in->name, types, shape);
     if (!p->convert) {
-        printf("  %7.2f MiB (kept)\n", mib(in->nbytes));
+        printf("  %7.2f MiB (kept)\n", mg_mib(in->nbytes));
         return;
     }
-    printf("  %7.2f MiB -> %7.2f MiB", mib(in->nbytes), mib(p->nbytes));
+    printf("  %7.2f MiB -> %7.2f MiB", mg_mib(in->nbytes), mg_mib(p->nbytes));
     if (p->wanted != p->type) {
         printf("  (%s needs rows of a multiple of %lld)", mg_type_name(p->wanted), (long long) mg_blck_size(p->wanted));
     }
@@ -655,7 +642,7 @@ int cmd_quantize(int argc, char ** argv) {
     if (ok) {
         const double w = n_weights > 0 ? (double) n_weights : 1.0;
         printf("mg quantize: %s %d tensors, %.2f MiB -> %.2f MiB (%.2f -> %.2f bits per weight)\n",
-               o.dry_run ? "would write" : "wrote", n, mib(size_in), mib(size_out), 8.0 * (double) size_in / w,
+               o.dry_run ? "would write" : "wrote", n, mg_mib(size_in), mg_mib(size_out), 8.0 * (double) size_in / w,
                8.0 * (double) size_out / w);
         if (o.stats && !o.dry_run && x2 > 0) {
             printf("mg quantize: rms error over all converted weights %.3e (%.3f%% of their rms)\n",

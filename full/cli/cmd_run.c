@@ -141,12 +141,12 @@ int cmd_run(int argc, char ** argv) {
     sampler = mg_sampler_new(smp.p, m->hp.n_vocab);
     for (int i = 0; i < n_prompt; i++) mg_sampler_accept(sampler, tokens[i]);
 
-    double t0 = cli_now_ms();
+    double t0 = mg_time_ms();
     if (!mg_decode(s, tokens, n_prompt, false)) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
         goto done;
     }
-    const double prompt_ms = cli_now_ms() - t0;
+    const double prompt_ms = mg_time_ms() - t0;
     dumper.active          = false;   // the prompt only
     if (dumper.n_failed > 0) {
         fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, mg_last_error());
@@ -173,12 +173,12 @@ int cmd_run(int argc, char ** argv) {
             if (!context_shift(cmd, s, n_keep)) goto done;
             n_shifts++;
         }
-        t0 = cli_now_ms();
+        t0 = mg_time_ms();
         if (!mg_decode(s, &next, 1, false)) {
             fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
             goto done;
         }
-        eval_ms += cli_now_ms() - t0;
+        eval_ms += mg_time_ms() - t0;
         if (n_eval++ == 0) {
             mg_session_dump_dot(s, "decode");
             mg_session_dump_svg(s, "decode-alloc");

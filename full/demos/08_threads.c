@@ -9,16 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 enum { N_EMBD = 512, N_FF = 1536, N_TOKENS = 32, N_LAYERS = 4, N_RUNS = 5 };
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
 
 static struct mg_tensor * random_matrix(struct mg_context * ctx, enum mg_type type, int64_t ne0, int64_t ne1) {
     struct mg_tensor * t = mg_new_tensor_2d(ctx, type, ne0, ne1);
@@ -158,9 +151,9 @@ int main(void) {
         double best = 1e30;
         for (int run = 0; run < N_RUNS; run++) {
             if (run == 1) mg_trace_set("");   // one traced run per thread count is plenty
-            const double t0 = now_ms();
+            const double t0 = mg_time_ms();
             mg_graph_compute(g, &plan);
-            const double dt = now_ms() - t0;
+            const double dt = mg_time_ms() - t0;
             if (dt < best) best = dt;
         }
         if (getenv("MG_TRACE") != NULL) mg_trace_set(getenv("MG_TRACE"));

@@ -4,7 +4,7 @@
 //   - each vec_dot against a double-precision dot product of the two rows
 //     decoded to floats (the weight row, and the activation row after its
 //     conversion to vec_dot_type), within the rounding its float steps allow;
-//   - each vec_dot against the formula of docs/FACTS.md 2.6 written out here,
+//   - each vec_dot against the formula of docs/formats.md 2.6 written out here,
 //     to the bit: ggml's float evaluation order is part of the contract;
 //   - the x86 rule of the Q8_0 activation quantizer (127/amax, ties to even),
 //     against a naive version written here and on constructed ties.
@@ -190,7 +190,7 @@ START_TEST(test_vec_dot_q8_0_accuracy) {
 END_TEST
 
 // ---------------------------------------------------------------------------
-// ggml's float order (FACTS 2.6), to the bit
+// ggml's float order (docs/formats.md 2.6), to the bit
 // ---------------------------------------------------------------------------
 
 START_TEST(test_vec_dot_f32_order) {

@@ -662,7 +662,7 @@ START_TEST(test_demo_model_walk) {
 END_TEST
 
 START_TEST(test_ggml_type_table) {
-    // Names and block layouts: FACTS.md 2.1, and for the others the block
+    // Names and block layouts: docs/formats.md 2.1, and for the others the block
     // structs of ggml-common.h added up by hand.
     const struct { int id; const char * name; int64_t blck; size_t bytes; } want[] = {
         {0, "f32", 1, 4}, {1, "f16", 1, 2}, {2, "q4_0", 32, 18}, {3, "q4_1", 32, 20}, {6, "q5_0", 32, 22},

@@ -1,4 +1,4 @@
-// test_hostile.c - mg against input a hostile user would give it (issue 11):
+// test_hostile.c - mg against input a hostile user would give it:
 // invalid UTF-8, broken metadata, flags that are not numbers, outputs that
 // are the input or a device. Each case is run as a user runs it (a child
 // process): a clear message naming the file, key, flag or value, exit code 1

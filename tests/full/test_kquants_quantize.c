@@ -2,10 +2,11 @@
 // has (chapter 09 reads K-quant weights; mg quantize and mg mkmodel write
 // them). Moved from tests/09_inference/test_kquants.c with them.
 //
-// Checked against a decoder written from docs/FACTS.md 2.4 (kquant_elems.h)
+// Checked against a decoder written from docs/formats.md 2.4 (kquant_elems.h)
 // and against the fixture models, which llama-quantize made from
 // tiny-f32.gguf: quantizing tiny-f32's tensors here must give the same bytes.
 #include "harness.h"
+#include "fixture_quants.h"
 #include "kquant_elems.h"
 #include "gguf.h"
 
@@ -15,17 +16,6 @@
 
 #define RT_N (256 * 64)
 static float rt_x[RT_N], rt_y[RT_N];
-
-static void fill_gaussian(float * x, int n, uint64_t seed) {
-    uint64_t rng = seed;
-    for (int i = 0; i < n; i++) x[i] = mg_test_rand_normal(&rng);
-}
-
-static double rms_error(const float * x, const float * y, int n) {
-    double se = 0;
-    for (int i = 0; i < n; i++) se += ((double) y[i] - x[i]) * ((double) y[i] - x[i]);
-    return sqrt(se / n);
-}
 
 // The distance from x to the nearest level step * q - offset, q in [qmin, qmax].
 static double grid_distance(double x, double step, double offset, int qmin, int qmax) {
@@ -45,7 +35,8 @@ static double grid_distance(double x, double step, double offset, int qmin, int 
 // standard deviations for 32 samples) has RMS range / (2^b sqrt 12) = 1.2 * 2^-b.
 START_TEST(test_q4_K_round_trip) {
     static struct mg_block_q4_K q[RT_N / 256];
-    fill_gaussian(rt_x, RT_N, 31);
+    uint64_t rng = 31;
+    mg_test_fill_normal(rt_x, RT_N, &rng);
     mg_quantize_row_q4_K_ref(rt_x, q, RT_N);
     mg_dequantize_row_q4_K(q, rt_y, RT_N);
     int zero_steps = 0;
@@ -61,13 +52,14 @@ START_TEST(test_q4_K_round_trip) {
                       rt_x[e], rt_y[e], dist);
     }
     ck_assert_int_le(zero_steps, RT_N / 100);
-    ck_assert_double_le(rms_error(rt_x, rt_y, RT_N), 1.5 * 0x1p-4);
+    ck_assert_double_le(mg_test_rms_error(rt_x, rt_y, RT_N), 1.5 * 0x1p-4);
 }
 END_TEST
 
 START_TEST(test_q6_K_round_trip) {
     static struct mg_block_q6_K q[RT_N / 256];
-    fill_gaussian(rt_x, RT_N, 32);
+    uint64_t rng = 32;
+    mg_test_fill_normal(rt_x, RT_N, &rng);
     mg_quantize_row_q6_K_ref(rt_x, q, RT_N);
     mg_dequantize_row_q6_K(q, rt_y, RT_N);
     int zero_steps = 0;
@@ -83,7 +75,7 @@ START_TEST(test_q6_K_round_trip) {
                       rt_y[e], dist);
     }
     ck_assert_int_le(zero_steps, RT_N / 100);
-    ck_assert_double_le(rms_error(rt_x, rt_y, RT_N), 1.5 * 0x1p-6);
+    ck_assert_double_le(mg_test_rms_error(rt_x, rt_y, RT_N), 1.5 * 0x1p-6);
 }
 END_TEST
 
@@ -110,48 +102,11 @@ START_TEST(test_k_quants_zero_block) {
 }
 END_TEST
 
-// Quantizes every tensor of tiny-f32.gguf that `quant_file` stores as one of
-// `types` and compares the bytes; each type must have want_count tensors.
-static void check_fixture(const char * quant_file, const enum mg_type * types, const int * want_count, int n_types) {
-    struct mg_gguf * f32 = mg_gguf_open(mg_test_fixture("models/tiny-f32.gguf"));
-    ck_assert_msg(f32 != NULL, "%s", mg_last_error());
-    struct mg_gguf * qf = mg_gguf_open(mg_test_fixture(quant_file));
-    ck_assert_msg(qf != NULL, "%s", mg_last_error());
-
-    int count[8] = {0};
-    for (int64_t i = 0; i < mg_gguf_n_tensors(qf); i++) {
-        const struct mg_gguf_tensor_info * t = mg_gguf_tensor(qf, i);
-        int                                k = 0;
-        while (k < n_types && t->type != (int) types[k]) k++;
-        if (k == n_types) continue;
-        const struct mg_gguf_tensor_info * src = mg_gguf_find_tensor(f32, t->name);
-        ck_assert_msg(src != NULL && src->type == MG_TYPE_F32, "%s: no F32 source", t->name);
-        const int64_t n = src->ne[0] * src->ne[1] * src->ne[2] * src->ne[3];
-        ck_assert_uint_eq(mg_row_size(types[k], n), t->nbytes);
-        uint8_t * mine = malloc(t->nbytes);
-        mg_get_type_traits(types[k])->from_float(src->data, mine, n);
-        if (memcmp(mine, t->data, t->nbytes) != 0) {
-            size_t first = 0;
-            while (mine[first] == ((const uint8_t *) t->data)[first]) first++;
-            ck_abort_msg("%s (%s): bytes differ from byte %zu of %zu (block %zu)", t->name, mg_type_name(types[k]),
-                         first, t->nbytes, first / mg_type_size(types[k]));
-        }
-        free(mine);
-        count[k]++;
-    }
-    for (int k = 0; k < n_types; k++) {
-        ck_assert_msg(count[k] == want_count[k], "%s: %d %s tensors, want %d", quant_file, count[k],
-                      mg_type_name(types[k]), want_count[k]);
-    }
-    mg_gguf_close(qf);
-    mg_gguf_close(f32);
-}
-
 // tiny-q4_k_m: Q6_K for token_embd, blk.1.attn_v and blk.1.ffn_down; Q4_K for the other 12.
 START_TEST(test_fixture_q4_K_q6_K_bytes) {
     const enum mg_type types[] = {MG_TYPE_Q4_K, MG_TYPE_Q6_K};
     const int          want[]  = {12, 3};
-    check_fixture("models/tiny-q4_k_m.gguf", types, want, 2);
+    check_fixture_bytes("models/tiny-q4_k_m.gguf", types, want, 2);
 }
 END_TEST
 

@@ -3,13 +3,14 @@
 //
 // For every type: the block size and field offsets; a block built by hand and
 // decoded to values worked out by hand; random blocks decoded by a decoder
-// written here from docs/FACTS.md 2.3/2.4, to the bit; a round trip in which
+// written here from docs/formats.md 2.3/2.4, to the bit; a round trip in which
 // every element must land on (or, for the 32-element types that quantize with
 // the unrounded scale, within the F16 rounding of) the nearest level of its
 // block, and whose RMS error on N(0,1) data stays below 1.5 * 2^-b for b-bit
 // codes; the quantizers' bytes against hashes of ggml's bytes for the same
 // input (no fixture model holds these types); and vec_dot against both the
-// exact dot of the decoded rows and the FACTS 2.6 formula in ggml's float order.
+// exact dot of the decoded rows and the formula of docs/formats.md 2.6, in
+// ggml's float order.
 //
 // Why 1.5 * 2^-b: an ideal b-bit uniform quantizer over the range of a block
 // of Gaussian samples (about 4.2 standard deviations for 32 samples) has RMS
@@ -26,7 +27,7 @@
 #include <string.h>
 
 // ---------------------------------------------------------------------------
-// Decoders written from FACTS 2.3 and 2.4. Each gives element e of a row as
+// Decoders written from docs/formats.md 2.3 and 2.4. Each gives element e of a row as
 // step * q - offset, with q the code as the format centres it.
 // ---------------------------------------------------------------------------
 
@@ -339,7 +340,7 @@ START_TEST(test_hand_built_q5_K) {
 END_TEST
 
 // Random bytes (with finite, moderate scales): the library decodes exactly as
-// the FACTS decoder does.
+// the decoder written from docs/formats.md does.
 
 // A finite half between 2^-8 and 2^2, of either sign.
 static mg_fp16_t random_scale(uint64_t * rng) {
@@ -392,7 +393,7 @@ START_TEST(test_random_blocks_decode_like_facts) {
             mg_get_type_traits(t->type)->to_float(blocks, y, n);
             for (int e = 0; e < n; e++) {
                 const float want = elem_value(t->elem(blocks, e));
-                ck_assert_msg(y[e] == want, "%s elem %d: %g, FACTS says %g", t->name, e, y[e], want);
+                ck_assert_msg(y[e] == want, "%s elem %d: %g, the format says %g", t->name, e, y[e], want);
             }
         }
     }
@@ -408,8 +409,7 @@ static float   rt_x[RT_N], rt_y[RT_N];
 static uint8_t rt_q[RT_N * 2];
 
 static void quantize_gaussian(const struct qtype * t, uint64_t seed) {
-    uint64_t rng = seed;
-    for (int i = 0; i < RT_N; i++) rt_x[i] = mg_test_rand_normal(&rng);
+    mg_test_fill_normal(rt_x, RT_N, &seed);
     const struct mg_type_traits * tr = mg_get_type_traits(t->type);
     tr->from_float(rt_x, rt_q, RT_N);
     tr->to_float(rt_q, rt_y, RT_N);
@@ -448,9 +448,7 @@ START_TEST(test_round_trip_rms) {
     for (int i = 0; i < N_QTYPES; i++) {
         const struct qtype * t = &QTYPES[i];
         quantize_gaussian(t, 200 + (uint64_t) i);
-        double se = 0;
-        for (int e = 0; e < RT_N; e++) se += ((double) rt_y[e] - rt_x[e]) * ((double) rt_y[e] - rt_x[e]);
-        const double rms   = sqrt(se / RT_N);
+        const double rms   = mg_test_rms_error(rt_x, rt_y, RT_N);
         const double bound = 1.5 * ldexp(1, -t->code_bits);
         ck_assert_msg(rms <= bound, "%s: RMS error %g above 1.5 * 2^-%d = %g", t->name, rms, t->code_bits, bound);
     }
@@ -783,7 +781,7 @@ static float lanes_sum(const float l[8]) {
     return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 
-// FACTS 2.6, to the bit. Mostly one to three blocks of aligned data (where one
+// docs/formats.md 2.6, to the bit. Mostly one to three blocks of aligned data (where one
 // rounding in one block's term is not lost in the rounding of a large sum),
 // every fourth a long Gaussian row.
 START_TEST(test_vec_dot_order_32_blocks) {

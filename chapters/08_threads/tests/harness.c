@@ -17,6 +17,15 @@
 #define MG_TEST_FIXTURES MG_TEST_ROOT "/tests/fixtures"
 #endif
 
+void mg_test_print_skip(const char * test, const char * file, int line, const char * why) {
+    // Check names a test's function NAME_fn: print the NAME the suite lists.
+    const size_t n = strlen(test);
+    const int    keep = n > 3 && strcmp(test + n - 3, "_fn") == 0 ? (int) (n - 3) : (int) n;
+    const char * base = strrchr(file, '/');
+    printf("skipped: %.*s (%s:%d): %s\n", keep, test, base != NULL ? base + 1 : file, line, why);
+    fflush(stdout);   // before Check's own lines, and before a forked test exits
+}
+
 // The fixtures are vendored in the repository (tests/fixtures, see its
 // README); $MG_FIXTURES points the tests at another copy.
 static const char * fixtures_dir(void) {
@@ -181,6 +190,16 @@ float mg_test_rand_normal(uint64_t * state) {
 
 void mg_test_fill_uniform(float * x, size_t n, uint64_t * state, float lo, float hi) {
     for (size_t i = 0; i < n; i++) x[i] = mg_test_rand_uniform(state, lo, hi);
+}
+
+void mg_test_fill_normal(float * x, size_t n, uint64_t * state) {
+    for (size_t i = 0; i < n; i++) x[i] = mg_test_rand_normal(state);
+}
+
+double mg_test_rms_error(const float * x, const float * y, size_t n) {
+    double se = 0;
+    for (size_t i = 0; i < n; i++) se += ((double) y[i] - x[i]) * ((double) y[i] - x[i]);
+    return sqrt(se / (double) n);
 }
 
 // Enough JSON for the golden files, whose values are plain numbers and

@@ -13,6 +13,18 @@
 
 Suite * mg_test_suite(void);
 
+// A test that cannot run here (no Graphviz, a build without the instructions
+// it is about) says so and returns: MG_TEST_SKIP("why") prints
+//     skipped: TEST (FILE:LINE): why
+// on stdout. Check 0.15 has no skipped state, so the test counts as passed;
+// the line is what keeps it from passing in silence.
+#define MG_TEST_SKIP(why)                                       \
+    do {                                                        \
+        mg_test_print_skip(__func__, __FILE__, __LINE__, why);  \
+        return;                                                 \
+    } while (0)
+void mg_test_print_skip(const char * test, const char * file, int line, const char * why);
+
 // A path inside tests/fixtures ($MG_FIXTURES overrides the directory).
 // The returned string is one of 16 static buffers, used in turn: the last 16
 // stay valid (enough for one command line's worth).
@@ -80,6 +92,10 @@ uint64_t mg_test_rand_u64(uint64_t * state);
 float    mg_test_rand_uniform(uint64_t * state, float lo, float hi);
 float    mg_test_rand_normal(uint64_t * state);
 void     mg_test_fill_uniform(float * x, size_t n, uint64_t * state, float lo, float hi);
+void     mg_test_fill_normal(float * x, size_t n, uint64_t * state);
+
+// sqrt(mean((y - x)^2)) in double: the error of a round trip x -> y.
+double mg_test_rms_error(const float * x, const float * y, size_t n);
 
 // The numbers of the JSON value after "key" in json (the fixtures' goldens): a
 // number or (nested) arrays of numbers, flattened in reading order. Returns

@@ -605,6 +605,25 @@ START_TEST(test_exec_trace_runs_nodes_in_order) {
 }
 END_TEST
 
+// The shape as the exec trace, the DOT boxes and mg info print it: every size
+// with its separator, only n_dims of them, and never past the buffer.
+START_TEST(test_shape_str) {
+    const int64_t ne[4] = {4096, 3, 1, 1};
+    char          buf[MG_SHAPE_STR_MAX];
+    ck_assert_str_eq(mg_shape_str(ne, 4, ",", buf, sizeof(buf)), "[4096,3,1,1]");
+    ck_assert_str_eq(mg_shape_str(ne, 2, ", ", buf, sizeof(buf)), "[4096, 3]");
+    ck_assert_str_eq(mg_shape_str(ne, 0, ",", buf, sizeof(buf)), "[]");
+    // The longest shape there is fits in MG_SHAPE_STR_MAX bytes.
+    const int64_t widest[4] = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};
+    ck_assert_uint_eq(strlen(mg_shape_str(widest, 4, ", ", buf, sizeof(buf))), 2 + 4 * 20 + 3 * 2);
+    // A buffer too small: the text is cut, and still ends in a NUL inside it.
+    char small[9];
+    memset(small, 'x', sizeof(small));
+    ck_assert_str_eq(mg_shape_str(ne, 4, ",", small + 1, sizeof(small) - 1), "[4096,3");
+    ck_assert_int_eq(small[0], 'x');
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // DOT output
 // ---------------------------------------------------------------------------
@@ -739,8 +758,7 @@ END_TEST
 
 START_TEST(test_dot_renders_with_graphviz) {
     if (system("command -v dot > /dev/null 2>&1") != 0) {
-        fprintf(stderr, "test_dot_renders_with_graphviz: Graphviz 'dot' is not installed, rendering not checked\n");
-        return;
+        MG_TEST_SKIP("Graphviz 'dot' is not installed, rendering not checked");
     }
     uint64_t rng = 14;
     struct mg_context * ctx = new_ctx();
@@ -799,6 +817,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(order, test_relu_layer_order_in_arrays);
     tcase_add_test(order, test_relu_layer_order_in_graph_trace);
     tcase_add_test(order, test_exec_trace_runs_nodes_in_order);
+    tcase_add_test(order, test_shape_str);
     suite_add_tcase(s, order);
 
     TCase * dot = tcase_create("dot");

@@ -2,12 +2,13 @@
 // their dot products.
 //
 // The block layouts are checked by a decoder written from the index formulas
-// of docs/FACTS.md 2.4 (kquant_elems.h), independently of full/quants_k.c.
+// of docs/formats.md 2.4 (kquant_elems.h), independently of full/quants_k.c.
 // Chapter 09 only reads Q4_K and Q6_K: the dot products run on the blocks
 // llama-quantize wrote into the Q4_K_M fixture. The Q4_K/Q6_K quantizers are
 // full/'s, tested in tests/full/test_kquants_quantize.c; Q8_0 quantizing
 // tiny-f32's tensors must still give llama-quantize's bytes here.
 #include "dot_rows.h"
+#include "fixture_quants.h"
 #include "kquant_elems.h"
 #include "harness.h"
 #include "gguf.h"
@@ -114,7 +115,7 @@ START_TEST(test_k_block_sizes) {
     ck_assert_int_eq(mg_blck_size(MG_TYPE_Q6_K), 256);
     ck_assert_int_eq(mg_blck_size(MG_TYPE_Q8_K), 256);
     ck_assert_uint_eq(mg_row_size(MG_TYPE_Q4_K, 768), 3 * 144);
-    // Field order (FACTS 2.4): Q4_K has d first, Q6_K at the end.
+    // Field order (docs/formats.md 2.4): Q4_K has d first, Q6_K at the end.
     ck_assert_uint_eq(offsetof(struct mg_block_q4_K, d), 0);
     ck_assert_uint_eq(offsetof(struct mg_block_q4_K, dmin), 2);
     ck_assert_uint_eq(offsetof(struct mg_block_q4_K, scales), 4);
@@ -244,17 +245,6 @@ END_TEST
 #define RT_N (256 * 64)
 static float rt_x[RT_N], rt_y[RT_N];
 
-static void fill_gaussian(float * x, int n, uint64_t seed) {
-    uint64_t rng = seed;
-    for (int i = 0; i < n; i++) x[i] = mg_test_rand_normal(&rng);
-}
-
-static double rms_error(const float * x, const float * y, int n) {
-    double se = 0;
-    for (int i = 0; i < n; i++) se += ((double) y[i] - x[i]) * ((double) y[i] - x[i]);
-    return sqrt(se / n);
-}
-
 // Q8_K of an all-zero block: d = 0 and every code and sum 0 (ggml leaves the
 // sums unset there; ours are defined).
 START_TEST(test_q8_K_zero_block) {
@@ -271,7 +261,8 @@ END_TEST
 // Q8_K written naively: the signed maximum maps to -127; d = 1 / (-127 / max)
 // is an F32 (negative when the maximum is positive); codes round half to even.
 START_TEST(test_q8_K_matches_naive_rule) {
-    fill_gaussian(rt_x, RT_N, 33);
+    uint64_t rng = 33;
+    mg_test_fill_normal(rt_x, RT_N, &rng);
     for (int i = 0; i < RT_N; i += 997) rt_x[i] *= 5;   // a few outliers of either sign
     static struct mg_block_q8_K q[RT_N / 256];
     mg_quantize_row_q8_K_ref(rt_x, q, RT_N);
@@ -305,11 +296,12 @@ END_TEST
 // The bound of the K-quants above, 1.5 * 2^-8 for 8-bit codes, scaled by the
 // wider range of a 256-sample block (about 5.8 standard deviations, not 4.2).
 START_TEST(test_q8_K_rms) {
-    fill_gaussian(rt_x, RT_N, 34);
+    uint64_t rng = 34;
+    mg_test_fill_normal(rt_x, RT_N, &rng);
     static struct mg_block_q8_K q[RT_N / 256];
     mg_quantize_row_q8_K_ref(rt_x, q, RT_N);
     mg_dequantize_row_q8_K(q, rt_y, RT_N);
-    ck_assert_double_le(rms_error(rt_x, rt_y, RT_N), 1.5 * 0x1p-8 * 5.8 / 4.2);
+    ck_assert_double_le(mg_test_rms_error(rt_x, rt_y, RT_N), 1.5 * 0x1p-8 * 5.8 / 4.2);
 }
 END_TEST
 
@@ -408,7 +400,7 @@ START_TEST(test_vec_dot_bf16_accuracy) {
 }
 END_TEST
 
-// FACTS 2.6 to the bit. Q4_K: per super-block, 8 int lanes (element e into
+// docs/formats.md 2.6 to the bit. Q4_K: per super-block, 8 int lanes (element e into
 // lane e % 8) times (dW * dA) added to 8 float lanes; mins subtracted per
 // super-block as (dminW * dA) * sum_j bsums_j * m_{j/2}; lanes added at the end.
 //
@@ -483,48 +475,11 @@ END_TEST
 // The fixtures: llama-quantize's bytes
 // ---------------------------------------------------------------------------
 
-// Quantizes every tensor of tiny-f32.gguf that `quant_file` stores as one of
-// `types` and compares the bytes; each type must have want_count tensors.
-static void check_fixture(const char * quant_file, const enum mg_type * types, const int * want_count, int n_types) {
-    struct mg_gguf * f32 = mg_gguf_open(mg_test_fixture("models/tiny-f32.gguf"));
-    ck_assert_msg(f32 != NULL, "%s", mg_last_error());
-    struct mg_gguf * qf = mg_gguf_open(mg_test_fixture(quant_file));
-    ck_assert_msg(qf != NULL, "%s", mg_last_error());
-
-    int count[8] = {0};
-    for (int64_t i = 0; i < mg_gguf_n_tensors(qf); i++) {
-        const struct mg_gguf_tensor_info * t = mg_gguf_tensor(qf, i);
-        int                                k = 0;
-        while (k < n_types && t->type != (int) types[k]) k++;
-        if (k == n_types) continue;
-        const struct mg_gguf_tensor_info * src = mg_gguf_find_tensor(f32, t->name);
-        ck_assert_msg(src != NULL && src->type == MG_TYPE_F32, "%s: no F32 source", t->name);
-        const int64_t n = src->ne[0] * src->ne[1] * src->ne[2] * src->ne[3];
-        ck_assert_uint_eq(mg_row_size(types[k], n), t->nbytes);
-        uint8_t * mine = malloc(t->nbytes);
-        mg_get_type_traits(types[k])->from_float(src->data, mine, n);
-        if (memcmp(mine, t->data, t->nbytes) != 0) {
-            size_t first = 0;
-            while (mine[first] == ((const uint8_t *) t->data)[first]) first++;
-            ck_abort_msg("%s (%s): bytes differ from byte %zu of %zu (block %zu)", t->name, mg_type_name(types[k]),
-                         first, t->nbytes, first / mg_type_size(types[k]));
-        }
-        free(mine);
-        count[k]++;
-    }
-    for (int k = 0; k < n_types; k++) {
-        ck_assert_msg(count[k] == want_count[k], "%s: %d %s tensors, want %d", quant_file, count[k],
-                      mg_type_name(types[k]), want_count[k]);
-    }
-    mg_gguf_close(qf);
-    mg_gguf_close(f32);
-}
-
 // Every weight of tiny-q8_0 (15 matrices; the norms stay F32).
 START_TEST(test_fixture_q8_0_bytes) {
     const enum mg_type types[] = {MG_TYPE_Q8_0};
     const int          want[]  = {15};
-    check_fixture("models/tiny-q8_0.gguf", types, want, 1);
+    check_fixture_bytes("models/tiny-q8_0.gguf", types, want, 1);
 }
 END_TEST
 

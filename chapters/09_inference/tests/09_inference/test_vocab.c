@@ -4,10 +4,10 @@
 // Where the expected values come from:
 //   - llama.cpp's own tokenizer test for GPT-2 (fixtures/vocab/*.inp/.out, 46 strings);
 //   - llama.cpp's token ids for the fixture prompts (fixtures/README.md, golden/*.json);
-//   - pre-tokenizer splits worked out by hand from the regexes of docs/FACTS.md 4.3,
+//   - pre-tokenizer splits worked out by hand from the regexes of docs/tokenizer.md 3,
 //     each with its reasoning in a comment;
 //   - small vocabularies and GGUF files written here, whose answers follow
-//     from the rules of docs/FACTS.md 4.1-4.8 by hand;
+//     from the rules of docs/tokenizer.md by hand;
 //   - properties (bytes -> tokens -> bytes gives the bytes back; invalid
 //     UTF-8 comes back as llama.cpp's U+FFFD normalization, computed here);
 //   - a slow reference BPE written here, for a synthetic 150,000-token vocabulary.
@@ -281,7 +281,7 @@ START_TEST(test_utf8_decode) {
 END_TEST
 
 START_TEST(test_byte_alphabet) {
-    // The examples of docs/FACTS.md 4.5, and the ends of the three moved runs.
+    // The examples of docs/tokenizer.md 5, and the ends of the three moved runs.
     ck_assert_uint_eq(mg_unicode_byte_to_cpt(' '), 0x120);    // Ġ
     ck_assert_uint_eq(mg_unicode_byte_to_cpt('\n'), 0x10A);   // Ċ
     ck_assert_uint_eq(mg_unicode_byte_to_cpt(0x00), 0x100);
@@ -1131,7 +1131,7 @@ END_TEST
 
 // ---------------------------------------------------------------------------
 // mg_vocab_load on small GGUF files written here, byte by byte (GGUF v3,
-// docs/FACTS.md section 1: header, then key/value pairs, no tensors).
+// docs/formats.md section 1: header, then key/value pairs, no tensors).
 // ---------------------------------------------------------------------------
 
 struct gguf_bytes {
