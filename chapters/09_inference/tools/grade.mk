@@ -10,6 +10,10 @@
 #   ex1  sigmoid  easy  10  test_ex1_sigmoid.c  mg_sigmoid, a new unary op
 #   (id  name     level points test file        title)
 #
+# A title that starts with [tsan] marks a concurrency exercise: its test must
+# also pass when it and the chapter are built with -fsanitize=thread, with no
+# report from ThreadSanitizer (a data race scores 0 like a failed check).
+#
 # and one Check suite per exercise (test_exN_*.c, linked with tests/harness.c
 # like every regular test). An exercise adds API the untouched chapter does not
 # have yet, so its test declares what it calls as weak symbols (see
@@ -31,32 +35,57 @@ EXERCISES_DIR ?= $(firstword $(wildcard $(ROOT)/exercises/$(CHAPTER)_*) $(ROOT)/
 TESTS_DIR     ?= $(ROOT)/tests
 GRADE_DIR     := $(BUILD)/grade
 GRADE_CC       = $(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -DMG_TEST_ROOT='"$(ROOT)"'
+GRADE_TSAN_BUILD ?= $(BUILD)-tsan
 EX            ?=
 
-.PHONY: grade
+.PHONY: grade grade-build-one
 
-# One exercise: $$id $$name $$level $$points $$file are set by the loop below.
-# It builds the test (a compile or link error scores 0, with its first lines
-# shown), runs it, and prints the score line padded with dots.
+# One exercise's test binary, $(GRADE_DIR)/$(ID), from $(EXERCISES_DIR)/$(FILE)
+# and the chapter's objects in $(BUILD): how the [tsan] run builds its test
+# (with BUILD=$(GRADE_TSAN_BUILD) and -fsanitize=thread).
+grade-build-one: lib
+	@mkdir -p $(GRADE_DIR)
+	$(GRADE_CC) -c $(TESTS_DIR)/harness.c -o $(GRADE_DIR)/harness.o
+	$(GRADE_CC) -I. -I$(TESTS_DIR) -I$(EXERCISES_DIR) $(EXERCISES_DIR)/$(FILE) \
+		$(GRADE_DIR)/harness.o $(OBJS) $(CHECK_LIBS) $(LDLIBS) -o $(GRADE_DIR)/$(ID)
+
+# One exercise: $$id $$name $$level $$points $$file $$tsan are set by the loop
+# below. It builds the test (a compile or link error scores 0, with its first
+# lines shown), runs it, and, for a [tsan] exercise that passed, builds and
+# runs it again under ThreadSanitizer (the chapter's objects in
+# $(GRADE_TSAN_BUILD), as `make tsan` builds them; a report of the sanitizer
+# fails it); then it prints the score line padded with dots.
 define GRADE_ONE
 	label="$$id $$name ($$level) "; \
 	dots=$$(printf '%*s' $$((36 - $${#label})) '' | tr ' ' .); \
-	score=0; why=""; rm -f $(GRADE_DIR)/$$id.log; \
+	score=0; why=""; log=$(GRADE_DIR)/$$id.log; rm -f $(GRADE_DIR)/$$id.log $(GRADE_DIR)/$$id-tsan.log; \
 	if [ "$$lib_ok" != 1 ]; then \
 		why="the chapter does not build: see $(GRADE_DIR)/lib.log"; \
 	elif ! $(GRADE_CC) -I. -I$(TESTS_DIR) -I$(EXERCISES_DIR) $(EXERCISES_DIR)/$$file \
 			$(GRADE_DIR)/harness.o $(OBJS) $(CHECK_LIBS) $(LDLIBS) -o $(GRADE_DIR)/$$id > $(GRADE_DIR)/$$id.log 2>&1; then \
 		why="does not compile: see $(GRADE_DIR)/$$id.log"; \
-	elif CK_DEFAULT_TIMEOUT=60 CK_VERBOSITY=normal ./$(GRADE_DIR)/$$id > $(GRADE_DIR)/$$id.log 2>&1; then \
-		score=$$points; \
-	else \
+	elif ! CK_DEFAULT_TIMEOUT=60 CK_VERBOSITY=normal ./$(GRADE_DIR)/$$id > $(GRADE_DIR)/$$id.log 2>&1; then \
 		why="fails: see $(GRADE_DIR)/$$id.log"; \
+	elif [ "$$tsan" != 1 ]; then \
+		score=$$points; \
+	elif ! $(MAKE) --no-print-directory BUILD=$(GRADE_TSAN_BUILD) OPT=-O1 EXTRA_CFLAGS="$(EXTRA_CFLAGS) -fsanitize=thread" \
+			ID=$$id FILE=$$file grade-build-one > $(GRADE_DIR)/$$id-tsan.log 2>&1; then \
+		why="does not build under ThreadSanitizer: see $(GRADE_DIR)/$$id-tsan.log"; \
+	elif ! TSAN_OPTIONS="halt_on_error=1 $$TSAN_OPTIONS" CK_DEFAULT_TIMEOUT=60 CK_VERBOSITY=normal \
+			./$(GRADE_TSAN_BUILD)/grade/$$id > $(GRADE_DIR)/$$id-tsan.log 2>&1; then \
+		why="fails under ThreadSanitizer: see $(GRADE_DIR)/$$id-tsan.log"; \
+		grep -q 'WARNING: ThreadSanitizer' $(GRADE_DIR)/$$id-tsan.log && \
+			why="$$why"$$(printf '\n    %s' "$$(grep -m 1 '^SUMMARY: ThreadSanitizer' $(GRADE_DIR)/$$id-tsan.log | \
+				sed 's|^SUMMARY: ||; s| /[^ ]*/| |')"); \
+		log=$(GRADE_DIR)/$$id-tsan.log; \
+	else \
+		score=$$points; \
 	fi; \
 	printf '%s%s %3s/%s\n' "$$label" "$$dots" "$$score" "$$points"; \
 	if [ -n "$$why" ]; then \
 		echo "    $$why"; \
-		grep -E '^[0-9]+%: Checks' $(GRADE_DIR)/$$id.log 2> /dev/null | sed 's/^/    /'; \
-		grep -E ':[FE]:|error:|undefined reference' $(GRADE_DIR)/$$id.log 2> /dev/null | head -n 3 | \
+		grep -E '^[0-9]+%: Checks' $$log 2> /dev/null | sed 's/^/    /'; \
+		grep -E ':[FE]:|error:|undefined reference' $$log 2> /dev/null | head -n 3 | \
 			sed -e 's/^.*:[FE]:[^:]*:\([^:]*\):[0-9]*: /\1: /' -e 's|^[^ ]*/||' -e 's/^/    /'; \
 	fi; \
 	echo "$$id $$score $$points" >> $(GRADE_DIR)/results; \
@@ -80,7 +109,7 @@ grade: deps
 	for id in $$(awk '!/^#/ && NF { print $$1 }' $(EXERCISES_DIR)/exercises.list); do \
 		if [ -n "$(EX)" ] && ! echo " $(EX) " | grep -q " $$id "; then continue; fi; \
 		set -- $$(awk -v id=$$id '$$1 == id' $(EXERCISES_DIR)/exercises.list); \
-		name=$$2; level=$$3; points=$$4; file=$$5; \
+		name=$$2; level=$$3; points=$$4; file=$$5; tsan=0; [ "$${6:-}" = "[tsan]" ] && tsan=1; \
 		$(GRADE_ONE); \
 	done; \
 	echo "Score: $$total/$$max"; \
