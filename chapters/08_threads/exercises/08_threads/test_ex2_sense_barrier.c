@@ -289,11 +289,11 @@ Suite * mg_test_suite(void) {
     Suite * s = suite_create("08_threads ex2 sense_barrier");
     TCase * tc = tcase_create("sense_barrier");
     tcase_set_timeout(tc, 300);   // the watchdog speaks first (STALL_SECONDS); this is for a loaded machine
-    tcase_add_test(tc, functions_exist);
-    tcase_add_test(tc, one_thread_never_waits);
-    tcase_add_test(tc, two_threads);
-    tcase_add_test(tc, three_threads);
-    tcase_add_test(tc, four_threads);
+    tcase_add_test(tc, functions_exist);   // 0 points: only a start
+    tcase_add_test(tc, one_thread_never_waits);   // 0 points: a barrier of one never waits
+    tcase_add_test(tc, two_threads);              // 6 points
+    tcase_add_test(tc, three_threads);            // 7 points
+    tcase_add_test(tc, four_threads);             // 7 points
     suite_add_tcase(s, tc);
     return s;
 }
