@@ -14,7 +14,7 @@
 #   make bench           speed of the full engine (see full/Makefile)
 #   make quant-table     every quantization of the demo model: size, PPL, KL, speed (see full/Makefile)
 #   make asan / tsan     the tests under AddressSanitizer+UBSan / ThreadSanitizer
-#   make check-solutions the exercises' reference solutions apply and earn full marks
+#   make check-solutions the exercises' reference solutions apply and earn full marks; the wrong ones score 0
 #   make fuzz            each libFuzzer harness (fuzz/) FUZZ_SECONDS seconds (default 20)
 #   make valgrind        every chapter's demo and a short mg run / mg chat under valgrind
 #   make clean

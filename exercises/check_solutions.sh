@@ -8,7 +8,13 @@
 #   2. the solutions exercises/solutions/NN_name/exN_NAME.patch are applied in
 #      the list's order (they are cumulative, like a student's work), and after
 #      each one `make grade EX="ex1 .. exN"` must give full marks;
-#   3. with all of them applied, the chapter's regular `make test` must pass.
+#   3. with all of them applied, the chapter's regular `make test` must pass;
+#   4. each wrong solution exercises/solutions/NN_name/exN_NAME.wrong_WHAT.patch
+#      (a mistake students make, kept to prove the test catches it) is applied
+#      instead of exN's own patch, after the earlier solutions, to a fresh
+#      copy, and `make grade EX=exN` must give it less than full marks; its
+#      header (the text before the diff) may say more: a line "Fails: CHECK
+#      ..." names checks that must fail, "Scores: N" the exact score.
 # A patch that no longer applies (after a change to full/ and `make chapters`)
 # fails. CHAPTERS="04_graph 05_galloc" checks only those.
 set -uo pipefail
@@ -78,7 +84,41 @@ for list in exercises/[0-9][0-9]_*/exercises.list; do
         fail "make test fails with the solutions of$done_ids applied:"
         grep -E '^[0-9]+%: Checks|:[FE]:|error|differ' "$work.test.log" | head -n 20 >&2
     fi
-    echo "check-solutions: $ch:$done_ids applied and graded, make test run ($(( $(date +%s) - t0 )) s)"
+
+    # The wrong solutions: each exK_NAME.wrong_WHAT.patch replaces exK's own
+    # patch (after ex1 .. ex(K-1)'s) and must score less than full marks on
+    # exK, fail the checks its "Fails:" line names and score its "Scores:".
+    earlier=""; wrongs=""
+    for id in $(awk '!/^#/ && NF { print $1 }' "$list"); do
+        name=$(awk -v id="$id" '$1 == id { print $2 }' "$list")
+        for wrong in "$root/exercises/solutions/$ch/${id}_${name}".wrong_*.patch; do
+            [ -f "$wrong" ] || continue
+            w=$scratch/$ch.wrong
+            rm -rf "$w"; cp -r "chapters/$ch" "$w"; rm -rf "$w"/build "$w"/build-*
+            for p in $earlier; do apply_patch "$w" "$root/exercises/solutions/$ch/$p.patch" > /dev/null 2>&1; done
+            if ! apply_patch "$w" "$wrong" > "$w.log" 2>&1; then
+                fail "exercises/solutions/$ch/$(basename "$wrong") does not apply:"; cat "$w.log" >&2; continue
+            fi
+            $make --no-print-directory -C "$w" ROOT="$root" grade EX="$id" > "$w.log" 2>&1
+            score=$(awk -v id="$id" '$1 == id { print $2 }' "$w/build/grade/results" 2> /dev/null)
+            points=$(awk -v id="$id" '$1 == id { print $4 }' "$list")
+            want=$(sed -n 's/^Scores: *//p' "$wrong" | head -n 1)
+            if [ -z "$score" ] || [ "$score" = "$points" ]; then
+                fail "the wrong solution $(basename "$wrong") scores ${score:-nothing} on $id, not less than $points:"; cat "$w.log" >&2
+            elif [ -n "$want" ] && [ "$score" != "$want" ]; then
+                fail "the wrong solution $(basename "$wrong") scores $score on $id, its header says $want:"; cat "$w.log" >&2
+            fi
+            for check in $(sed -n 's/^Fails: *//p' "$wrong"); do
+                if ! awk -v id="$id" -v c="$check" '$1 == id && $2 == c && $5 == "fail" { f = 1 } END { exit !f }' "$w/build/grade/checks"; then
+                    fail "the wrong solution $(basename "$wrong") passes $id's check $check, which its header says it fails"
+                fi
+            done
+            wrongs="$wrongs $(basename "$wrong" .patch | sed 's/^[^.]*\.//')"
+        done
+        earlier="$earlier ${id}_${name}"
+    done
+
+    echo "check-solutions: $ch:$done_ids applied and graded, make test run${wrongs:+, caught:$wrongs} ($(( $(date +%s) - t0 )) s)"
 done
 
 [ "$failed" = 0 ] && echo "check-solutions: all solutions pass"

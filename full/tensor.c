@@ -245,19 +245,19 @@ static const char * const op_symbols[MG_OP_COUNT] = {
 };
 
 #if 0 //@old 01..02 op-count
-static_assert(MG_OP_COUNT == 5, "a new op needs a name and a symbol above");
+static_assert(MG_OP_COUNT == 5, "a new op needs a name and a symbol above, then the number on this line raised to the new MG_OP_COUNT");
 #endif //@old op-count
 #if 0 //@old 03..05 op-count
-static_assert(MG_OP_COUNT == 22, "a new op needs a name and a symbol above");
+static_assert(MG_OP_COUNT == 22, "a new op needs a name and a symbol above, then the number on this line raised to the new MG_OP_COUNT");
 #endif //@old op-count
 #if 0 //@old 06..08 op-count
-static_assert(MG_OP_COUNT == 23, "a new op needs a name and a symbol above");
+static_assert(MG_OP_COUNT == 23, "a new op needs a name and a symbol above, then the number on this line raised to the new MG_OP_COUNT");
 #endif //@old op-count
 #if 0 //@old 09..09 op-count
-static_assert(MG_OP_COUNT == 24, "a new op needs a name and a symbol above");
+static_assert(MG_OP_COUNT == 24, "a new op needs a name and a symbol above, then the number on this line raised to the new MG_OP_COUNT");
 #endif //@old op-count
 //@+ full op-count
-static_assert(MG_OP_COUNT == 26, "a new op needs a name and a symbol above");
+static_assert(MG_OP_COUNT == 26, "a new op needs a name and a symbol above, then the number on this line raised to the new MG_OP_COUNT");
 //@- full op-count
 
 const char * mg_op_name(enum mg_op op) {

@@ -158,7 +158,7 @@ static const char * const op_symbols[MG_OP_COUNT] = {
     [MG_OP_GET_ROWS]  = "get_rows(x)",
 };
 
-static_assert(MG_OP_COUNT == 22, "a new op needs a name and a symbol above");
+static_assert(MG_OP_COUNT == 22, "a new op needs a name and a symbol above, then the number on this line raised to the new MG_OP_COUNT");
 
 const char * mg_op_name(enum mg_op op) {
     return op >= 0 && op < MG_OP_COUNT ? op_names[op] : "?";

@@ -5,8 +5,10 @@
 //                                                               // src[0]->ne[0] * elements of the result
 //
 // Graded by `make grade`; the functions are declared weak (see test_ex1_sigmoid.c).
-// Checked on the lesson's MLP (768, worked out by hand in the README) and on
-// random graphs whose cost this test tallies itself while building them.
+// Checked on the lesson's MLP (768, worked out by hand in the README), on
+// graphs whose last node (the root) is a matmul, which a loop that stops one
+// node short misses, and on random graphs whose cost this test tallies itself
+// while building them.
 #include "harness.h"
 #include "mg.h"
 
@@ -48,6 +50,39 @@ START_TEST(the_lessons_mlp_costs_768) {
     ck_assert_int_eq(mg_graph_count_op(g, MG_OP_SOFT_MAX), 1);
     ck_assert_int_eq(mg_graph_count_op(g, MG_OP_NONE), 0);   // leafs are not nodes
     ck_assert_int_eq(mg_graph_count_op(g, MG_OP_GELU), 0);
+    mg_free(ctx);
+}
+END_TEST
+
+// The root is the last node of the graph: a loop that stops one short
+// (i < g->n_nodes - 1) misses it. Here the root is the matmul itself.
+START_TEST(the_root_matmul_is_counted) {
+    require_functions();
+    struct mg_context * ctx = new_ctx();
+    struct mg_tensor * a  = mg_new_tensor_2d(ctx, MG_TYPE_F32, 32, 8);
+    struct mg_tensor * b  = mg_new_tensor_2d(ctx, MG_TYPE_F32, 32, 5);
+    struct mg_tensor * ab = mg_mul_mat(ctx, a, b);   // {8, 5}: 32 * 40 = 1280, the only node
+    struct mg_cgraph * g = mg_new_graph(ctx);
+    mg_build_forward_expand(g, ab);
+    ck_assert_int_eq(g->n_nodes, 1);
+    ck_assert_msg(mg_graph_mul_adds(g) == 1280, "one matmul, the only node: %lld multiply-adds, expected 1280",
+                  (long long) mg_graph_mul_adds(g));
+    ck_assert_msg(mg_graph_count_op(g, MG_OP_MUL_MAT) == 1, "one matmul, the only node: %d MUL_MAT nodes, expected 1",
+                  mg_graph_count_op(g, MG_OP_MUL_MAT));
+
+    // The lesson's MLP without its soft_max: the logits W2 h1 are the root, the last node.
+    struct mg_tensor * x  = mg_new_tensor_2d(ctx, MG_TYPE_F32, 8, 4);
+    struct mg_tensor * W1 = mg_new_tensor_2d(ctx, MG_TYPE_F32, 8, 16);
+    struct mg_tensor * b1 = mg_new_tensor_1d(ctx, MG_TYPE_F32, 16);
+    struct mg_tensor * W2 = mg_new_tensor_2d(ctx, MG_TYPE_F32, 16, 4);
+    struct mg_tensor * logits = mg_mul_mat(ctx, W2, mg_relu(ctx, mg_add(ctx, mg_mul_mat(ctx, W1, x), b1)));
+    struct mg_cgraph * g2 = mg_new_graph(ctx);
+    mg_build_forward_expand(g2, logits);
+    ck_assert_ptr_eq(g2->nodes[g2->n_nodes - 1], logits);
+    ck_assert_msg(mg_graph_mul_adds(g2) == 768, "the MLP's logits (a matmul, the last node): %lld multiply-adds, "
+                  "expected 512 + 256 = 768", (long long) mg_graph_mul_adds(g2));
+    ck_assert_msg(mg_graph_count_op(g2, MG_OP_MUL_MAT) == 2, "the MLP's logits: %d MUL_MAT nodes, expected 2",
+                  mg_graph_count_op(g2, MG_OP_MUL_MAT));
     mg_free(ctx);
 }
 END_TEST
@@ -135,8 +170,9 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("04_graph ex2 graph cost");
     TCase * tc = tcase_create("graph_cost");
-    tcase_add_test(tc, functions_exist);
+    tcase_add_test(tc, functions_exist);   // 0 points: only a start
     tcase_add_test(tc, the_lessons_mlp_costs_768);
+    tcase_add_test(tc, the_root_matmul_is_counted);
     tcase_add_test(tc, a_shared_node_is_counted_once);
     tcase_add_test(tc, batched_matmul_and_views);
     tcase_add_test(tc, random_chains);

@@ -139,8 +139,8 @@ Suite * mg_test_suite(void) {
     Suite * s = suite_create("05_galloc ex3 view reuse");
     TCase * tc = tcase_create("view_reuse");
     tcase_add_test(tc, relu_of_a_reshape);
-    tcase_add_test(tc, no_takeover_while_someone_still_reads);
-    tcase_add_test(tc, random_chains_compute_the_same);
+    tcase_add_test(tc, no_takeover_while_someone_still_reads);   // 0 points: the untouched chapter passes it already
+    tcase_add_test(tc, random_chains_compute_the_same);   // 0 points: the untouched chapter passes it already
     suite_add_tcase(s, tc);
     return s;
 }

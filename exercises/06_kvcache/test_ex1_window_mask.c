@@ -93,7 +93,7 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("06_kvcache ex1 window_mask");
     TCase * tc = tcase_create("window_mask");
-    tcase_add_test(tc, function_exists);
+    tcase_add_test(tc, function_exists);   // 0 points: only a start
     tcase_add_test(tc, every_cell_follows_the_rule);
     tcase_add_test(tc, decoding_attends_over_the_window);
     suite_add_tcase(s, tc);

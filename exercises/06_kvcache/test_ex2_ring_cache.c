@@ -128,7 +128,7 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("06_kvcache ex2 ring_cache");
     TCase * tc = tcase_create("ring_cache");
-    tcase_add_test(tc, function_exists);
+    tcase_add_test(tc, function_exists);   // 0 points: only a start
     tcase_add_test(tc, every_cell_follows_the_rule);
     tcase_add_test(tc, four_slots_one_token_at_a_time);
     tcase_add_test(tc, a_prompt_then_decodes);

@@ -109,7 +109,7 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("09_inference ex1 penalties");
     TCase * tc = tcase_create("penalties");
-    tcase_add_test(tc, function_exists);
+    tcase_add_test(tc, function_exists);   // 0 points: only a start
     tcase_add_test(tc, frequency_penalty_alone);
     tcase_add_test(tc, presence_penalty_alone);
     tcase_add_test(tc, all_three_and_a_short_window);

@@ -116,7 +116,7 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("09_inference ex2 top_n_sigma");
     TCase * tc = tcase_create("top_n_sigma");
-    tcase_add_test(tc, function_exists);
+    tcase_add_test(tc, function_exists);   // 0 points: only a start
     tcase_add_test(tc, one_sigma);
     tcase_add_test(tc, the_set_does_not_depend_on_temperature);
     tcase_add_test(tc, off_keeps_every_token);

@@ -236,7 +236,7 @@ int mg_test_json_numbers(const char * json, const char * key, double * out, int 
 
 int main(void) {
     SRunner * sr = srunner_create(mg_test_suite());
-    srunner_run_all(sr, CK_NORMAL);   // prints "100%: Checks: N, Failures: 0, Errors: 0"
+    srunner_run_all(sr, CK_ENV);   // prints "100%: Checks: N, Failures: 0, Errors: 0" (CK_VERBOSITY=verbose: every check)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -62,7 +62,7 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("07_scratch ex1 work_slice");
     TCase * tc = tcase_create("work_slice");
-    tcase_add_test(tc, function_exists);
+    tcase_add_test(tc, function_exists);   // 0 points: only a start
     tcase_add_test(tc, slices_are_aligned_disjoint_and_inside);
     suite_add_tcase(s, tc);
     return s;
