@@ -27,7 +27,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test test-x86-levels tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench quant-table asan tsan clean deps test-tools check-solutions \
+.PHONY: run test test-x86-levels test-aarch64 tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench quant-table asan tsan clean deps test-tools check-solutions \
         fuzz fuzz-deps valgrind test-fuzz-regressions $(CHAPTER_DIRS)
 
 run: deps
@@ -126,6 +126,10 @@ test-x86-levels: deps
 	$(MAKE) -C full test-x86-levels
 	@if command -v clang > /dev/null; then $(MAKE) -C full test-x86-levels LEVEL_CC=clang; \
 	else echo "test-x86-levels: clang is not installed: its builds skipped"; fi
+
+# The full engine cross-built for aarch64 and run under qemu-user (full/Makefile).
+test-aarch64: deps
+	$(MAKE) -C full test-aarch64
 
 # One step at a time (-j1): the speeds in the table are measured.
 quant-table:
