@@ -144,6 +144,31 @@ char * cli_output_path(const char * cmd, const char * out, const char * in);
 // Whether two paths name the same file (device and inode: symlinks and hard links too).
 bool cli_same_file(const char * a, const char * b);
 
+// ---------------------------------------------------------------------------
+// Other programs (cli_spawn.c): never through a shell
+// ---------------------------------------------------------------------------
+
+// What a child printed on stdout (NUL-terminated; "" if nothing) and how it ended.
+struct cli_child {
+    char * out;
+    size_t len, cap;
+    int    status;      // its exit status, or -1 if a signal ended it
+    bool   timed_out;   // killed at the deadline
+    bool   too_big;     // killed for printing more than max_out bytes
+};
+
+// Runs argv[0] (a path, or a name looked up in PATH) with the arguments argv
+// (NULL-terminated) as they are: no shell reads them. stdin and stderr are
+// /dev/null; stdout is collected into c. After timeout_s seconds, or max_out
+// bytes, the child and its process group are killed. False after printing
+// why (it could not start, hung, or printed too much); a child that ran but
+// failed returns true with its status: the caller judges its output.
+bool cli_run_child(const char * cmd, char * const * argv, double timeout_s, size_t max_out, struct cli_child * c);
+void cli_child_free(struct cli_child * c);
+
+// The default of --rival-timeout: long enough for a real llama-bench run, short of forever.
+#define CLI_RIVAL_TIMEOUT_S 3600.0
+
 // Print one token's text to stdout as it streams (whole UTF-8 characters only).
 void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_t token);
 void cli_stream_flush(struct mg_detok * d);
