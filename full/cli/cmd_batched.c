@@ -260,7 +260,7 @@ int cmd_batched_bench(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "-npl", CLI_STRING, &o.npl, "parallel levels (default 1,2,4,8,16)"};
     opts[n_opts++] = (struct cli_option) {"-pps", "--pp-shared", CLI_FLAG, &o.shared,
                                           "one prompt shared by all sequences, stored once"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--llama-batched-bench", CLI_STRING, &o.llama,
+    opts[n_opts++] = (struct cli_option) {NULL, "--llama-batched-bench", CLI_IN_FILE, &o.llama,
                                           "race this llama-batched-bench on the same file"};
     opts[n_opts++] = (struct cli_option) {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race (default 3)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--rival-timeout", CLI_FLOAT, &o.rival_timeout,
@@ -421,7 +421,7 @@ int cmd_parallel(int argc, char ** argv) {
     struct cli_option opts[40];
     int n_opts = 0;
     opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &unused, "a prompt (repeat for several)"};
-    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &prompt_file, "prompts, one per line"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &prompt_file, "prompts, one per line"};
     opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "tokens per sequence (default 64)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
                                           "do not stop at end-of-generation tokens"};

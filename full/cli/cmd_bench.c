@@ -506,7 +506,7 @@ int cmd_bench(int argc, char ** argv) {
     int     n_rest;
     const int n_models = take_models(argc, argv, models, rest, &n_rest);
     const struct cli_option opts[] = {
-        {"-m", "--model", CLI_STRING, &model, "a GGUF model (repeat for several)"},
+        {"-m", "--model", CLI_IN_FILE, &model, "a GGUF model (repeat for several)"},
         {"-p", "--n-prompt", CLI_STRING, &o.prompt, "prompt sizes for ppN, comma-separated (default 64; 0 = none)"},
         {"-n", "--n-gen", CLI_STRING, &o.gen, "generation lengths for tgN (default 64; 0 = none)"},
         {"-d", "--n-depth", CLI_STRING, &o.depth, "cache depths the tests start from (default 0)"},
@@ -514,11 +514,11 @@ int cmd_bench(int argc, char ** argv) {
         {"-fa", "--flash-attn", CLI_STRING, &o.fa, "flash attention off/on: 0, 1 or 0,1 (default 0)"},
         {"-r", "--repetitions", CLI_INT, &o.reps, "timed runs per test (default 5)"},
         {NULL, "--kv-type", CLI_STRING, &o.kv, "KV cache type: f16 (default) or f32"},
-        {NULL, "--bandwidth", CLI_STRING, &o.bandwidth, "read bandwidth per thread count, from tools/bandwidth"},
-        {NULL, "--llama-bench", CLI_STRING, &o.llama_bench, "race this llama-bench on the same files"},
+        {NULL, "--bandwidth", CLI_IN_FILE, &o.bandwidth, "read bandwidth per thread count, from tools/bandwidth"},
+        {NULL, "--llama-bench", CLI_IN_FILE, &o.llama_bench, "race this llama-bench on the same files"},
         {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race, ours then theirs (default 3)"},
         {NULL, "--rival-timeout", CLI_FLOAT, &rival_timeout, "seconds one llama-bench run may take before it is killed (default 3600)"},
-        {NULL, "--baseline", CLI_STRING, &o.baseline, "figures from another time (model test threads t/s)"},
+        {NULL, "--baseline", CLI_IN_FILE, &o.baseline, "figures from another time (model test threads t/s)"},
         {NULL, "--no-repack", CLI_FLAG, &o.no_repack, "keep Q4_0/Q4_K/Q2_K weights as in the file (no 8-row repacking)"},
     };
     const char * positional[1];

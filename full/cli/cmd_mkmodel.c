@@ -321,8 +321,8 @@ int cmd_mkmodel(int argc, char ** argv) {
         {NULL, "--n-ctx", CLI_INT, &flags.n_ctx, "context length written to the file"},
         {NULL, "--type", CLI_STRING, &type_name, "type of the matrices (default f32)"},
         {"-s", "--seed", CLI_U64, &seed, "random seed (default 1)"},
-        {"-o", "--output", CLI_STRING, &out, "the GGUF file to write"},
-        {NULL, "--vocab", CLI_STRING, &vocab_dir, "directory with tokenizer.json (and tokenizer_config.json)"},
+        {"-o", "--output", CLI_OUT_FILE, &out, "the GGUF file to write"},
+        {NULL, "--vocab", CLI_IN_DIR, &vocab_dir, "directory with tokenizer.json (and tokenizer_config.json)"},
         {NULL, "--untied", CLI_FLAG, &flags.untied, "an output.weight of its own (default: tied to token_embd)"},
         {NULL, "--pre", CLI_STRING, &flags.pre, "tokenizer.ggml.pre: gpt-2 or qwen2 (default: tokenizer.json's)"},
         {NULL, "--rng", CLI_STRING, &flags.rng, "box-muller (default) or sum4 (the same bytes on every machine)"},
@@ -345,12 +345,10 @@ int cmd_mkmodel(int argc, char ** argv) {
         fprintf(stderr, "mg %s: '%s' is not a weight type this engine can write and run\n", cmd, type_name);
         return 1;
     }
-    char * target = cli_output_path(cmd, out, NULL);   // before any work; a symlink is written through
-    if (target == NULL) return 1;
+    const char * target = out;   // checked by cli_parse (not --vocab's files); a symlink's target
     struct mg_hf_vocab * vocab = mg_hf_vocab_load(vocab_dir);
     if (vocab == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-        free(target);
         return 1;
     }
     struct model_writer mw = {.w      = mg_gguf_writer_new(),
@@ -378,6 +376,5 @@ int cmd_mkmodel(int argc, char ** argv) {
     free(mw.buffers);
     mg_gguf_writer_free(mw.w);
     mg_hf_vocab_free(vocab);
-    free(target);
     return ok ? 0 : 1;
 }

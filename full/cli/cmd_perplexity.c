@@ -31,6 +31,7 @@
 // one batch (the same numbers, not the same speed).
 #define _POSIX_C_SOURCE 200809L   // fileno
 #include "cli.h"
+#include "outfile.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -335,13 +336,19 @@ static bool write_all(FILE * f, const void * p, size_t bytes) {
     return fwrite(p, 1, bytes, f) == bytes;
 }
 
-static FILE * logits_file_create(const char * cmd, const char * path, int32_t n_ctx, int32_t n_vocab, int32_t n_chunk,
-                                 const int32_t * tokens) {
-    FILE * f = fopen(path, "wb");
-    if (f == NULL || !write_all(f, logits_magic, 8) || !write_all(f, &n_ctx, 4) || !write_all(f, &n_vocab, 4) ||
+// The file's header, into a temporary file beside path (outfile.h: the old
+// file stays whole until the run is complete and mg_outfile_commit renames).
+static FILE * logits_file_create(const char * cmd, struct mg_outfile * out, const char * path, int32_t n_ctx,
+                                 int32_t n_vocab, int32_t n_chunk, const int32_t * tokens) {
+    FILE * f = mg_outfile_open(out, path);
+    if (f == NULL) {
+        fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
+        return NULL;
+    }
+    if (!write_all(f, logits_magic, 8) || !write_all(f, &n_ctx, 4) || !write_all(f, &n_vocab, 4) ||
         !write_all(f, &n_chunk, 4) || !write_all(f, tokens, (size_t) n_chunk * (size_t) n_ctx * sizeof(int32_t))) {
         fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, path, strerror(errno));
-        if (f) fclose(f);
+        mg_outfile_abort(out);
         return NULL;
     }
     return f;
@@ -553,11 +560,11 @@ int cmd_perplexity(int argc, char ** argv) {
     struct ppl_opts        o   = {.n_chunks = -1};
     struct cli_option      opts[24];
     int                    n_opts = 0;
-    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &o.text_file, "the text to score"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &o.text_file, "the text to score"};
     opts[n_opts++] = (struct cli_option) {NULL, "--chunks", CLI_INT, &o.n_chunks, "score at most N chunks (default all)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--save-logits", CLI_STRING, &o.save_logits,
+    opts[n_opts++] = (struct cli_option) {NULL, "--save-logits", CLI_OUT_FILE, &o.save_logits,
                                           "write the scored log-probabilities to FILE, for --kl-base"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--kl-base", CLI_STRING, &o.kl_base,
+    opts[n_opts++] = (struct cli_option) {NULL, "--kl-base", CLI_IN_FILE, &o.kl_base,
                                           "KL divergence against FILE (from --save-logits)"};
     if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, NULL)) return 1;
     if (o.text_file == NULL && o.kl_base == NULL) {
@@ -581,7 +588,8 @@ int cmd_perplexity(int argc, char ** argv) {
     struct ppl_eval    ev     = {0};
     struct logits_base base   = {0};
     int32_t *          tokens = NULL;
-    FILE *             save   = NULL;
+    FILE *             save   = NULL;   // save_out's temporary file
+    struct mg_outfile  save_out = {0};
     double             load_ms;
     struct mg_model *  m = cli_load_model(cmd, e.model, &load_ms);
     if (m == NULL) goto done;
@@ -638,14 +646,14 @@ int cmd_perplexity(int argc, char ** argv) {
     if (o.kl_base != NULL) {
         ok = run_kl_divergence(cmd, &ev, &base, n_chunk);
     } else {
-        save = o.save_logits ? logits_file_create(cmd, o.save_logits, e.n_ctx, n_vocab, n_chunk, tokens) : NULL;
+        save = o.save_logits ? logits_file_create(cmd, &save_out, o.save_logits, e.n_ctx, n_vocab, n_chunk, tokens)
+                             : NULL;
         if (o.save_logits != NULL && save == NULL) goto done;
         ok = run_perplexity(cmd, &ev, tokens, n_chunk, save);
-        if (save != NULL) {
-            const bool closed = fclose(save) == 0;
+        if (ok && save != NULL) {   // complete: renamed over the old file only now
             save = NULL;
-            if (ok && !closed) {
-                fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, o.save_logits, strerror(errno));
+            if (!mg_outfile_commit(&save_out)) {
+                fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
                 ok = false;
             }
         }
@@ -659,7 +667,7 @@ int cmd_perplexity(int argc, char ** argv) {
     status = 0;
 
 done:
-    if (save != NULL) fclose(save);
+    if (save != NULL) mg_outfile_abort(&save_out);   // a failed run leaves the old file as it was
     logits_base_close(&base);
     free(ev.batch);
     free(ev.logits);

@@ -54,7 +54,7 @@ int cmd_run(int argc, char ** argv) {
     struct cli_option opts[40];   // room for the engine and sampling options too
     int n_opts = 0;
     opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &prompt, "the prompt"};
-    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &prompt_file, "read the prompt from a file"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &prompt_file, "read the prompt from a file"};
     opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict,
                                           "tokens to generate (default 128; -1: until an end token or a full context)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
@@ -62,13 +62,13 @@ int cmd_run(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &no_display_prompt,
                                           "print only the generated text"};
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_STRING, &trace_json,
+    opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_OUT_FILE, &trace_json,
                                           "write every thread's time per node as a Chrome trace (Perfetto)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_STRING, &memory_map,
+    opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_OUT_FILE, &memory_map,
                                           "draw the run's memory regions and the pointers between them (SVG)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
                                           "do not parse special tokens in the prompt (default: parse them)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_STRING, &dump_dir,
+    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_OUT_DIR, &dump_dir,
                                           "write the prompt's intermediate tensors as .npy files here"};
     opts[n_opts++] = (struct cli_option) {NULL, "--context-shift", CLI_FLAG, &ctx_shift,
                                           "when the context is full, drop half of it and go on (default: stop)"};
@@ -81,16 +81,6 @@ int cmd_run(int argc, char ** argv) {
     if (n_keep < -1) {
         fprintf(stderr, "mg %s: --keep must be -1 (all of the prompt) or >= 0, got %d\n", cmd, n_keep);
         return 1;
-    }
-    const char * outputs[2][2] = {{"--trace-json", trace_json}, {"--memory-map", memory_map}};
-    for (int i = 0; i < 2; i++) {   // fail now, not after the whole run
-        if (outputs[i][1] == NULL) continue;
-        FILE * f = fopen(outputs[i][1], "w");
-        if (f == NULL) {
-            fprintf(stderr, "mg %s: %s: cannot write %s: %s\n", cmd, outputs[i][0], outputs[i][1], strerror(errno));
-            return 1;
-        }
-        fclose(f);
     }
     size_t text_len;
     char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &text_len);

@@ -1,6 +1,7 @@
 //@file full
 // main.c - mg: one binary, one command per job (like git).
 #include "cli.h"
+#include "outfile.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +35,7 @@ int main(int argc, char ** argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
     }
+    mg_outfile_remove_on_signal();   // Ctrl-C or kill mid-write: no temporary file left behind
     for (int i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
     }

@@ -8,6 +8,8 @@
 #include "harness.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +190,177 @@ START_TEST(test_rival_unusable_output) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// Outputs: never an input, written beside and renamed, no symlink followed
+// ---------------------------------------------------------------------------
+
+// FNV-1a of a file's bytes and its size: "byte-identical" before and after.
+struct digest {
+    uint64_t hash;
+    size_t   size;
+};
+
+static struct digest digest_of(const char * path) {
+    size_t size = 0;
+    unsigned char * b = mg_test_read_file(path, &size);
+    ck_assert_msg(b != NULL, "cannot read %s", path);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < size; i++) h = (h ^ b[i]) * 1099511628211ull;
+    free(b);
+    return (struct digest) {h, size};
+}
+
+static void expect_unchanged(const char * path, struct digest before) {
+    const struct digest now = digest_of(path);
+    ck_assert_msg(now.hash == before.hash && now.size == before.size, "%s was changed (%zu bytes, was %zu)", path,
+                  now.size, before.size);
+}
+
+static bool is_link(const char * path) {
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+// 20 KB of the held-out text (the t.txt), as a file in the test directory.
+static const char * text_file(void) {
+    size_t size;
+    char * text = mg_test_read_file(mg_test_root("data/heldout/dhammapada.txt"), &size);
+    ck_assert_ptr_nonnull(text);
+    const char * path = in_dir("t.txt");
+    write_file(path, text, size < 20000 ? size : 20000);
+    free(text);
+    return path;
+}
+
+// C1, D1-D4: an output flag aimed at an input, by its path, a relative path,
+// a symlink or a hard link, is refused before any work; every input keeps its bytes.
+START_TEST(test_output_is_an_input) {
+    char m[128], t[128], p[128];   // kept: in_dir's buffers are reused after 16 calls
+    snprintf(m, sizeof(m), "%s", in_dir("m.gguf"));
+    snprintf(t, sizeof(t), "%s", text_file());
+    snprintf(p, sizeof(p), "%s", in_dir("p.txt"));
+    copy_file(model(), m);
+    write_file(p, "hello there", 11);
+    ck_assert_int_eq(symlink("m.gguf", in_dir("link.gguf")), 0);
+    ck_assert_int_eq(link(m, in_dir("hard.gguf")), 0);
+    const struct digest dm = digest_of(m), dt = digest_of(t), dp = digest_of(p);
+    char relative[128];
+    snprintf(relative, sizeof(relative), "%s/../%s/m.gguf", dir, strrchr(dir, '/') + 1);
+    const char * const aims[] = {m, relative, in_dir("link.gguf"), in_dir("hard.gguf")};
+    for (size_t i = 0; i < sizeof(aims) / sizeof(aims[0]); i++) {
+        expect_error("--save-logits", "same file", "perplexity -m '%s' -f '%s' -c 128 -b 128 --chunks 1 --save-logits '%s'",
+                     m, t, aims[i]);
+        expect_error("--trace-json", "same file", "run -m '%s' -p hello -n 4 --trace-json '%s'", m, aims[i]);
+        expect_error("--memory-map", "same file", "run -m '%s' -p hello -n 4 --memory-map '%s'", m, aims[i]);
+        expect_error("--output", "same file", "logits -m '%s' -p hello -o '%s'", m, aims[i]);
+    }
+    expect_error("--trace-json", "same file", "run -m '%s' -f '%s' -n 4 --trace-json '%s'", m, p, p);
+    expect_error("--save-logits", "same file", "perplexity -m '%s' -f '%s' -c 128 --save-logits '%s'", m, t, t);
+    expect_unchanged(m, dm);
+    expect_unchanged(t, dt);
+    expect_unchanged(p, dp);
+
+    // mkmodel -o into its own --vocab folder: the tokenizer it reads.
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    copy_file(mg_test_root("data/minimind/tokenizer.json"), in_dir("vocab/tokenizer.json"));
+    copy_file(mg_test_root("data/minimind/tokenizer_config.json"), in_dir("vocab/tokenizer_config.json"));
+    const struct digest dv = digest_of(in_dir("vocab/tokenizer.json"));
+    expect_error("--output", "same file", "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"),
+                 in_dir("vocab/tokenizer.json"));
+    expect_unchanged(in_dir("vocab/tokenizer.json"), dv);
+}
+END_TEST
+
+// D2: an existing output is replaced only by a complete result: a run that
+// fails after the check leaves it as it was, and no temporary file.
+START_TEST(test_failed_run_keeps_old_output) {
+    const char * old = in_dir("trace.json");
+    write_file(old, "the old trace", 13);
+    const struct digest before = digest_of(old);
+    // 18 prompt tokens do not fit in -c 16: the run fails after the outputs were checked.
+    expect_error("16", NULL, "run -m '%s' -c 16 -f '%s' -n 4 --trace-json '%s' --memory-map '%s'", model(),
+                 mg_test_fixture("prompts/fox.txt"), old, in_dir("map.svg"));
+    expect_unchanged(old, before);
+    ck_assert_int_ne(access(in_dir("map.svg"), F_OK), 0);
+    ck_assert_int_eq(mg_test_count_temp_files(old), 0);
+    ck_assert_int_eq(mg_test_count_temp_files(in_dir("map.svg")), 0);
+}
+END_TEST
+
+// D5: --save-logits over an old file, killed mid-run: the old file is whole
+// and the temporary file is gone.
+START_TEST(test_killed_run_keeps_old_output) {
+    const char * old = in_dir("old.kld");
+    write_file(old, "the old logits", 14);
+    const struct digest before = digest_of(old);
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "(sleep 2; kill -TERM $$) &");   // $$ is mg after the harness's exec
+    struct mg_test_run r = mg_test_run_mg(dir, prefix, NULL, "perplexity -m '%s' -f '%s' -c 128 -t 1 --save-logits '%s'",
+                                          mg_test_root("models/fortune-toy-q8_0.gguf"),
+                                          mg_test_root("data/heldout/dhammapada.txt"), old);
+    ck_assert_msg(r.status == -1, "perplexity was not killed (exit %d): make the run longer", r.status);
+    mg_test_run_free(&r);
+    expect_unchanged(old, before);
+    ck_assert_int_eq(mg_test_count_temp_files(old), 0);
+}
+END_TEST
+
+// D6: symlinks planted inside output directories are replaced, never
+// followed; a file output that is a symlink to a non-input is written through.
+START_TEST(test_no_symlink_followed_in_output_dirs) {
+    char m[128];   // kept: in_dir's buffers are reused after 16 calls
+    snprintf(m, sizeof(m), "%s", in_dir("m.gguf"));
+    copy_file(model(), m);
+    const struct digest dm = digest_of(m);
+    ck_assert_int_eq(mkdir(in_dir("svg"), 0755), 0);
+    ck_assert_int_eq(mkdir(in_dir("dump"), 0755), 0);
+    ck_assert_int_eq(mkdir(in_dir("dot"), 0755), 0);
+    ck_assert_int_eq(symlink("../m.gguf", in_dir("svg/prompt-alloc.svg")), 0);
+    ck_assert_int_eq(symlink("../m.gguf", in_dir("dump/order.txt")), 0);
+    ck_assert_int_eq(symlink("../m.gguf", in_dir("dot/prompt.dot")), 0);
+    struct mg_test_run r = mg("run -m '%s' -p hello -n 2 --temp 0 --svg '%s' --dot '%s' --dump-tensors '%s'", m,
+                              in_dir("svg"), in_dir("dot"), in_dir("dump"));
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    expect_unchanged(m, dm);
+    const char * const planted[] = {in_dir("svg/prompt-alloc.svg"), in_dir("dump/order.txt"), in_dir("dot/prompt.dot")};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(!is_link(planted[i]), "%s is still a symlink: nothing was written there", planted[i]);
+        ck_assert_int_gt(digest_of(planted[i]).size, 0);
+    }
+
+    // A --trace-json that is a symlink to another file: the link stays, its target gets the trace.
+    write_file(in_dir("target.json"), "old", 3);
+    ck_assert_int_eq(symlink("target.json", in_dir("trace.json")), 0);
+    r = mg("run -m '%s' -p hello -n 2 --temp 0 --trace-json '%s'", m, in_dir("trace.json"));
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    ck_assert(is_link(in_dir("trace.json")));
+    size_t n;
+    char * trace = mg_test_read_file(in_dir("target.json"), &n);
+    ck_assert_msg(trace != NULL && strstr(trace, "traceEvents") != NULL, "the target did not get the trace");
+    free(trace);
+    expect_unchanged(m, dm);
+}
+END_TEST
+
+// W4 and a folder that holds an input: output folders are checked before
+// any work, --svg as --dot and --dump-tensors.
+START_TEST(test_output_dirs_checked_first) {
+    char m[128];
+    snprintf(m, sizeof(m), "%s", in_dir("m.gguf"));
+    copy_file(model(), m);
+    write_file(in_dir("plain"), "x", 1);
+    const char * const flags[] = {"--svg", "--dot", "--dump-tensors"};
+    for (int i = 0; i < 3; i++) {
+        expect_error(flags[i], "not a directory", "run -m '%s' -p hi -n 1 %s '%s'", m, flags[i], in_dir("plain"));
+        expect_error(flags[i], "no such directory", "run -m '%s' -p hi -n 1 %s '%s'", m, flags[i], in_dir("nope"));
+        // The model's own folder: a drawing named like it would replace it.
+        expect_error(flags[i], "holds the input", "run -m '%s' -p hi -n 1 %s '%s'", m, flags[i], dir);
+    }
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -198,6 +371,16 @@ Suite * mg_test_suite(void) {
     tcase_add_test(rivals, test_rival_timeout);
     tcase_add_test(rivals, test_rival_unusable_output);
     suite_add_tcase(s, rivals);
+
+    TCase * outputs = tcase_create("outputs");
+    tcase_set_timeout(outputs, 300);
+    tcase_add_checked_fixture(outputs, setup, teardown);
+    tcase_add_test(outputs, test_output_is_an_input);
+    tcase_add_test(outputs, test_failed_run_keeps_old_output);
+    tcase_add_test(outputs, test_killed_run_keeps_old_output);
+    tcase_add_test(outputs, test_no_symlink_followed_in_output_dirs);
+    tcase_add_test(outputs, test_output_dirs_checked_first);
+    suite_add_tcase(s, outputs);
 
     return s;
 }
