@@ -401,6 +401,25 @@ static int split_lines(char * text, const char ** prompts, int max) {
     return n;
 }
 
+// The batch arrays grown to n tokens; false after saying why (each array
+// stays valid either way, for the caller to free).
+static bool par_reserve(const char * cmd, int32_t ** tok, int32_t ** pos, int32_t ** seq, bool ** keep, size_t n) {
+    const bool fits = n <= INT32_MAX / sizeof(int32_t);
+    int32_t *  t    = fits ? realloc(*tok, n * sizeof(int32_t)) : NULL;
+    if (t != NULL) *tok = t;
+    int32_t * p = fits ? realloc(*pos, n * sizeof(int32_t)) : NULL;
+    if (p != NULL) *pos = p;
+    int32_t * q = fits ? realloc(*seq, n * sizeof(int32_t)) : NULL;
+    if (q != NULL) *seq = q;
+    bool * k = fits ? realloc(*keep, n * sizeof(bool)) : NULL;
+    if (k != NULL) *keep = k;
+    if (t == NULL || p == NULL || q == NULL || k == NULL) {
+        fprintf(stderr, "mg %s: cannot allocate the batch of the prompts (%zu tokens at most)\n", cmd, n);
+        return false;
+    }
+    return true;
+}
+
 int cmd_parallel(int argc, char ** argv) {
     const char * cmd = "parallel";
     struct cli_engine_opts   e   = cli_engine_defaults();
@@ -460,13 +479,12 @@ int cmd_parallel(int argc, char ** argv) {
     bool *    keep = NULL;
     for (int i = 0; i < n_prompts && status == 0; i++) {
         // At most 3 tokens per byte (an invalid byte becomes U+FFFD's three byte tokens) and a BOS.
-        const int len = (int) strlen(prompts[i]), room = 3 * len + 2;
-        tok  = realloc(tok, (size_t) (n_total + room) * sizeof(int32_t));
-        pos  = realloc(pos, (size_t) (n_total + room) * sizeof(int32_t));
-        seq  = realloc(seq, (size_t) (n_total + room) * sizeof(int32_t));
-        keep = realloc(keep, (size_t) (n_total + room));
-        MG_ASSERT(tok && pos && seq && keep);
-        const int32_t n = mg_tokenize(m->vocab, prompts[i], len, tok + n_total, room, true, true);
+        const size_t len = strlen(prompts[i]), room = 3 * len + 2;
+        if (!par_reserve(cmd, &tok, &pos, &seq, &keep, (size_t) n_total + room)) {
+            status = 1;
+            break;
+        }
+        const int32_t n = mg_tokenize(m->vocab, prompts[i], (int32_t) len, tok + n_total, (int32_t) room, true, true);
         if (n <= 0) {
             fprintf(stderr, "mg %s: prompt %d gives no tokens\n", cmd, i);
             status = 1;

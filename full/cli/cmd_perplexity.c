@@ -609,9 +609,9 @@ int cmd_perplexity(int argc, char ** argv) {
         if (e.n_ctx == 0) e.n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 512 ? m->hp.n_ctx_train : 512;
         tokens = tokenize_file(cmd, o.text_file, m->vocab, &n_tokens);
         if (tokens == NULL) goto done;
-        if (n_tokens < 2 * e.n_ctx) {
-            fprintf(stderr, "mg %s: %s tokenizes to only %d tokens: perplexity with -c %d needs at least %d\n", cmd,
-                    o.text_file, n_tokens, e.n_ctx, 2 * e.n_ctx);
+        if ((int64_t) n_tokens < 2 * (int64_t) e.n_ctx) {   // 64 bits: -c near INT_MAX must not wrap
+            fprintf(stderr, "mg %s: %s tokenizes to only %d tokens: perplexity with -c %d needs at least %lld\n", cmd,
+                    o.text_file, n_tokens, e.n_ctx, (long long) 2 * e.n_ctx);
             goto done;
         }
     }

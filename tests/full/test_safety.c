@@ -361,6 +361,37 @@ START_TEST(test_output_dirs_checked_first) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// Sizes: checked before allocating, an error that names -c and the bytes
+// ---------------------------------------------------------------------------
+
+// C2: a context no machine holds is a clear error from every command that
+// makes a session, never an assertion (status -1: killed by SIGABRT).
+START_TEST(test_huge_context) {
+    static const char * const sizes[] = {"2147483647", "1073741824", "300000000"};
+    const char * q8 = mg_test_root("models/fortune-toy-q8_0.gguf");
+    const char * asan = "export ASAN_OPTIONS=allocator_may_return_null=1;";   // ASan aborts on a failed malloc otherwise
+    for (int i = 0; i < 3; i++) {
+        char args[6][512];
+        snprintf(args[0], sizeof(args[0]), "run -m '%s' -p hi -n 2 -c %s", q8, sizes[i]);
+        snprintf(args[1], sizeof(args[1]), "batched-bench -m '%s' -npp 8 -ntg 2 -npl 1 -c %s", q8, sizes[i]);
+        snprintf(args[2], sizeof(args[2]), "parallel -m '%s' -p hi -n 2 -c %s", q8, sizes[i]);
+        snprintf(args[3], sizeof(args[3]), "chat -m '%s' -n 2 -c %s", q8, sizes[i]);
+        snprintf(args[4], sizeof(args[4]), "logits -m '%s' -p hi -c %s", q8, sizes[i]);
+        snprintf(args[5], sizeof(args[5]), "perplexity -m '%s' -f '%s' -c %s", q8,
+                 mg_test_root("data/heldout/dhammapada.txt"), sizes[i]);
+        for (int k = 0; k < 6; k++) {
+            struct mg_test_run r = mg_test_run_mg(dir, asan, mg_test_fixture("prompts/fox.txt"), "%s", args[k]);
+            ck_assert_msg(r.status == 1, "mg %s: exit status %d (a crash is -1): %s", args[k], r.status, r.err);
+            ck_assert_msg(strstr(r.err, "-c") != NULL, "mg %s: the message does not name -c: %s", args[k], r.err);
+            ck_assert_msg(k == 5 || (strstr(r.err, "KV cache") != NULL && strstr(r.err, "bytes") != NULL),
+                          "mg %s: the message does not say which buffer and how big: %s", args[k], r.err);
+            mg_test_run_free(&r);
+        }
+    }
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -381,6 +412,12 @@ Suite * mg_test_suite(void) {
     tcase_add_test(outputs, test_no_symlink_followed_in_output_dirs);
     tcase_add_test(outputs, test_output_dirs_checked_first);
     suite_add_tcase(s, outputs);
+
+    TCase * sizes = tcase_create("sizes");
+    tcase_set_timeout(sizes, 300);
+    tcase_add_checked_fixture(sizes, setup, teardown);
+    tcase_add_test(sizes, test_huge_context);
+    suite_add_tcase(s, sizes);
 
     return s;
 }
