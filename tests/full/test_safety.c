@@ -392,6 +392,164 @@ START_TEST(test_huge_context) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// Every output flag of every command, from mg's own tables
+// ---------------------------------------------------------------------------
+
+// The files the commands below read (copies, in the test directory): every
+// one is an input of every command line that names it, and stdin.txt of all
+// (it is given as standard input to each run).
+static const char * const input_files[] = {"model.gguf", "prompt.txt", "text.txt", "base.kld", "vocab/tokenizer.json",
+                                           "vocab/tokenizer_config.json", "bandwidth.txt", "baseline.txt", "stdin.txt"};
+enum { N_INPUT_FILES = sizeof(input_files) / sizeof(input_files[0]) };
+
+// A command line that runs each command on those inputs (relative paths: mg
+// runs in the test directory). The output flags are not here: they come from
+// `mg CMD --help-table`, so a new one is tested without a line of this test.
+// A command mg --help lists and this table does not is a failure.
+static const struct {
+    const char * cmd, * args;
+} base_lines[] = {
+    {"run", "-m model.gguf -f prompt.txt -n 2 --temp 0 -c 64 -t 1"},
+    {"chat", "-m model.gguf -n 2 --temp 0 -c 64 -t 1"},
+    {"info", "model.gguf"},
+    {"tokenize", "-m model.gguf -f prompt.txt"},
+    {"logits", "-m model.gguf -f prompt.txt -t 1"},
+    {"mkmodel", "--preset tiny --vocab vocab"},
+    {"quantize", "model.gguf out.gguf q8_0"},
+    {"bench", "-m model.gguf -p 8 -n 2 -t 1 -r 1 --bandwidth bandwidth.txt --baseline baseline.txt"},
+    {"batched-bench", "-m model.gguf -npp 8 -ntg 2 -npl 1 -t 1"},
+    {"parallel", "-m model.gguf -f prompt.txt -n 2 --temp 0 -t 1"},
+    {"perplexity", "-m model.gguf -f text.txt -c 16 -b 16 --chunks 1 -t 1"},
+    {"perplexity", "-m model.gguf --kl-base base.kld --chunks 1 -t 1"},
+};
+enum { N_BASE_LINES = sizeof(base_lines) / sizeof(base_lines[0]) };
+
+// Whether args names the input file (as a word; a vocab/ file by its folder).
+static bool names_input(const char * args, const char * file) {
+    if (strcmp(file, "stdin.txt") == 0) return true;
+    char word[64];
+    snprintf(word, sizeof(word), "%.*s", (int) strcspn(file, "/"), file);
+    for (const char * p = strstr(args, word); p != NULL; p = strstr(p + 1, word)) {
+        const char end = p[strlen(word)];
+        if ((p == args || p[-1] == ' ') && (end == ' ' || end == '\0')) return true;
+    }
+    return false;
+}
+
+// The commands `mg --help` lists, into names (at most max); how many.
+static int listed_commands(char names[][32], int max) {
+    struct mg_test_run r = mg("--help");
+    ck_assert_int_eq(r.status, 0);
+    const char * p = strstr(r.out, "commands:\n");
+    ck_assert_ptr_nonnull(p);
+    int n = 0;
+    for (p = strchr(p, '\n') + 1; *p == ' ' && n < max; p = strchr(p, '\n') + 1) {
+        ck_assert_int_eq(sscanf(p, " %31s", names[n]), 1);
+        n++;
+    }
+    mg_test_run_free(&r);
+    return n;
+}
+
+// The output flags of cmd's table (mg CMD --help-table: name, short name, kind).
+static int output_flags(const char * cmd, char flags[][48], int max) {
+    struct mg_test_run r = mg("%s --help-table", cmd);
+    ck_assert_msg(r.status == 0, "mg %s --help-table: exit %d: %s", cmd, r.status, r.err);
+    int n = 0;
+    for (char * line = r.out; line && *line && n < max;) {
+        char * nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        char name[48], shortname[16], kind[16];
+        ck_assert_msg(sscanf(line, "%47s %15s %15s", name, shortname, kind) == 3, "mg %s --help-table: '%s'", cmd, line);
+        if (strcmp(kind, "out-file") == 0 || strcmp(kind, "out-dir") == 0) snprintf(flags[n++], sizeof(flags[0]), "%s", name);
+        line = nl ? nl + 1 : NULL;
+    }
+    mg_test_run_free(&r);
+    return n;
+}
+
+static void make_inputs(struct digest * digests) {
+    copy_file(model(), in_dir("model.gguf"));
+    copy_file(mg_test_fixture("prompts/fox.txt"), in_dir("prompt.txt"));
+    text_file();
+    rename(in_dir("t.txt"), in_dir("text.txt"));
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    copy_file(mg_test_root("data/minimind/tokenizer.json"), in_dir("vocab/tokenizer.json"));
+    copy_file(mg_test_root("data/minimind/tokenizer_config.json"), in_dir("vocab/tokenizer_config.json"));
+    write_file(in_dir("bandwidth.txt"), "1 10.0\n", 7);
+    write_file(in_dir("baseline.txt"), "tiny-q8_0.gguf pp8 1 100.0\n", 27);
+    write_file(in_dir("stdin.txt"), "hello\n", 6);
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 1 -t 1 --save-logits '%s'",
+                              in_dir("model.gguf"), in_dir("text.txt"), in_dir("base.kld"));
+    ck_assert_msg(r.status == 0, "making base.kld: %s", r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_eq(mkdir(in_dir("links"), 0755), 0);
+    for (int i = 0; i < N_INPUT_FILES; i++) {
+        digests[i] = digest_of(in_dir(input_files[i]));
+        char link_path[128], hard[128];
+        snprintf(link_path, sizeof(link_path), "links/%d.sym", i);
+        snprintf(hard, sizeof(hard), "links/%d.hard", i);
+        ck_assert_int_eq(symlink(in_dir(input_files[i]), in_dir(link_path)), 0);
+        ck_assert_int_eq(link(in_dir(input_files[i]), in_dir(hard)), 0);
+    }
+}
+
+// mg CMD ARGS FLAG AIM, in the test directory with stdin.txt as its input:
+// refused (exit 1, the flag named), and every input as it was.
+static void expect_refused(const char * cmd, const char * args, const char * flag, const char * aim,
+                           const struct digest * digests) {
+    char prefix[128];
+    snprintf(prefix, sizeof(prefix), "cd '%s';", dir);
+    struct mg_test_run r = mg_test_run_mg(dir, prefix, in_dir("stdin.txt"), "%s %s %s '%s'", cmd, args, flag, aim);
+    ck_assert_msg(r.status == 1 && strstr(r.err, flag) != NULL, "mg %s %s %s %s: exit %d, not refused: %.1000s", cmd,
+                  args, flag, aim, r.status, r.err);
+    mg_test_run_free(&r);
+    for (int i = 0; i < N_INPUT_FILES; i++) {
+        const struct digest now = digest_of(in_dir(input_files[i]));
+        ck_assert_msg(now.hash == digests[i].hash && now.size == digests[i].size, "mg %s %s %s %s changed the input %s",
+                      cmd, args, flag, aim, input_files[i]);
+    }
+}
+
+// Issue item 5: each output flag of each command aimed at each of its inputs
+// (by name, ./name, a symlink, a hard link) and at the folder that holds them.
+START_TEST(test_every_output_flag_spares_every_input) {
+    struct digest digests[N_INPUT_FILES];
+    make_inputs(digests);
+    char commands[32][32];
+    const int n_commands = listed_commands(commands, 32);
+    int n_outputs = 0, n_runs = 0;
+    for (int c = 0; c < n_commands; c++) {
+        bool known = false;
+        for (int b = 0; b < N_BASE_LINES; b++) known = known || strcmp(base_lines[b].cmd, commands[c]) == 0;
+        ck_assert_msg(known, "mg %s has no command line in base_lines[]: add one, and its outputs are tested", commands[c]);
+        char flags[32][48];
+        const int n_flags = output_flags(commands[c], flags, 32);
+        n_outputs += n_flags;
+        for (int b = 0; b < N_BASE_LINES; b++) {
+            if (strcmp(base_lines[b].cmd, commands[c]) != 0) continue;
+            for (int f = 0; f < n_flags; f++) {
+                expect_refused(commands[c], base_lines[b].args, flags[f], ".", digests);
+                for (int i = 0; i < N_INPUT_FILES; i++) {
+                    if (!names_input(base_lines[b].args, input_files[i])) continue;
+                    char dot_name[64], sym[32], hard[32];
+                    snprintf(dot_name, sizeof(dot_name), "./%s", input_files[i]);
+                    snprintf(sym, sizeof(sym), "links/%d.sym", i);
+                    snprintf(hard, sizeof(hard), "links/%d.hard", i);
+                    const char * const aims[] = {input_files[i], dot_name, sym, hard};
+                    for (int a = 0; a < 4; a++, n_runs++) {
+                        expect_refused(commands[c], base_lines[b].args, flags[f], aims[a], digests);
+                    }
+                }
+            }
+        }
+    }
+    // The tables were read: run alone has --trace-json, --memory-map, --dump-tensors, --dot and --svg.
+    ck_assert_msg(n_outputs >= 5 && n_runs > 0, "only %d output flags found, %d runs", n_outputs, n_runs);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -411,6 +569,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(outputs, test_killed_run_keeps_old_output);
     tcase_add_test(outputs, test_no_symlink_followed_in_output_dirs);
     tcase_add_test(outputs, test_output_dirs_checked_first);
+    tcase_add_test(outputs, test_every_output_flag_spares_every_input);
     suite_add_tcase(s, outputs);
 
     TCase * sizes = tcase_create("sizes");
