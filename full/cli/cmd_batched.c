@@ -295,9 +295,25 @@ int cmd_batched_bench(int argc, char ** argv) {
         mg_model_free(m);
         return 1;
     }
-    int n_fit = 0;   // the cases that fit, first
-    for (int i = 0; i < race.n_cases; i++)
-        if (bb_need_fits(&race.cases[i], mg_session_n_ctx(s))) race.cases[n_fit++] = race.cases[i];
+    int n_fit = 0, need_min = 0;   // the cases that fit, first
+    for (int i = 0; i < race.n_cases; i++) {
+        const struct bb_case * c = &race.cases[i];
+        const int need = (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg;
+        need_min = i == 0 || need < need_min ? need : need_min;
+        if (bb_need_fits(c, mg_session_n_ctx(s))) race.cases[n_fit++] = *c;
+    }
+    // Skipped as llama-batched-bench skips them, but said: an empty table with exit 0 reads as success.
+    if (n_fit == 0) {
+        fprintf(stderr, "mg %s: no case fits in the %d cells of -c: the smallest needs %d (B x PP + B x TG); give -c %d "
+                        "or more\n", cmd, mg_session_n_ctx(s), need_min, need_min);
+        mg_session_free(s);
+        mg_model_free(m);
+        return 1;
+    }
+    if (n_fit < race.n_cases) {
+        fprintf(stderr, "mg %s: note: %d of %d cases need more than the %d cells of -c and are skipped\n", cmd,
+                race.n_cases - n_fit, race.n_cases, mg_session_n_ctx(s));
+    }
     race.n_cases = n_fit;
     // Warm up as llama-batched-bench does: 16 tokens of one sequence.
     int32_t   warm[16];
@@ -392,13 +408,24 @@ static bool par_sample(struct par_seq * q, int index, const struct mg_model * m,
     return true;
 }
 
-// One line per prompt of a file (empty lines skipped); the prompts point into text.
+// One line per prompt of a file (empty lines skipped); the prompts point into
+// text, at most max of them. Returns how many lines there are, all counted.
 static int split_lines(char * text, const char ** prompts, int max) {
     int n = 0;
-    for (char * line = strtok(text, "\n"); line != NULL && n < max; line = strtok(NULL, "\n")) {
-        if (*line) prompts[n++] = line;
+    for (char * line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        if (*line && n < max) prompts[n] = line;
+        n += *line != '\0';
     }
     return n;
+}
+
+// One cache holds at most MAX_PARALLEL sequences (a bit each per cell): more
+// prompts are an error that names the limit, never a silent cut.
+static bool par_count_ok(const char * cmd, int n_prompts, const char * where) {
+    if (n_prompts <= MAX_PARALLEL) return true;
+    fprintf(stderr, "mg %s: %d prompts %s, but at most %d sequences run at once; split them into several runs\n", cmd,
+            n_prompts, where, MAX_PARALLEL);
+    return false;
 }
 
 // The batch arrays grown to n tokens; false after saying why (each array
@@ -431,8 +458,9 @@ int cmd_parallel(int argc, char ** argv) {
     char ** rest = malloc((size_t) argc * sizeof(char *));
     int n_rest = 0;
     for (int i = 0; i < argc; i++) {
-        if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prompt") == 0) && i + 1 < argc && n_prompts < MAX_PARALLEL) {
-            prompts[n_prompts++] = argv[++i];
+        if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prompt") == 0) && i + 1 < argc) {
+            if (n_prompts < MAX_PARALLEL) prompts[n_prompts] = argv[i + 1];
+            n_prompts++, i++;   // all counted, so that too many is said, not cut
         } else {
             rest[n_rest++] = argv[i];
         }
@@ -446,7 +474,7 @@ int cmd_parallel(int argc, char ** argv) {
                                           "do not stop at end-of-generation tokens"};
     const bool parsed = cli_parse_engine_command(cmd, n_rest, rest, par_usage, opts, n_opts, &e, &smp);
     free(rest);
-    if (!parsed) return 1;
+    if (!parsed || !par_count_ok(cmd, n_prompts, "given with -p")) return 1;
     char * file_text = NULL;
     if (prompt_file != NULL) {
         size_t len;
@@ -455,6 +483,10 @@ int cmd_parallel(int argc, char ** argv) {
             return 1;
         }
         n_prompts = split_lines(file_text, prompts, MAX_PARALLEL);
+        if (!par_count_ok(cmd, n_prompts, "in -f (one per line)")) {
+            free(file_text);
+            return 1;
+        }
     }
     if (n_prompts == 0 || n_predict < 1) {
         fprintf(stderr, "mg %s: need at least one prompt (-p TEXT, repeated, or -f FILE) and -n >= 1\n", cmd);
@@ -522,6 +554,12 @@ int cmd_parallel(int argc, char ** argv) {
             if (q[i].done) continue;
             idx[n] = i, tok[n] = q[i].next, pos[n] = q[i].n_past++, seq[n] = i, keep[n] = true;
             n++;
+        }
+        if (mg_session_cells_used(s) + n > mg_session_n_ctx(s)) {   // as mg run: stop, and print what was made
+            fprintf(stderr, "mg %s: the context (-c %d) is full: %d unfinished sequence%s stop here\n", cmd,
+                    mg_session_n_ctx(s), n, n == 1 ? "" : "s");
+            for (int k = 0; k < n; k++) par_finish(&q[idx[k]], idx[k], "context full");
+            break;
         }
         if (!mg_decode_batch(s, &(struct mg_batch) {n, tok, pos, seq, keep})) {
             fprintf(stderr, "mg %s: step with %d sequences: %s\n", cmd, n, mg_last_error());

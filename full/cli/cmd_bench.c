@@ -330,18 +330,22 @@ struct baseline {
 static struct baseline baselines[256];
 static int             n_baselines = 0;
 
+// False when the file cannot be read (a directory: fgets fails with EISDIR),
+// or holds no usable line: a reference that silently adds nothing is a wrong table.
 static bool load_baselines(const char * path) {
     FILE * f = fopen(path, "r");
     if (f == NULL) return false;
     char line[512];
     while (fgets(line, sizeof(line), f) && n_baselines < 256) {
         struct baseline * b = &baselines[n_baselines];
-        if (line[0] != '#' && sscanf(line, "%127s %31s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4) {
+        if (line[0] != '#' && sscanf(line, "%127s %31s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4 &&
+            isfinite(b->tps) && b->tps > 0) {
             n_baselines++;
         }
     }
+    const bool ok = !ferror(f) && n_baselines > 0;
     fclose(f);
-    return true;
+    return ok;
 }
 
 static const struct baseline * find_baseline(const char * model, const char * test, int threads) {
@@ -361,15 +365,18 @@ static bool load_bandwidth(const char * path) {
     FILE * f = fopen(path, "r");
     if (f == NULL) return false;
     char line[256];
-    int threads;
+    int threads, n = 0;
     double gbs;
     while (fgets(line, sizeof(line), f)) {
-        if (line[0] != '#' && sscanf(line, "%d %lf", &threads, &gbs) == 2 && threads >= 1 && threads <= MAX_LIST) {
+        if (line[0] != '#' && sscanf(line, "%d %lf", &threads, &gbs) == 2 && threads >= 1 && threads <= MAX_LIST &&
+            isfinite(gbs) && gbs > 0) {
             bandwidth_gbs[threads] = gbs;
+            n++;
         }
     }
+    const bool ok = !ferror(f) && n > 0;   // as load_baselines: nothing usable is an error
     fclose(f);
-    return true;
+    return ok;
 }
 
 // ---------------------------------------------------------------------------
@@ -548,11 +555,13 @@ int cmd_bench(int argc, char ** argv) {
     const enum mg_type kv_type = strcmp(o.kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
     if (o.no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
     if (o.baseline != NULL && !load_baselines(o.baseline)) {
-        fprintf(stderr, "mg %s: cannot read the baseline %s\n", cmd, o.baseline);
+        fprintf(stderr, "mg %s: --baseline %s: cannot read it, or no line \"model test threads t/s\" in it\n", cmd,
+                o.baseline);
         return 1;
     }
     if (o.bandwidth != NULL && !load_bandwidth(o.bandwidth)) {
-        fprintf(stderr, "mg %s: cannot read the bandwidth file %s\n", cmd, o.bandwidth);
+        fprintf(stderr, "mg %s: --bandwidth %s: cannot read it, or no line \"threads GB/s\" (GB/s > 0) in it\n", cmd,
+                o.bandwidth);
         return 1;
     }
     const bool race     = o.llama_bench != NULL;
@@ -570,6 +579,12 @@ int cmd_bench(int argc, char ** argv) {
             if (m == NULL) {
                 status = 1;
                 break;
+            }
+            const int need = ctx_needed(tests, n_tests);
+            if (round == 0 && need > m->hp.n_ctx_train) {   // as the other commands warn about -c (llama.cpp too)
+                fprintf(stderr, "mg %s: warning: %s: the tests need %d positions (-d + -p or -n), more than the %d the "
+                                "model was trained with: possible training context overflow\n", cmd, models[mi], need,
+                        m->hp.n_ctx_train);
             }
             if (round == 0 && m->n_repacked > 0) {   // on stderr: the table stays llama-bench's
                 fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K/Q2_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",

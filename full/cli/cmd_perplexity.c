@@ -434,14 +434,12 @@ static int32_t * tokenize_file(const char * cmd, const char * path, const struct
     size_t len;
     char * text = cli_read_file(cmd, path, &len);
     if (text == NULL) return NULL;
-    int32_t * tokens = len + 2 <= (size_t) INT32_MAX ? malloc((len + 2) * sizeof(int32_t)) : NULL;
-    const int32_t n = tokens ? mg_tokenize(vocab, text, (int32_t) len, tokens, (int32_t) len + 2, true, false) : -1;
+    // cli_tokenize sizes the buffer by the count mg_tokenize asks for: an
+    // invalid byte is U+FFFD, three byte tokens, so len + 2 is not enough.
+    int32_t   n      = 0;
+    int32_t * tokens = cli_tokenize(cmd, vocab, text, len, true, false, &n);
     free(text);
-    if (n < 0) {
-        fprintf(stderr, "mg %s: %s is too big to tokenize\n", cmd, path);
-        free(tokens);
-        return NULL;
-    }
+    if (tokens == NULL) return NULL;
     *n_tokens = n;
     return tokens;
 }

@@ -78,6 +78,10 @@ int cmd_run(int argc, char ** argv) {
                                           "prompt tokens a context shift keeps (default 0, -1: all; BOS always)"};
     if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, &smp)) return 1;
     if (!cli_not_both(cmd, ctx_shift, "--context-shift", no_ctx_shift, "--no-context-shift")) return 1;
+    if (n_predict < -1) {   // -2 is a typo, not a second way to say -1
+        fprintf(stderr, "mg %s: -n must be >= 0, or -1 (until an end token or a full context), got %d\n", cmd, n_predict);
+        return 1;
+    }
     if (n_keep < -1) {
         fprintf(stderr, "mg %s: --keep must be -1 (all of the prompt) or >= 0, got %d\n", cmd, n_keep);
         return 1;

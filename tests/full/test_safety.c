@@ -550,6 +550,95 @@ START_TEST(test_every_output_flag_spares_every_input) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// No silent results: a limit is named when hit, a bad value is refused
+// ---------------------------------------------------------------------------
+
+// W1: more prompts than one cache holds sequences is an error naming the
+// limit, by -p and by -f, never the first 64 run and the rest dropped.
+START_TEST(test_parallel_too_many_prompts) {
+    FILE * f = fopen(in_dir("70.txt"), "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 70; i++) fprintf(f, "line %d\n", i);
+    fclose(f);
+    expect_error("70 prompts", "at most 64", "parallel -m '%s' -f '%s' -n 1", model(), in_dir("70.txt"));
+    char args[2048] = "";
+    for (int i = 0, n = 0; i < 70; i++) n += snprintf(args + n, sizeof(args) - (size_t) n, " -p x%d", i);
+    expect_error("70 prompts", "at most 64", "parallel -m '%s' %s -n 1", model(), args);
+}
+END_TEST
+
+// W2: when the context fills, the text each sequence made so far is printed
+// (as mg run stops at a full context), not dropped with exit 1.
+START_TEST(test_parallel_full_context_keeps_text) {
+    struct mg_test_run r = mg("parallel -m '%s' -p hi -p yo -n 100000 --ignore-eos -c 40 --temp 0 -t 1", model());
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "-c 40") && strstr(r.err, "full"), "the stop is not said: %s", r.err);
+    int n = 0;
+    for (const char * p = r.out; (p = strstr(p, "--- sequence ")) != NULL; p++) n++;
+    ck_assert_msg(n == 2, "expected both sequences' text, got %d:\n%s", n, r.out);
+    ck_assert_msg(strstr(r.out, "\nhi") && strstr(r.out, "\nyo"), "the prompts are not printed:\n%s", r.out);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W3: 8 invalid bytes are 8 U+FFFD (3 byte tokens each): perplexity sizes
+// its buffer by the count, and scores them (or says the text is too short).
+START_TEST(test_perplexity_invalid_bytes) {
+    write_file(in_dir("ff.txt"), "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 8 -t 1", model(), in_dir("ff.txt"));
+    ck_assert_msg(r.status == 0 && strstr(r.out, "Final estimate: PPL = ") != NULL, "exit %d:\n%s%s", r.status, r.out,
+                  r.err);
+    ck_assert_msg(strstr(r.err, "too big") == NULL, "%s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W5: batched-bench whose every case needs more than -c: an error naming -c
+// and what the smallest case needs, not an empty table with exit 0.
+START_TEST(test_batched_bench_nothing_fits) {
+    // 4 x 64 prompt tokens + 4 x 16 generated = 320 cells.
+    expect_failure("-c", "320", "batched-bench -m '%s' -npp 64 -ntg 16 -npl 4 -c 32 -t 1", model());
+    struct mg_test_run r = mg("batched-bench -m '%s' -npp 4,64 -ntg 2 -npl 1 -c 32 -t 1", model());
+    ck_assert_msg(r.status == 0 && strstr(r.err, "1 of 2 cases") != NULL, "a skipped case is not said: %s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W8: a --bandwidth or --baseline file that is a directory or holds no usable
+// line is an error, not a table without the column.
+START_TEST(test_bench_unusable_reference_files) {
+    write_file(in_dir("junk.txt"), "junk\n1 inf\n", 11);
+    const char * const flags[] = {"--bandwidth", "--baseline"};
+    for (int i = 0; i < 2; i++) {
+        expect_error(flags[i], in_dir("junk.txt"), "bench -m '%s' -p 8 -n 0 -r 1 -t 1 %s '%s'", model(), flags[i],
+                     in_dir("junk.txt"));
+        expect_error(flags[i], dir, "bench -m '%s' -p 8 -n 0 -r 1 -t 1 %s '%s'", model(), flags[i], dir);
+    }
+}
+END_TEST
+
+// W9: -n values that would give empty answers, a directory as the messages,
+// and -n -2 (not a second spelling of -1) are refused with the reason.
+START_TEST(test_chat_and_run_n) {
+    expect_error("-n", "got 0", "chat -m '%s' -n 0", model());
+    expect_error("-n", "got -2", "chat -m '%s' -n -2", model());
+    expect_error("-n", "got -2", "run -m '%s' -p hi -n -2", model());
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, dir, "chat -m '%s' -n 4", model());
+    ck_assert_msg(r.status == 1 && strstr(r.err, "standard input") != NULL, "chat < DIR: exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W11: bench deeper than the trained context warns, as the other commands do.
+START_TEST(test_bench_depth_warns) {
+    struct mg_test_run r = mg("bench -m '%s' -p 0 -n 1 -d 520 -r 1 -t 1", model());
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "warning") && strstr(r.err, "521") && strstr(r.err, "512"), "no warning: %s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -577,6 +666,18 @@ Suite * mg_test_suite(void) {
     tcase_add_checked_fixture(sizes, setup, teardown);
     tcase_add_test(sizes, test_huge_context);
     suite_add_tcase(s, sizes);
+
+    TCase * silent = tcase_create("silent");
+    tcase_set_timeout(silent, 300);
+    tcase_add_checked_fixture(silent, setup, teardown);
+    tcase_add_test(silent, test_parallel_too_many_prompts);
+    tcase_add_test(silent, test_parallel_full_context_keeps_text);
+    tcase_add_test(silent, test_perplexity_invalid_bytes);
+    tcase_add_test(silent, test_batched_bench_nothing_fits);
+    tcase_add_test(silent, test_bench_unusable_reference_files);
+    tcase_add_test(silent, test_chat_and_run_n);
+    tcase_add_test(silent, test_bench_depth_warns);
+    suite_add_tcase(s, silent);
 
     return s;
 }
