@@ -639,6 +639,32 @@ START_TEST(test_bench_depth_warns) {
 }
 END_TEST
 
+// W6: mkmodel reads what it wrote back with the engine's loader before the
+// rename: a vocabulary the loader refuses (a merge without a space) or that
+// cannot spell plain text (no byte tokens) is an error, and no file is left.
+START_TEST(test_mkmodel_checks_what_it_wrote) {
+    static const char * const models[] = {
+        "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\",\"ab\"]",   // the loader refuses merges[1]
+        "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\"]",          // loads, but has no byte tokens
+    };
+    static const char * const said[] = {"does not load", "cannot spell plain text"};
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    for (int i = 0; i < 2; i++) {
+        char json[1024];
+        const int n = snprintf(json, sizeof(json),
+                               "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":"
+                               "\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true},"
+                               "\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\",%s}}",
+                               models[i]);
+        write_file(in_dir("vocab/tokenizer.json"), json, (size_t) n);
+        expect_error(said[i], in_dir("out.gguf"), "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"),
+                     in_dir("out.gguf"));
+        ck_assert_int_ne(access(in_dir("out.gguf"), F_OK), 0);
+        ck_assert_int_eq(mg_test_count_temp_files(in_dir("out.gguf")), 0);
+    }
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -677,6 +703,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_bench_unusable_reference_files);
     tcase_add_test(silent, test_chat_and_run_n);
     tcase_add_test(silent, test_bench_depth_warns);
+    tcase_add_test(silent, test_mkmodel_checks_what_it_wrote);
     suite_add_tcase(s, silent);
 
     return s;
