@@ -212,6 +212,26 @@ static void kld_add(struct kld_sums * k, const float * logits, int n_vocab, cons
     *p_diff = dp;
 }
 
+// A saved row is usable when its scale and offset are finite and within what
+// --save-logits writes (at most 16 nats over 65535 steps, log p <= 0), and its
+// probabilities add up to at most 1, rounding aside: a damaged or foreign
+// file would otherwise print nan, inf, or a KL divergence of 0.
+static bool base_row_ok(const uint16_t * row, int n_vocab) {
+    float scale, min_log_prob;
+    memcpy(&scale, row, sizeof(float));
+    memcpy(&min_log_prob, row + 2, sizeof(float));
+    if (!isfinite(scale) || !isfinite(min_log_prob) || scale < 0.0f || scale * 65535.0f > 16.01f || min_log_prob > 0.0f) {
+        return false;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < n_vocab; i++) {
+        const float lp = scale * row[4 + i] + min_log_prob;
+        if (lp > 0.01f) return false;
+        if (lp > -16.f) sum += exp(lp);
+    }
+    return sum > 0.0 && sum <= 1.01;
+}
+
 // A mean and the standard error of it (mean_and_uncertainty in kl_divergence()).
 struct estimate {
     double value, err;
@@ -517,11 +537,21 @@ static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct log
             ok = false;
             break;
         }
-        for (int i = 0; i < n_scored; i++) {
+        for (int i = 0; ok && i < n_scored; i++) {
+            if (!base_row_ok(rows + (size_t) i * (size_t) nv, ev->n_vocab)) {
+                fprintf(stderr, "mg %s: --kl-base: chunk %d, position %d: the saved log-probabilities are not valid "
+                                "(not finite, out of range, or more than 1 in all); is the file damaged?\n", cmd, c + 1,
+                        ev->first + i + 1);
+                ok = false;
+                break;
+            }
+        }
+        for (int i = 0; ok && i < n_scored; i++) {
             const size_t at = (size_t) c * (size_t) n_scored + (size_t) i;
             kld_add(&k, ev->logits + (size_t) i * (size_t) ev->n_vocab, ev->n_vocab, rows + (size_t) i * (size_t) nv,
                     chunk[ev->first + i + 1], &klds[at], &p_diffs[at]);
         }
+        if (!ok) break;
         print_kld_row(c + 1, &k);
         fflush(stdout);
     }

@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE   // symlink, link, chmod
 #include "harness.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -665,6 +666,40 @@ START_TEST(test_mkmodel_checks_what_it_wrote) {
 }
 END_TEST
 
+// W7: a --kl-base file whose rows are damaged (all 0xFF: a NaN scale; an
+// infinite scale; probabilities above 1) is an error naming the chunk, not a
+// table of nan, inf or a KL divergence of 0.
+START_TEST(test_kl_base_damaged_rows) {
+    const char * t = text_file();
+    char base[128], bad[128];
+    snprintf(base, sizeof(base), "%s", in_dir("base.kld"));
+    snprintf(bad, sizeof(bad), "%s", in_dir("bad.kld"));
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 2 -t 1 --save-logits '%s'", model(), t, base);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    size_t size;
+    unsigned char * b = mg_test_read_file(base, &size);
+    ck_assert_ptr_nonnull(b);
+    const size_t rows_at = 8 + 3 * 4 + 2 * 16 * 4;   // magic, n_ctx n_vocab n_chunk, the tokens of 2 chunks of 16
+    ck_assert_uint_gt(size, rows_at);
+    for (int kind = 0; kind < 3; kind++) {
+        unsigned char * d = malloc(size);
+        memcpy(d, b, size);
+        if (kind == 0) memset(d + rows_at, 0xFF, size - rows_at);
+        const float inf = INFINITY, big = 1e-3f;   // big: 65535 steps of it span 65 nats, not 16
+        if (kind == 1) memcpy(d + rows_at, &inf, 4);
+        if (kind == 2) memcpy(d + rows_at, &big, 4);
+        write_file(bad, d, size);
+        free(d);
+        expect_failure("--kl-base", "chunk 1", "perplexity -m '%s' --kl-base '%s' -t 1", model(), bad);
+    }
+    free(b);
+    r = mg("perplexity -m '%s' --kl-base '%s' -t 1", model(), base);   // the undamaged file still reads
+    ck_assert_msg(r.status == 0 && strstr(r.out, "Mean    KLD:") != NULL, "%s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -704,6 +739,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_chat_and_run_n);
     tcase_add_test(silent, test_bench_depth_warns);
     tcase_add_test(silent, test_mkmodel_checks_what_it_wrote);
+    tcase_add_test(silent, test_kl_base_damaged_rows);
     suite_add_tcase(s, silent);
 
     return s;
