@@ -240,9 +240,14 @@ static void remove_and_die(int sig) {
     raise(sig);
 }
 
+// Only for signals that would kill the process as it is: one the caller
+// ignores (nohup, `trap '' XFSZ` to get EFBIG instead) stays ignored.
+// SIGPIPE ends `mg run ... | head -1`, SIGXFSZ a write past `ulimit -f`.
 void mg_outfile_remove_on_signal(void) {
-    const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
     for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+        struct sigaction old;
+        if (sigaction(signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;
         struct sigaction sa = {0};
         sa.sa_handler = remove_and_die;
         sigemptyset(&sa.sa_mask);

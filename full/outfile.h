@@ -71,7 +71,8 @@ bool mg_outfile_commit(struct mg_outfile * o);
 // Close and remove the temporary file: the target stays as it was.
 void mg_outfile_abort(struct mg_outfile * o);
 
-// Remove the temporary files still open when SIGINT, SIGTERM or SIGHUP ends
-// the process (then die of the signal as before). For programs, not libraries:
-// mg's main calls it.
+// Remove the temporary files still open when SIGINT, SIGTERM, SIGHUP, SIGPIPE
+// or SIGXFSZ ends the process (then die of the signal as before); a signal
+// the process ignores stays ignored. For programs, not libraries: mg's main
+// calls it.
 void mg_outfile_remove_on_signal(void);

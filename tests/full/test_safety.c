@@ -303,6 +303,14 @@ START_TEST(test_killed_run_keeps_old_output) {
     mg_test_run_free(&r);
     expect_unchanged(old, before);
     ck_assert_int_eq(mg_test_count_temp_files(old), 0);
+
+    // Killed by the file size limit (SIGXFSZ) half way through the write: the same.
+    r = mg_test_run_mg(dir, "ulimit -f 200;", NULL, "perplexity -m '%s' -f '%s' -c 128 -t 1 --chunks 4 --save-logits '%s'",
+                       mg_test_root("models/fortune-toy-q8_0.gguf"), mg_test_root("data/heldout/dhammapada.txt"), old);
+    ck_assert_msg(r.status == -1, "perplexity was not stopped by ulimit -f (exit %d): %s", r.status, r.err);
+    mg_test_run_free(&r);
+    expect_unchanged(old, before);
+    ck_assert_int_eq(mg_test_count_temp_files(old), 0);
 }
 END_TEST
 
