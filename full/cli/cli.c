@@ -244,6 +244,12 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         fprintf(stderr, "mg %s: --trace: %s\n", cmd, mg_last_error());
         return false;
     }
+    // A drawing flag given to a command that draws nothing would be a silent result.
+    if (!e->draws && (e->dot != NULL || e->svg != NULL || e->dot_layers >= 0)) {
+        fprintf(stderr, "mg %s: %s: this command draws no graphs (mg run does)\n", cmd,
+                e->dot != NULL ? "--dot" : e->svg != NULL ? "--svg" : "--dot-layers");
+        return false;
+    }
     if (e->dot != NULL) setenv("MG_DOT", e->dot, 1);
     if (e->svg != NULL) setenv("MG_SVG", e->svg, 1);
     if (e->dot_layers >= 0) {

@@ -81,6 +81,7 @@ struct cli_engine_opts {
     int          dot_layers; // draw only this many layers (MG_DOT_LAYERS; -1: all)
     bool         flash_attn;
     bool         no_repack;  // keep Q4_0/Q4_K weights in the file's layout (MG_NO_REPACK=1)
+    bool         draws;      // the command writes --dot/--svg drawings (mg run); set before parsing
 };
 
 struct cli_engine_opts cli_engine_defaults(void);

@@ -45,6 +45,7 @@ static bool context_shift(const char * cmd, struct mg_session * s, int n_keep) {
 int cmd_run(int argc, char ** argv) {
     const char * cmd = "run";
     struct cli_engine_opts   e   = cli_engine_defaults();
+    e.draws                      = true;   // the prompt's and a decode step's graph (--dot, --svg)
     struct cli_sampling_opts smp = cli_sampling_defaults();
     const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL, * trace_json = NULL, * memory_map = NULL,
                * dump_dir = NULL;

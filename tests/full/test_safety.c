@@ -708,6 +708,23 @@ START_TEST(test_kl_base_damaged_rows) {
 }
 END_TEST
 
+// W4 for the other commands: --dot, --svg and --dot-layers given to a command
+// that draws nothing are refused, not accepted and ignored.
+START_TEST(test_drawing_flags_only_where_drawn) {
+    const char * const lines[] = {"logits -m '%s' -p hi", "chat -m '%s' -n 1", "parallel -m '%s' -p hi -n 1",
+                                  "batched-bench -m '%s' -npp 8 -ntg 1 -npl 1"};
+    const char * const flags[] = {"--dot", "--svg", "--dot-layers"};
+    for (int i = 0; i < 4; i++) {
+        for (int f = 0; f < 3; f++) {
+            char args[256];
+            snprintf(args, sizeof(args), lines[i], model());
+            if (f == 2) expect_error(flags[f], "draws no graphs", "%s %s 1", args, flags[f]);
+            else expect_error(flags[f], "draws no graphs", "%s %s '%s'", args, flags[f], dir);
+        }
+    }
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -748,6 +765,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_bench_depth_warns);
     tcase_add_test(silent, test_mkmodel_checks_what_it_wrote);
     tcase_add_test(silent, test_kl_base_damaged_rows);
+    tcase_add_test(silent, test_drawing_flags_only_where_drawn);
     suite_add_tcase(s, silent);
 
     return s;
