@@ -725,6 +725,32 @@ START_TEST(test_drawing_flags_only_where_drawn) {
 }
 END_TEST
 
+// W10: invalid UTF-8 follows one rule, llama.cpp's (vocab.h, unicode.h): a
+// byte that starts no complete sequence is U+FFFD; an overlong form is the
+// character it spells; a surrogate is its own three bytes. Each case is
+// compared with the text it must equal, not with a list of ids.
+START_TEST(test_invalid_utf8_rule) {
+    static const struct {
+        const char * bytes, * same_as;
+    } cases[] = {
+        {"a\xff" "b", "a\xef\xbf\xbd" "b"},   // FF: U+FFFD
+        {"a\xc0\xaf" "b", "a/b"},              // overlong '/', 2 bytes
+        {"a\xe0\x80\xaf" "b", "a/b"},          // overlong '/', 3 bytes
+        {"a\xe4\xbd" "b", "a\xef\xbf\xbd\xef\xbf\xbd" "b"},   // a cut 3-byte sequence: each byte U+FFFD
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        write_file(in_dir("a.txt"), cases[i].bytes, strlen(cases[i].bytes));
+        write_file(in_dir("b.txt"), cases[i].same_as, strlen(cases[i].same_as));
+        struct mg_test_run a = mg("tokenize -m '%s' -f '%s' --no-bos", model(), in_dir("a.txt"));
+        struct mg_test_run b = mg("tokenize -m '%s' -f '%s' --no-bos", model(), in_dir("b.txt"));
+        ck_assert_msg(a.status == 0 && b.status == 0, "case %zu: %s%s", i, a.err, b.err);
+        ck_assert_msg(strcmp(a.out, b.out) == 0, "case %zu: the ids differ:\n%s---\n%s", i, a.out, b.out);
+        mg_test_run_free(&a);
+        mg_test_run_free(&b);
+    }
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -766,6 +792,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_mkmodel_checks_what_it_wrote);
     tcase_add_test(silent, test_kl_base_damaged_rows);
     tcase_add_test(silent, test_drawing_flags_only_where_drawn);
+    tcase_add_test(silent, test_invalid_utf8_rule);
     suite_add_tcase(s, silent);
 
     return s;
