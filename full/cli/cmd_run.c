@@ -49,7 +49,7 @@ int cmd_run(int argc, char ** argv) {
     struct cli_sampling_opts smp = cli_sampling_defaults();
     const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL, * trace_json = NULL, * memory_map = NULL,
                * dump_dir = NULL;
-    int  n_predict = 128, n_keep = 0;
+    int  n_predict = 128, n_keep = 0, trace_steps = 256;
     bool ignore_eos = false, no_display_prompt = false, no_special = false, ctx_shift = false, no_ctx_shift = false;
 
     struct cli_option opts[40];   // room for the engine and sampling options too
@@ -65,6 +65,8 @@ int cmd_run(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_OUT_FILE, &trace_json,
                                           "write every thread's time per node as a Chrome trace (Perfetto)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--trace-steps", CLI_INT, &trace_steps,
+                                          "with --trace-json: record the prompt and at most N decode steps (256)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_OUT_FILE, &memory_map,
                                           "draw the run's memory regions and the pointers between them (SVG)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
@@ -81,6 +83,10 @@ int cmd_run(int argc, char ** argv) {
     if (!cli_not_both(cmd, ctx_shift, "--context-shift", no_ctx_shift, "--no-context-shift")) return 1;
     if (n_predict < -1) {   // -2 is a typo, not a second way to say -1
         fprintf(stderr, "mg %s: -n must be >= 0, or -1 (until an end token or a full context), got %d\n", cmd, n_predict);
+        return 1;
+    }
+    if (trace_steps < 0) {
+        fprintf(stderr, "mg %s: --trace-steps must be >= 0, got %d\n", cmd, trace_steps);
         return 1;
     }
     if (n_keep < -1) {
@@ -142,6 +148,7 @@ int cmd_run(int argc, char ** argv) {
         goto done;
     }
     const double prompt_ms = cli_now_ms() - t0;
+    if (timeline != NULL && trace_steps == 0) mg_session_set_timeline(s, NULL);   // the prompt alone
     dumper.active          = false;   // the prompt only
     if (dumper.n_failed > 0) {
         fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, mg_last_error());
@@ -174,6 +181,8 @@ int cmd_run(int argc, char ** argv) {
             goto done;
         }
         eval_ms += cli_now_ms() - t0;
+        // A trace grows by every thread's slices of every step: bounded, so a long run's file and memory are not.
+        if (timeline != NULL && n_eval + 1 == trace_steps) mg_session_set_timeline(s, NULL);
         if (n_eval++ == 0) {
             mg_session_dump_dot(s, "decode");
             mg_session_dump_svg(s, "decode-alloc");
@@ -201,6 +210,10 @@ int cmd_run(int argc, char ** argv) {
     if (timeline != NULL) {
         if (mg_timeline_write_json(timeline, trace_json)) {
             fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd, trace_json);
+            if (n_eval > trace_steps) {
+                fprintf(stderr, "mg %s: --trace-json holds the prompt and the first %d of %d decode steps (--trace-steps)\n",
+                        cmd, trace_steps, n_eval);
+            }
         } else {
             fprintf(stderr, "mg %s: --trace-json: %s\n", cmd, mg_last_error());
             status = 1;

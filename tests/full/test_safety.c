@@ -751,6 +751,26 @@ START_TEST(test_invalid_utf8_rule) {
 }
 END_TEST
 
+// R1: a long run's --trace-json is bounded by --trace-steps (the prompt and
+// the first N decode steps), and says so, instead of growing with -n.
+START_TEST(test_trace_json_bounded) {
+    const int steps[] = {0, 5};
+    for (int i = 0; i < 2; i++) {
+        struct mg_test_run r = mg("run -m '%s' -p hi -n 40 --ignore-eos --temp 0 -t 1 -c 64 --trace-steps %d --trace-json '%s'",
+                                  model(), steps[i], in_dir("t.json"));
+        ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+        ck_assert_msg(strstr(r.err, "--trace-steps") != NULL, "the bound is not said: %s", r.err);
+        mg_test_run_free(&r);
+        char * json = mg_test_read_file(in_dir("t.json"), NULL);
+        ck_assert_ptr_nonnull(json);
+        int n_graphs = 0;   // one graph slice per run on the one thread: the prompt, then each recorded step
+        for (const char * p = json; (p = strstr(p, "\"name\":\"graph\"")) != NULL; p++) n_graphs++;
+        free(json);
+        ck_assert_msg(n_graphs == 1 + steps[i], "--trace-steps %d: %d graphs in the trace", steps[i], n_graphs);
+    }
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -793,6 +813,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_kl_base_damaged_rows);
     tcase_add_test(silent, test_drawing_flags_only_where_drawn);
     tcase_add_test(silent, test_invalid_utf8_rule);
+    tcase_add_test(silent, test_trace_json_bounded);
     suite_add_tcase(s, silent);
 
     return s;
