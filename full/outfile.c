@@ -148,6 +148,10 @@ static bool dir_writable(const char * what, const char * path) {
 char * mg_outfile_check(const char * flag, const char * path) {
     char what[PATH_MAX + 64];
     named(flag, path, what, sizeof(what));
+    if (path[0] == '\0' || path[strlen(path) - 1] == '/') {   // the rename at the end would fail, after all the work
+        mg_set_error("%s%s'%s' is not a file name", flag ? flag : "", flag ? " " : "", path);
+        return NULL;
+    }
     struct stat link = {0}, st;
     const bool  is_link = lstat(path, &link) == 0 && S_ISLNK(link.st_mode);
     if (stat(path, &st) != 0) {

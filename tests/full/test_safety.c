@@ -285,6 +285,9 @@ START_TEST(test_failed_run_keeps_old_output) {
     ck_assert_int_ne(access(in_dir("map.svg"), F_OK), 0);
     ck_assert_int_eq(mg_test_count_temp_files(old), 0);
     ck_assert_int_eq(mg_test_count_temp_files(in_dir("map.svg")), 0);
+    // Names no rename can end at are refused before the run, not after it.
+    expect_error("--trace-json", "not a file name", "run -m '%s' -p hi -n 1 --trace-json ''", model());
+    expect_error("--output", "not a file name", "logits -m '%s' -p hi -o '%s/'", model(), in_dir("new"));
 }
 END_TEST
 
