@@ -774,6 +774,22 @@ START_TEST(test_trace_json_bounded) {
 }
 END_TEST
 
+// R2: a tokenizer.json of millions of tiny values is refused at the JSON
+// value limit (json.h), with the file's line and column, before it takes
+// gigabytes of memory.
+START_TEST(test_json_value_limit) {
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    FILE * f = fopen(in_dir("vocab/tokenizer.json"), "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"model\":{\"vocab\":[0", f);
+    for (int i = 0; i < 5000000; i++) fputs(",0", f);   // 10 MB, 5 M values: beyond the limit
+    fputs("]}}", f);
+    ck_assert_int_eq(fclose(f), 0);
+    expect_error("tokenizer.json:1:", "values", "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"),
+                 in_dir("out.gguf"));
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -817,6 +833,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_drawing_flags_only_where_drawn);
     tcase_add_test(silent, test_invalid_utf8_rule);
     tcase_add_test(silent, test_trace_json_bounded);
+    tcase_add_test(silent, test_json_value_limit);
     suite_add_tcase(s, silent);
 
     return s;
