@@ -12,6 +12,9 @@
 //@+ full dot-extras
 #include "galloc.h"
 //@- full dot-extras
+//@+ full outfile
+#include "outfile.h"
+//@- full outfile
 
 #include <errno.h>
 #include <inttypes.h>
@@ -246,11 +249,18 @@ static void put_edges(FILE * f, const struct mg_cgraph * g, int i) {
 }
 
 bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path) {
+#if 0 //@old 04..09 plain-fopen
     FILE * f = fopen(path, "w");
     if (f == NULL) {
         mg_set_error("%s: cannot write: %s", path, strerror(errno));
         return false;
     }
+#endif //@old plain-fopen
+    //@+ full outfile
+    struct mg_outfile out;   // a temporary file, renamed over path when complete (outfile.h)
+    FILE * f = mg_outfile_open(&out, path);
+    if (f == NULL) return false;
+    //@- full outfile
     fprintf(f, "digraph G {\n  newrank=true;\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
     fprintf(f, "  // %d nodes, %d leafs\n", g->n_nodes, g->n_leafs);
 #if 0 //@old 04..09 dot-boxes
@@ -278,9 +288,14 @@ bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path) {
                //@- 06 attention-ops
                "</table>>];\n  }\n");
     fprintf(f, "}\n");
+#if 0 //@old 04..09 plain-fopen
     const bool ok = fclose(f) == 0;
     if (!ok) mg_set_error("%s: write failed: %s", path, strerror(errno));
     return ok;
+#endif //@old plain-fopen
+    //@+ full outfile
+    return mg_outfile_commit(&out);
+    //@- full outfile
 }
 
 bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name) {

@@ -4,8 +4,9 @@
 // Every value is encoded into its file bytes when it is set, so writing is a
 // plain walk: header, pairs, tensor infos, padding, data. Numbers are written
 // little-endian byte by byte, whatever the host.
-#define _POSIX_C_SOURCE 200809L   // fileno, fsync
+#define _POSIX_C_SOURCE 200809L
 #include "gguf_writer.h"
+#include "outfile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -456,33 +457,14 @@ bool mg_gguf_writer_write_stream(const struct mg_gguf_writer * w, FILE * f, cons
     return true;
 }
 
+// A temporary file beside path, fsync'd and renamed over it only when complete (outfile.h).
 bool mg_gguf_writer_write(const struct mg_gguf_writer * w, const char * path) {
-    size_t n = strlen(path) + sizeof(".tmp");
-    char * tmp = malloc(n);
-    MG_ASSERT(tmp != NULL);
-    snprintf(tmp, n, "%s.tmp", path);
-
-    FILE * f = fopen(tmp, "wb");
-    if (f == NULL) {
-        mg_set_error("%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
+    struct mg_outfile out;
+    FILE * f = mg_outfile_open(&out, path);
+    if (f == NULL) return false;
+    if (!mg_gguf_writer_write_stream(w, f, path)) {
+        mg_outfile_abort(&out);
         return false;
     }
-    bool ok = mg_gguf_writer_write_stream(w, f, tmp);
-    // fsync before the rename, so the new name never points at unwritten bytes after a crash.
-    if (ok && fsync(fileno(f)) != 0) {
-        mg_set_error("%s: fsync failed: %s", tmp, strerror(errno));
-        ok = false;
-    }
-    if (fclose(f) != 0 && ok) {
-        mg_set_error("%s: close failed: %s", tmp, strerror(errno));
-        ok = false;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        mg_set_error("%s: cannot rename to %s: %s", tmp, path, strerror(errno));
-        ok = false;
-    }
-    if (!ok) remove(tmp);
-    free(tmp);
-    return ok;
+    return mg_outfile_commit(&out);
 }

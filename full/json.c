@@ -18,6 +18,7 @@ struct json_parser {
     size_t       pos;     // the next byte to look at
     const char * name;    // for messages
     int          depth;   // arrays and objects currently open
+    size_t       n_values;   // parsed so far, at most MG_JSON_MAX_VALUES
 };
 
 // "name:line:col: message", line and column (in bytes) of the byte at pos.
@@ -375,6 +376,9 @@ static bool parse_object(struct json_parser * P, struct mg_json * out) {
 
 static bool parse_value(struct json_parser * P, struct mg_json * out) {
     skip_whitespace(P);
+    if (++P->n_values > MG_JSON_MAX_VALUES) {   // bounded memory, whatever the file
+        return json_error(P, P->pos, "more than %u values (MG_JSON_MAX_VALUES)", MG_JSON_MAX_VALUES);
+    }
     char c = peek(P);
     if (c == '[' || c == '{') {
         if (P->depth >= MG_JSON_MAX_DEPTH) {

@@ -15,7 +15,10 @@
 // token's text is exactly its bytes. Anything RFC 8259 does not allow is an
 // error with a line and column: trailing commas, comments, single quotes,
 // leading zeros, control characters in strings, lone surrogates, invalid
-// UTF-8, and text after the value. Nesting is limited to MG_JSON_MAX_DEPTH.
+// UTF-8, and text after the value. Nesting is limited to MG_JSON_MAX_DEPTH,
+// and a document to MG_JSON_MAX_VALUES values: each costs about 64 bytes
+// parsed, so a 60 MB file of 30 M numbers would take 2 GB; Qwen3's
+// tokenizer.json, the largest this engine reads, has under a million.
 #pragma once
 
 #include <stdbool.h>
@@ -23,6 +26,7 @@
 #include <stdint.h>
 
 #define MG_JSON_MAX_DEPTH 128
+#define MG_JSON_MAX_VALUES (4u << 20)
 
 enum mg_json_type {
     MG_JSON_NULL,

@@ -54,15 +54,22 @@ static struct mg_kv_cache * kv_cache_create(int n_layer, int n_ctx, int head_dim
         //@- full flash-attn
     }
     kv->buf = mg_alloc_ctx_tensors(kv->ctx);   // zeroed, so unwritten positions hold 0, never garbage
-    //@+ full seqs
-    kv->cells = malloc((size_t) n_ctx * sizeof(struct mg_kv_cell));
-    MG_ASSERT(kv->cells != NULL);
-    for (int i = 0; i < n_ctx; i++) kv->cells[i] = (struct mg_kv_cell) {-1, 0, 0};
-    //@- full seqs
     if (kv->buf == NULL) {
         mg_kv_cache_free(kv);
         return NULL;
     }
+    //@+ full seqs
+    // After the buffer: a -c too large for memory fails there, with its size,
+    // before n_ctx cells are made (and an allocation that fails is an error, not an abort).
+    kv->cells = malloc((size_t) n_ctx * sizeof(struct mg_kv_cell));
+    if (kv->cells == NULL) {
+        mg_set_error("cannot allocate %zu bytes for the cells of %d positions", (size_t) n_ctx * sizeof(struct mg_kv_cell),
+                     n_ctx);
+        mg_kv_cache_free(kv);
+        return NULL;
+    }
+    for (int i = 0; i < n_ctx; i++) kv->cells[i] = (struct mg_kv_cell) {-1, 0, 0};
+    //@- full seqs
     mg_trace(MG_TRACE_KV, "cache: %d layers x %d positions x (K %lld + V %lld) %s = %zu bytes", n_layer, n_ctx,
              (long long) n_embd, (long long) n_embd, mg_type_name(type), mg_kv_cache_bytes(kv));
     return kv;

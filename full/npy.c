@@ -1,6 +1,7 @@
 //@file full
 // npy.c - write and read float32 .npy files (see npy.h).
 #include "npy.h"
+#include "outfile.h"
 #include "tensor.h"
 
 #include <errno.h>
@@ -29,19 +30,18 @@ bool mg_npy_write_f32(const char * path, const float * data, int n_dims, const i
     header[len++] = '\n';
     const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char) (len & 0xff),
                                    (unsigned char) (len >> 8)};
-    FILE * f = fopen(path, "wb");
-    if (f == NULL) {
-        mg_set_error("cannot write %s: %s", path, strerror(errno));
-        return false;
-    }
+    struct mg_outfile out;   // a temporary file renamed over path (outfile.h): a planted symlink is replaced, not followed
+    FILE * f = mg_outfile_open(&out, path);
+    if (f == NULL) return false;
     // The data is little-endian float32: the host's floats on the machines this engine runs on.
     const bool ok = fwrite(pre, 1, sizeof(pre), f) == sizeof(pre) && fwrite(header, 1, (size_t) len, f) == (size_t) len &&
                     fwrite(data, sizeof(float), n, f) == n;
-    if (fclose(f) != 0 || !ok) {
+    if (!ok) {
         mg_set_error("cannot write %s: %s", path, strerror(errno));
+        mg_outfile_abort(&out);
         return false;
     }
-    return true;
+    return mg_outfile_commit(&out);
 }
 
 // The value of 'key' in the header dict: the text right after "'key':".
@@ -157,9 +157,12 @@ bool mg_npy_dumper_open(struct mg_npy_dumper * d, const char * dir) {
     snprintf(d->dir, sizeof(d->dir), "%s", dir);
     char path[1100];
     snprintf(path, sizeof(path), "%s/order.txt", dir);
-    d->order = fopen(path, "w");
-    if (d->order == NULL) {
-        mg_set_error("cannot write %s: %s (--dump-tensors needs an existing directory)", path, strerror(errno));
+    struct mg_outfile * order = malloc(sizeof(*order));
+    d->order = order;
+    if (order == NULL || mg_outfile_open(order, path) == NULL) {
+        if (order == NULL) mg_set_error("%s: out of memory", path);
+        free(order);
+        d->order = NULL;
         return false;
     }
     d->active = true;
@@ -167,7 +170,9 @@ bool mg_npy_dumper_open(struct mg_npy_dumper * d, const char * dir) {
 }
 
 void mg_npy_dumper_close(struct mg_npy_dumper * d) {
-    if (d->order != NULL) fclose(d->order);
+    struct mg_outfile * order = d->order;
+    if (order != NULL && !mg_outfile_commit(order)) d->n_failed++;   // the list of what was written, whatever the run did
+    free(order);
     free(d->names);
     d->order = NULL;
     d->names = NULL;
@@ -209,6 +214,6 @@ void mg_npy_dump_node(const struct mg_tensor * node, void * user) {
         d->n_failed++;
         return;
     }
-    fprintf(d->order, "%s\n", name);
+    fprintf(((struct mg_outfile *) d->order)->f, "%s\n", name);
     d->n_written++;
 }

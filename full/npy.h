@@ -46,7 +46,7 @@ struct mg_tensor;
 struct mg_npy_dumper {
     char    dir[1024];
     bool    active;      // false: nodes are not written (e.g. all but the prompt's last batch)
-    void *  order;       // FILE * of DIR/order.txt
+    void *  order;       // struct mg_outfile * of DIR/order.txt (outfile.h)
     int     n_written;
     int     n_failed;
     char (*names)[80];   // the names written so far

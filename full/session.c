@@ -74,6 +74,18 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     if (params.n_batch <= 0) params.n_batch = 512;
     if (params.n_threads <= 0) params.n_threads = 1;
+    //@+ full size-check
+    // The cache's bytes in 64 bits, checked before anything is allocated: on
+    // a 32-bit size_t, -c times the bytes per position could wrap to a small
+    // buffer that the graph then writes past.
+    const uint64_t kv_per_token = 2 * (uint64_t) m->hp.n_layer * (uint64_t) m->hp.head_dim *
+                                  (uint64_t) m->hp.n_head_kv * mg_type_size(params.kv_type);
+    if (kv_per_token != 0 && (uint64_t) params.n_ctx > (uint64_t) (SIZE_MAX / 2) / kv_per_token) {
+        mg_set_error("the KV cache of %d positions (-c) x %llu bytes does not fit in this machine's address space; "
+                     "use a smaller -c", params.n_ctx, (unsigned long long) kv_per_token);
+        return NULL;
+    }
+    //@- full size-check
     struct mg_session * s = calloc(1, sizeof(*s));
     MG_ASSERT(s != NULL);
     s->model  = m;

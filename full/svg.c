@@ -21,11 +21,17 @@ static void put_escaped(FILE * f, const char * s) {
 
 bool mg_svg_begin(struct mg_svg * svg, const char * path, double width, double height) {
     svg->path = path;
+#if 0 //@old 05..09 plain-fopen
     svg->f    = fopen(path, "w");
     if (svg->f == NULL) {
         mg_set_error("%s: cannot write: %s", path, strerror(errno));
         return false;
     }
+#endif //@old plain-fopen
+    //@+ full outfile
+    svg->f = mg_outfile_open(&svg->out, path);
+    if (svg->f == NULL) return false;
+    //@- full outfile
     fprintf(svg->f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(svg->f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
@@ -72,11 +78,19 @@ void mg_svg_raw(struct mg_svg * svg, const char * text) {
 
 bool mg_svg_end(struct mg_svg * svg) {
     fprintf(svg->f, "</svg>\n");
+#if 0 //@old 05..09 plain-fopen
     const bool ok = !ferror(svg->f);
     if (fclose(svg->f) != 0 || !ok) {
         mg_set_error("%s: write failed: %s", svg->path, strerror(errno));
         return false;
     }
+#endif //@old plain-fopen
+    //@+ full outfile
+    svg->f = NULL;
+    return mg_outfile_commit(&svg->out);
+    //@- full outfile
+#if 0 //@old 05..09 plain-fopen
     svg->f = NULL;
     return true;
+#endif //@old plain-fopen
 }

@@ -14,10 +14,16 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+//@+ full outfile
+#include "outfile.h"
+//@- full outfile
 
 struct mg_svg {
     FILE * f;
     const char * path;
+    //@+ full outfile
+    struct mg_outfile out;   // f is its temporary file, renamed over path by mg_svg_end
+    //@- full outfile
 };
 
 // Open path and write the header of a width x height picture on white.

@@ -5,6 +5,9 @@
 #include "timeline.h"
 #include "plan.h"
 #include "svg.h"
+//@+ full outfile
+#include "outfile.h"
+//@- full outfile
 
 #include <errno.h>
 #include <inttypes.h>
@@ -228,11 +231,18 @@ static void put_slice(FILE * f, const struct mg_timeline * tl, int pool, int ith
 }
 
 bool mg_timeline_write_json(const struct mg_timeline * tl, const char * path) {
+#if 0 //@old 08..09 plain-fopen
     FILE * f = fopen(path, "w");
     if (f == NULL) {
         mg_set_error("%s: cannot write: %s", path, strerror(errno));
         return false;
     }
+#endif //@old plain-fopen
+    //@+ full outfile
+    struct mg_outfile out;   // a temporary file, renamed over path when complete (outfile.h)
+    FILE * f = mg_outfile_open(&out, path);
+    if (f == NULL) return false;
+    //@- full outfile
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
     for (int p = 0; p < tl->n_pools; p++) {
         fprintf(f, "%s\n{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"pool %d: %d "
@@ -245,12 +255,17 @@ bool mg_timeline_write_json(const struct mg_timeline * tl, const char * path) {
         }
     }
     fprintf(f, "\n]}\n");
+#if 0 //@old 08..09 plain-fopen
     const bool ok = !ferror(f);
     if (fclose(f) != 0 || !ok) {
         mg_set_error("%s: write failed: %s", path, strerror(errno));
         return false;
     }
     return true;
+#endif //@old plain-fopen
+    //@+ full outfile
+    return mg_outfile_commit(&out);
+    //@- full outfile
 }
 
 // ---------------------------------------------------------------------------

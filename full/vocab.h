@@ -148,7 +148,10 @@ bool mg_vocab_is_eog(const struct mg_vocab * vocab, int32_t token);
 // n_max is too small; then nothing useful was written (llama_tokenize's
 // convention). add_special: add bos/eos where the vocabulary asks for it.
 // parse_special: CONTROL token texts in the text become those tokens.
-// Any bytes are accepted; invalid UTF-8 is tokenized as U+FFFD (unicode.h).
+// Any bytes are accepted, decoded by llama.cpp's one rule (unicode.h,
+// mg_utf8_decode): a byte that starts no complete sequence is U+FFFD (three
+// byte tokens); an overlong form is what it spells ("\xC0\xAF" is '/') and a
+// surrogate is itself (its three bytes), as llama.cpp tokenizes them.
 int32_t mg_tokenize(const struct mg_vocab * vocab, const char * text, int32_t text_len, int32_t * tokens,
                     int32_t n_max, bool add_special, bool parse_special);
 

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "memmap.h"
 #include "npy.h"
+#include "outfile.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -21,16 +22,71 @@
 // Options
 // ---------------------------------------------------------------------------
 
+static bool is_text(enum cli_kind k) {   // a const char * value
+    return k >= CLI_STRING;
+}
+
 static void print_usage(const char * usage, const struct cli_option * opts, int n_opts) {
     printf("%s\n\noptions:\n", usage);
     for (int i = 0; i < n_opts; i++) {
         char names[64];
         snprintf(names, sizeof(names), "%s%s%s%s", opts[i].short_name ? opts[i].short_name : "",
                  opts[i].short_name ? ", " : "    ", opts[i].long_name,
-                 opts[i].kind == CLI_FLAG ? "" : opts[i].kind == CLI_STRING ? " S" : " N");
+                 opts[i].kind == CLI_FLAG ? "" : is_text(opts[i].kind) ? " S" : " N");
         printf("  %-28s %s\n", names, opts[i].help);
     }
     printf("  %-28s %s\n", "    --help", "this text");
+    printf("  %-28s %s\n", "    --help-table", "the options as a table: name, short name, kind (in-file, out-file, ...)");
+}
+
+static const char * kind_name(enum cli_kind k) {
+    static const char * const names[] = {"flag", "int", "float", "u64", "string", "in-file", "in-dir", "out-file",
+                                         "out-dir"};
+    return names[k];
+}
+
+// --help-table: the table as data, for tests and scripts (one option a line, tab-separated).
+static void print_table(const struct cli_option * opts, int n_opts) {
+    for (int i = 0; i < n_opts; i++) {
+        printf("%s\t%s\t%s\n", opts[i].long_name, opts[i].short_name ? opts[i].short_name : "-",
+               kind_name(opts[i].kind));
+    }
+}
+
+// The resolved paths of output flags (a symlink's target) live as long as the
+// command; kept here so that they stay reachable until exit.
+static char * resolved_outputs[32];
+static int    n_resolved_outputs = 0;
+
+// Every file the table names, before any work: the inputs remembered first,
+// then each output checked against them (outfile.h). False after printing why.
+static bool check_files(const char * cmd, const struct cli_option * opts, int n_opts) {
+    mg_outfile_clear_inputs();
+    for (int i = 0; i < n_opts; i++) {
+        const char * v = is_text(opts[i].kind) ? *(const char **) opts[i].value : NULL;
+        if (v != NULL && (opts[i].kind == CLI_IN_FILE || opts[i].kind == CLI_IN_DIR)) mg_outfile_input(v);
+    }
+    for (int i = 0; i < n_opts; i++) {
+        const char * v = is_text(opts[i].kind) ? *(const char **) opts[i].value : NULL;
+        if (v == NULL) continue;
+        if (opts[i].kind == CLI_OUT_DIR && !mg_outfile_check_dir(opts[i].long_name, v)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            return false;
+        }
+        if (opts[i].kind != CLI_OUT_FILE) continue;
+        char * target = mg_outfile_check(opts[i].long_name, v);
+        if (target == NULL) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            return false;
+        }
+        if (strcmp(target, v) == 0 || n_resolved_outputs == 32) {
+            free(target);   // (32 symlinked outputs in one command: the link's own path is written, still checked)
+        } else {
+            resolved_outputs[n_resolved_outputs++] = target;
+            *(const char **) opts[i].value = target;
+        }
+    }
+    return true;
 }
 
 static const struct cli_option * find_option(const char * arg, const struct cli_option * opts, int n_opts) {
@@ -53,6 +109,10 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
             *(bool *) o->value = true;
             return true;
         case CLI_STRING:
+        case CLI_IN_FILE:
+        case CLI_IN_DIR:
+        case CLI_OUT_FILE:
+        case CLI_OUT_DIR:
             *(const char **) o->value = text;
             return true;
         case CLI_INT: {
@@ -109,6 +169,10 @@ bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_opti
             print_usage(usage, opts, n_opts);
             exit(0);
         }
+        if (strcmp(arg, "--help-table") == 0) {
+            print_table(opts, n_opts);
+            exit(0);
+        }
         if (arg[0] == '-' && arg[1] != '\0') {
             const struct cli_option * o = find_option(arg, opts, n_opts);
             if (o == NULL) {
@@ -127,7 +191,7 @@ bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_opti
             return false;
         }
     }
-    return true;
+    return check_files(cmd, opts, n_opts);
 }
 
 // ---------------------------------------------------------------------------
@@ -143,7 +207,7 @@ struct cli_engine_opts cli_engine_defaults(void) {
 
 int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
     const struct cli_option rows[] = {
-        {"-m", "--model", CLI_STRING, &e->model, "GGUF model file"},
+        {"-m", "--model", CLI_IN_FILE, &e->model, "GGUF model file"},
         {"-t", "--threads", CLI_INT, &e->n_threads, "threads (default: all cores)"},
         {"-c", "--ctx-size", CLI_INT, &e->n_ctx, "context size in tokens (default: min(4096, the model's))"},
         {"-b", "--batch-size", CLI_INT, &e->n_batch, "tokens per graph when reading a prompt (default 512)"},
@@ -151,33 +215,13 @@ int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
         {"-fa", "--flash-attn", CLI_FLAG, &e->flash_attn, "flash attention: an online softmax over the cache"},
         {NULL, "--no-repack", CLI_FLAG, &e->no_repack, "keep Q4_0/Q4_K/Q2_K weights as in the file (no 8-row repacking)"},
         {NULL, "--trace", CLI_STRING, &e->trace, "trace categories, e.g. infer,alloc,graph (like MG_TRACE)"},
-        {NULL, "--dot", CLI_STRING, &e->dot, "write Graphviz drawings of the graphs into this directory"},
-        {NULL, "--svg", CLI_STRING, &e->svg, "write the compute buffer's memory maps (SVG) into this directory"},
+        {NULL, "--dot", CLI_OUT_DIR, &e->dot, "write Graphviz drawings of the graphs into this directory"},
+        {NULL, "--svg", CLI_OUT_DIR, &e->svg, "write the compute buffer's memory maps (SVG) into this directory"},
         {NULL, "--dot-layers", CLI_INT, &e->dot_layers, "with --dot: draw only the first N layers, each in a box"},
     };
     const int n = (int) (sizeof(rows) / sizeof(rows[0]));
     memcpy(out, rows, sizeof(rows));
     return n;
-}
-
-// A directory we can write into, checked before any work (graph drawings
-// come at the end of a run, when an error would be too late).
-static bool writable_dir(const char * cmd, const char * flag, const char * path) {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        fprintf(stderr, "mg %s: %s %s: %s\n", cmd, flag, path,
-                errno == ENOENT ? "no such directory" : strerror(errno));
-        return false;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "mg %s: %s %s is not a directory\n", cmd, flag, path);
-        return false;
-    }
-    if (access(path, W_OK) != 0) {
-        fprintf(stderr, "mg %s: %s %s: cannot write there: %s\n", cmd, flag, path, strerror(errno));
-        return false;
-    }
-    return true;
 }
 
 bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
@@ -201,7 +245,12 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         fprintf(stderr, "mg %s: --trace: %s\n", cmd, mg_last_error());
         return false;
     }
-    if (e->dot != NULL && !writable_dir(cmd, "--dot", e->dot)) return false;
+    // A drawing flag given to a command that draws nothing would be a silent result.
+    if (!e->draws && (e->dot != NULL || e->svg != NULL || e->dot_layers >= 0)) {
+        fprintf(stderr, "mg %s: %s: this command draws no graphs (mg run does)\n", cmd,
+                e->dot != NULL ? "--dot" : e->svg != NULL ? "--svg" : "--dot-layers");
+        return false;
+    }
     if (e->dot != NULL) setenv("MG_DOT", e->dot, 1);
     if (e->svg != NULL) setenv("MG_SVG", e->svg, 1);
     if (e->dot_layers >= 0) {
@@ -476,76 +525,15 @@ struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * 
     return s;
 }
 
-bool cli_same_file(const char * a, const char * b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 // ---------------------------------------------------------------------------
-// Output files
+// Output files (outfile.h has the rules and why)
 // ---------------------------------------------------------------------------
-
-// Everything about an output that can be checked before hours of work, is:
-//   - it must not be the input: the same inode, however it is named (the same
-//     path, a symlink, a hard link), or the input would be destroyed;
-//   - an existing OUT must be a regular file: the result is written to a
-//     temporary file beside it and renamed over it, which would turn a device
-//     (/dev/full) or a fifo into a regular file, and fails for a directory;
-//   - a symlink is written through: its target is replaced, the link stays
-//     (cp and llama-quantize's fopen do the same; replacing the link with a
-//     regular file would silently break what it stood for);
-//   - a new OUT needs an existing directory to be written in.
-static const char * file_kind(mode_t mode) {
-    return S_ISDIR(mode) ? "a directory" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
-         : S_ISFIFO(mode) ? "a fifo" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
-}
 
 char * cli_output_path(const char * cmd, const char * out, const char * in) {
-    struct stat st_out, st_in, st_link = {0};
-    char *      target = NULL;
-    if (lstat(out, &st_link) == 0 && S_ISLNK(st_link.st_mode) && stat(out, &st_out) != 0) {
-        fprintf(stderr, "mg %s: %s is a symlink to a missing file (%s); give the target's path instead\n", cmd, out,
-                strerror(errno));
-        return NULL;
-    }
-    if (stat(out, &st_out) == 0) {
-        if (in != NULL && stat(in, &st_in) == 0 && st_in.st_dev == st_out.st_dev && st_in.st_ino == st_out.st_ino) {
-            fprintf(stderr, "mg %s: %s and %s are the same file; writing one would destroy the other\n", cmd, in,
-                    out);
-            return NULL;
-        }
-        if (!S_ISREG(st_out.st_mode)) {
-            fprintf(stderr, "mg %s: %s is %s; the output must be a regular file (or a new name)\n", cmd, out,
-                    file_kind(st_out.st_mode));
-            return NULL;
-        }
-        // Resolve a symlink, so that the temporary file and the rename happen beside its target.
-        target = S_ISLNK(st_link.st_mode) ? realpath(out, NULL) : strdup(out);
-        if (target == NULL) fprintf(stderr, "mg %s: cannot resolve %s: %s\n", cmd, out, strerror(errno));
-        return target;
-    }
-    if (errno != ENOENT && errno != ENOTDIR) {
-        fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, out, strerror(errno));
-        return NULL;
-    }
-    char          dir[4096];
-    const char *  slash = strrchr(out, '/');
-    struct stat   st;
-    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == out ? 1 : (int) (slash - out),
-             slash == NULL ? "." : out);
-    if (stat(dir, &st) != 0) {
-        fprintf(stderr, "mg %s: cannot write %s: directory %s does not exist\n", cmd, out, dir);
-        return NULL;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "mg %s: cannot write %s: %s is not a directory\n", cmd, out, dir);
-        return NULL;
-    }
-    if (access(dir, W_OK) != 0) {
-        fprintf(stderr, "mg %s: cannot write %s: directory %s: %s\n", cmd, out, dir, strerror(errno));
-        return NULL;
-    }
-    return strdup(out);
+    mg_outfile_input(in);
+    char * target = mg_outfile_check(NULL, out);
+    if (target == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    return target;
 }
 
 

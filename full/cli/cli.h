@@ -28,12 +28,21 @@ int cmd_perplexity(int argc, char ** argv);
 // reports a wrong flag the same way and has a --help made from the table.
 // ---------------------------------------------------------------------------
 
+// The last five are all a const char *; the path kinds say what the value is
+// to the file system. Every file a command reads or writes is named in its
+// table with its kind, so that cli_parse can check all of them before any
+// work (outfile.h), and a test can find every output flag of every command
+// (mg CMD --help-table) without a list of its own.
 enum cli_kind {
-    CLI_FLAG,     // bool, no value
-    CLI_INT,      // int
-    CLI_FLOAT,    // float
-    CLI_U64,      // uint64_t
-    CLI_STRING,   // const char *
+    CLI_FLAG,       // bool, no value
+    CLI_INT,        // int
+    CLI_FLOAT,      // float
+    CLI_U64,        // uint64_t
+    CLI_STRING,     // const char *: text, not a file
+    CLI_IN_FILE,    // a file the command reads: no output may be it
+    CLI_IN_DIR,     // a directory whose files the command reads (mkmodel --vocab)
+    CLI_OUT_FILE,   // a file the command writes (temporary file + rename, never an input)
+    CLI_OUT_DIR,    // a directory the command writes files into (it must hold no input)
 };
 
 struct cli_option {
@@ -45,8 +54,14 @@ struct cli_option {
 };
 
 // Parse argv[1..] against opts; arguments that are not options go to
-// positional[] (at most max_positional). --help prints usage and exits 0. A
-// wrong option prints "mg <cmd>: ..." and returns false.
+// positional[] (at most max_positional). --help prints usage and exits 0;
+// --help-table prints the table, one option a line (long name, short name,
+// kind), and exits 0. A wrong option prints "mg <cmd>: ..." and returns
+// false. Then the files: every CLI_IN_* value is remembered as an input
+// (mg_outfile_input), and every CLI_OUT_FILE / CLI_OUT_DIR value is checked
+// against them (mg_outfile_check, _check_dir), before the command does any
+// work; a CLI_OUT_FILE value that is a symlink is replaced by its target's
+// path (the file written through it).
 bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_option * opts, int n_opts,
                const char ** positional, int max_positional, int * n_positional);
 
@@ -66,6 +81,7 @@ struct cli_engine_opts {
     int          dot_layers; // draw only this many layers (MG_DOT_LAYERS; -1: all)
     bool         flash_attn;
     bool         no_repack;  // keep Q4_0/Q4_K weights in the file's layout (MG_NO_REPACK=1)
+    bool         draws;      // the command writes --dot/--svg drawings (mg run); set before parsing
 };
 
 struct cli_engine_opts cli_engine_defaults(void);
@@ -132,15 +148,36 @@ struct mg_npy_dumper;
 struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e,
                                             const char * dump_dir, struct mg_npy_dumper * dumper);
 
-// Checks an output file before any work (it is written to OUT.tmp and renamed
-// over OUT, mg_gguf_writer_write): not the input in (NULL: none), by inode;
-// a regular file or a new name in an existing directory; a symlink is written
-// through. Returns the path to write (OUT, or the symlink's target; the
-// caller frees), or NULL after printing why.
+// A positional output OUT (mg quantize IN OUT) checked before any work as
+// cli_parse checks an output flag: in (NULL: none) is remembered as an input
+// first, then mg_outfile_check. Returns the path to write (OUT, or the
+// symlink's target; the caller frees), or NULL after printing why.
 char * cli_output_path(const char * cmd, const char * out, const char * in);
 
-// Whether two paths name the same file (device and inode: symlinks and hard links too).
-bool cli_same_file(const char * a, const char * b);
+// ---------------------------------------------------------------------------
+// Other programs (cli_spawn.c): never through a shell
+// ---------------------------------------------------------------------------
+
+// What a child printed on stdout (NUL-terminated; "" if nothing) and how it ended.
+struct cli_child {
+    char * out;
+    size_t len, cap;
+    int    status;      // its exit status, or -1 if a signal ended it
+    bool   timed_out;   // killed at the deadline
+    bool   too_big;     // killed for printing more than max_out bytes
+};
+
+// Runs argv[0] (a path, or a name looked up in PATH) with the arguments argv
+// (NULL-terminated) as they are: no shell reads them. stdin and stderr are
+// /dev/null; stdout is collected into c. After timeout_s seconds, or max_out
+// bytes, the child and its process group are killed. False after printing
+// why (it could not start, hung, or printed too much); a child that ran but
+// failed returns true with its status: the caller judges its output.
+bool cli_run_child(const char * cmd, char * const * argv, double timeout_s, size_t max_out, struct cli_child * c);
+void cli_child_free(struct cli_child * c);
+
+// The default of --rival-timeout: long enough for a real llama-bench run, short of forever.
+#define CLI_RIVAL_TIMEOUT_S 3600.0
 
 // Print one token's text to stdout as it streams (whole UTF-8 characters only).
 void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_t token);

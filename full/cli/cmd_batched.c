@@ -8,9 +8,10 @@
 // matrix product, and the weights are read once for all of them. Only
 // attention is per sequence (each token attends to its own sequence's cells,
 // which the mask selects: session.h, mg_decode_batch).
-#define _POSIX_C_SOURCE 200809L   // popen, pclose
+#define _POSIX_C_SOURCE 200809L   // clock_gettime (timeline.h)
 #include "cli.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,20 +123,24 @@ static void bb_join(const int * v, int n, char * out, size_t size) {
     for (int i = 0; i < n && len < size; i++) len += (size_t) snprintf(out + len, size - len, "%s%d", i ? "," : "", v[i]);
 }
 
-// Run llama-batched-bench once on the same cases; each row of its table goes
-// to theirs[case][round]. False, with the reason printed, if a case has no row.
-static bool bb_run_llama(const char * exe, const char * model, const char * lists, int n_ctx, int n_threads,
-                         bool fa, bool shared, struct bb_race * r, int round) {
-    char cmd[4096], line[1024];
-    snprintf(cmd, sizeof(cmd), "'%s' -m '%s' -c %d %s -t %d -fa %s -ctk f16 -ctv f16%s 2>/dev/null", exe, model, n_ctx,
-             lists, n_threads, fa ? "on" : "off", shared ? " -pps" : "");
-    for (int i = 0; i < r->n_cases; i++) r->theirs[i][round].s_tg = -1.0;
-    FILE * f = popen(cmd, "r");
-    if (f == NULL) {
-        fprintf(stderr, "mg batched-bench: cannot run %s\n", exe);
-        return false;
-    }
-    while (fgets(line, sizeof(line), f)) {   // |  PP |  TG |  B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | ...
+// The arguments of one llama-batched-bench run, as text (argv points into it).
+struct bb_rival_args {
+    char npp[256], ntg[256], npl[256], n_ctx[16], n_threads[16];
+};
+
+// A rival's speed as a usable number: finite, above 0 and below 1e9 (0, inf
+// or a 300-digit figure would make a ratio of nothing).
+static bool bb_usable(double v) {
+    return isfinite(v) && v > 0.0 && v < 1e9;
+}
+
+// Each row of llama-batched-bench's table into theirs[case][round]; returns
+// the rows whose speeds were not usable numbers.
+static int bb_read_table(char * text, struct bb_race * r, int round) {
+    int n_bad = 0;
+    for (char * line = text, * nl; line != NULL && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');   // |  PP |  TG |  B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | ...
+        if (nl) *nl = '\0';
         int pp, tg, pl, n_kv;
         double t_pp, s_pp, t_tg, s_tg;
         if (sscanf(line, "| %d | %d | %d | %d | %lf | %lf | %lf | %lf |", &pp, &tg, &pl, &n_kv, &t_pp, &s_pp, &t_tg,
@@ -144,14 +149,43 @@ static bool bb_run_llama(const char * exe, const char * model, const char * list
         }
         for (int i = 0; i < r->n_cases; i++) {
             const struct bb_case * c = &r->cases[i];
-            if (c->pp == pp && c->tg == tg && c->pl == pl) r->theirs[i][round] = (struct bb_speed) {s_pp, s_tg};
+            if (c->pp != pp || c->tg != tg || c->pl != pl) continue;
+            if (bb_usable(s_pp) && (bb_usable(s_tg) || (tg == 0 && s_tg == 0.0))) {
+                r->theirs[i][round] = (struct bb_speed) {s_pp, s_tg};
+            } else {
+                n_bad++;
+            }
         }
     }
-    const int status = pclose(f);
+    return n_bad;
+}
+
+// Run llama-batched-bench once on the same cases (an argv, no shell:
+// cli_run_child); each row of its table goes to theirs[case][round]. False,
+// with the reason printed, if it fails, hangs, or a case has no usable row.
+static bool bb_run_llama(const char * exe, const char * model, const struct bb_rival_args * a, bool fa, bool shared,
+                         double timeout_s, struct bb_race * r, int round) {
+    char * const argv[] = {(char *) exe, "-m", (char *) model, "-c", (char *) a->n_ctx, "-npp", (char *) a->npp,
+                           "-ntg", (char *) a->ntg, "-npl", (char *) a->npl, "-t", (char *) a->n_threads,
+                           "-fa", fa ? "on" : "off", "-ctk", "f16", "-ctv", "f16", shared ? "-pps" : NULL, NULL};
+    for (int i = 0; i < r->n_cases; i++) r->theirs[i][round].s_tg = -1.0;
+    struct cli_child c;
+    if (!cli_run_child("batched-bench", argv, timeout_s, 64u << 20, &c)) {
+        cli_child_free(&c);
+        return false;
+    }
+    const bool said_nothing = c.len == 0;
+    const int  n_bad        = bb_read_table(c.out, r, round);
+    const int  status       = c.status;
+    cli_child_free(&c);
     for (int i = 0; i < r->n_cases; i++) {
         if (r->theirs[i][round].s_tg < 0) {
-            fprintf(stderr, "mg batched-bench: llama-batched-bench gave no row for PP %d, TG %d, B %d (exit status %d) from: %s\n",
-                    r->cases[i].pp, r->cases[i].tg, r->cases[i].pl, status, cmd);
+            fprintf(stderr, "mg batched-bench: llama-batched-bench gave no row for PP %d, TG %d, B %d (exit status %d; "
+                            "%s) from %s\n", r->cases[i].pp, r->cases[i].tg, r->cases[i].pl, status,
+                    said_nothing ? "it printed nothing on stdout"
+                    : n_bad > 0  ? "its speeds were not numbers in (0, 1e9)"
+                                 : "its table has no such row",
+                    exe);
             return false;
         }
     }
@@ -192,6 +226,7 @@ struct bb_opts {
     const char * npp, * ntg, * npl, * llama;
     bool         shared;
     int          rounds;
+    float        rival_timeout;   // seconds
 };
 
 // The cases of the lists that fit in n_ctx (all of them when n_ctx is 0), and the cache the largest needs.
@@ -216,7 +251,8 @@ static bool bb_need_fits(const struct bb_case * c, int n_ctx) {
 int cmd_batched_bench(int argc, char ** argv) {
     const char * cmd = "batched-bench";
     struct cli_engine_opts e = cli_engine_defaults();
-    struct bb_opts o = {.npp = "128", .ntg = "128", .npl = "1,2,4,8,16", .llama = NULL, .shared = false, .rounds = 3};
+    struct bb_opts o = {.npp = "128", .ntg = "128", .npl = "1,2,4,8,16", .llama = NULL, .shared = false, .rounds = 3,
+                     .rival_timeout = (float) CLI_RIVAL_TIMEOUT_S};
     struct cli_option opts[32];
     int n_opts = 0;
     opts[n_opts++] = (struct cli_option) {NULL, "-npp", CLI_STRING, &o.npp, "prompt sizes (default 128)"};
@@ -224,9 +260,11 @@ int cmd_batched_bench(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "-npl", CLI_STRING, &o.npl, "parallel levels (default 1,2,4,8,16)"};
     opts[n_opts++] = (struct cli_option) {"-pps", "--pp-shared", CLI_FLAG, &o.shared,
                                           "one prompt shared by all sequences, stored once"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--llama-batched-bench", CLI_STRING, &o.llama,
+    opts[n_opts++] = (struct cli_option) {NULL, "--llama-batched-bench", CLI_IN_FILE, &o.llama,
                                           "race this llama-batched-bench on the same file"};
     opts[n_opts++] = (struct cli_option) {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race (default 3)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--rival-timeout", CLI_FLOAT, &o.rival_timeout,
+                                          "seconds one llama-batched-bench run may take before it is killed (default 3600)"};
     if (!cli_parse_engine_command(cmd, argc, argv, bb_usage, opts, n_opts, &e, NULL)) return 1;
     int npp[MAX_LIST], ntg[MAX_LIST], npl[MAX_LIST];
     const int n_pp = cli_parse_int_list(o.npp, npp, MAX_LIST, 1, 1 << 16), n_tg = cli_parse_int_list(o.ntg, ntg, MAX_LIST, 0, 1 << 16),
@@ -238,6 +276,10 @@ int cmd_batched_bench(int argc, char ** argv) {
     }
     if (o.rounds < 1 || o.rounds > MAX_ROUNDS) {
         fprintf(stderr, "mg %s: --rounds must be 1..%d, got %d\n", cmd, MAX_ROUNDS, o.rounds);
+        return 1;
+    }
+    if (!(o.rival_timeout > 0.0f)) {
+        fprintf(stderr, "mg %s: --rival-timeout must be > 0 seconds, got %g\n", cmd, (double) o.rival_timeout);
         return 1;
     }
     static struct bb_race race;   // large: not on the stack
@@ -253,9 +295,25 @@ int cmd_batched_bench(int argc, char ** argv) {
         mg_model_free(m);
         return 1;
     }
-    int n_fit = 0;   // the cases that fit, first
-    for (int i = 0; i < race.n_cases; i++)
-        if (bb_need_fits(&race.cases[i], mg_session_n_ctx(s))) race.cases[n_fit++] = race.cases[i];
+    int n_fit = 0, need_min = 0;   // the cases that fit, first
+    for (int i = 0; i < race.n_cases; i++) {
+        const struct bb_case * c = &race.cases[i];
+        const int need = (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg;
+        need_min = i == 0 || need < need_min ? need : need_min;
+        if (bb_need_fits(c, mg_session_n_ctx(s))) race.cases[n_fit++] = *c;
+    }
+    // Skipped as llama-batched-bench skips them, but said: an empty table with exit 0 reads as success.
+    if (n_fit == 0) {
+        fprintf(stderr, "mg %s: no case fits in the %d cells of -c: the smallest needs %d (B x PP + B x TG); give -c %d "
+                        "or more\n", cmd, mg_session_n_ctx(s), need_min, need_min);
+        mg_session_free(s);
+        mg_model_free(m);
+        return 1;
+    }
+    if (n_fit < race.n_cases) {
+        fprintf(stderr, "mg %s: note: %d of %d cases need more than the %d cells of -c and are skipped\n", cmd,
+                race.n_cases - n_fit, race.n_cases, mg_session_n_ctx(s));
+    }
     race.n_cases = n_fit;
     // Warm up as llama-batched-bench does: 16 tokens of one sequence.
     int32_t   warm[16];
@@ -271,16 +329,16 @@ int cmd_batched_bench(int argc, char ** argv) {
                "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s");
         printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
     }
-    char lists[1024], pp_list[256], tg_list[256], pl_list[256];
-    bb_join(npp, n_pp, pp_list, sizeof(pp_list));
-    bb_join(ntg, n_tg, tg_list, sizeof(tg_list));
-    bb_join(npl, n_pl, pl_list, sizeof(pl_list));
-    snprintf(lists, sizeof(lists), "-npp %s -ntg %s -npl %s", pp_list, tg_list, pl_list);
+    struct bb_rival_args rival;
+    bb_join(npp, n_pp, rival.npp, sizeof(rival.npp));
+    bb_join(ntg, n_tg, rival.ntg, sizeof(rival.ntg));
+    bb_join(npl, n_pl, rival.npl, sizeof(rival.npl));
+    snprintf(rival.n_ctx, sizeof(rival.n_ctx), "%d", mg_session_n_ctx(s));
+    snprintf(rival.n_threads, sizeof(rival.n_threads), "%d", params.n_threads);
     for (int round = 0; ok && round < (racing ? o.rounds : 1); round++) {
         for (int i = 0; ok && i < race.n_cases; i++) ok = bb_run(s, &race.cases[i], m->hp.n_vocab, racing, &race.ours[i][round]);
         if (ok && racing) {
-            ok = bb_run_llama(o.llama, e.model, lists, mg_session_n_ctx(s), params.n_threads, params.flash_attn,
-                              o.shared, &race, round);
+            ok = bb_run_llama(o.llama, e.model, &rival, params.flash_attn, o.shared, o.rival_timeout, &race, round);
             if (ok) fprintf(stderr, "mg %s: round %d of %d done\n", cmd, round + 1, o.rounds);
         }
     }
@@ -350,13 +408,43 @@ static bool par_sample(struct par_seq * q, int index, const struct mg_model * m,
     return true;
 }
 
-// One line per prompt of a file (empty lines skipped); the prompts point into text.
+// One line per prompt of a file (empty lines skipped); the prompts point into
+// text, at most max of them. Returns how many lines there are, all counted.
 static int split_lines(char * text, const char ** prompts, int max) {
     int n = 0;
-    for (char * line = strtok(text, "\n"); line != NULL && n < max; line = strtok(NULL, "\n")) {
-        if (*line) prompts[n++] = line;
+    for (char * line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        if (*line && n < max) prompts[n] = line;
+        n += *line != '\0';
     }
     return n;
+}
+
+// One cache holds at most MAX_PARALLEL sequences (a bit each per cell): more
+// prompts are an error that names the limit, never a silent cut.
+static bool par_count_ok(const char * cmd, int n_prompts, const char * where) {
+    if (n_prompts <= MAX_PARALLEL) return true;
+    fprintf(stderr, "mg %s: %d prompts %s, but at most %d sequences run at once; split them into several runs\n", cmd,
+            n_prompts, where, MAX_PARALLEL);
+    return false;
+}
+
+// The batch arrays grown to n tokens; false after saying why (each array
+// stays valid either way, for the caller to free).
+static bool par_reserve(const char * cmd, int32_t ** tok, int32_t ** pos, int32_t ** seq, bool ** keep, size_t n) {
+    const bool fits = n <= INT32_MAX / sizeof(int32_t);
+    int32_t *  t    = fits ? realloc(*tok, n * sizeof(int32_t)) : NULL;
+    if (t != NULL) *tok = t;
+    int32_t * p = fits ? realloc(*pos, n * sizeof(int32_t)) : NULL;
+    if (p != NULL) *pos = p;
+    int32_t * q = fits ? realloc(*seq, n * sizeof(int32_t)) : NULL;
+    if (q != NULL) *seq = q;
+    bool * k = fits ? realloc(*keep, n * sizeof(bool)) : NULL;
+    if (k != NULL) *keep = k;
+    if (t == NULL || p == NULL || q == NULL || k == NULL) {
+        fprintf(stderr, "mg %s: cannot allocate the batch of the prompts (%zu tokens at most)\n", cmd, n);
+        return false;
+    }
+    return true;
 }
 
 int cmd_parallel(int argc, char ** argv) {
@@ -370,8 +458,9 @@ int cmd_parallel(int argc, char ** argv) {
     char ** rest = malloc((size_t) argc * sizeof(char *));
     int n_rest = 0;
     for (int i = 0; i < argc; i++) {
-        if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prompt") == 0) && i + 1 < argc && n_prompts < MAX_PARALLEL) {
-            prompts[n_prompts++] = argv[++i];
+        if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prompt") == 0) && i + 1 < argc) {
+            if (n_prompts < MAX_PARALLEL) prompts[n_prompts] = argv[i + 1];
+            n_prompts++, i++;   // all counted, so that too many is said, not cut
         } else {
             rest[n_rest++] = argv[i];
         }
@@ -379,13 +468,13 @@ int cmd_parallel(int argc, char ** argv) {
     struct cli_option opts[40];
     int n_opts = 0;
     opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &unused, "a prompt (repeat for several)"};
-    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &prompt_file, "prompts, one per line"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &prompt_file, "prompts, one per line"};
     opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "tokens per sequence (default 64)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
                                           "do not stop at end-of-generation tokens"};
     const bool parsed = cli_parse_engine_command(cmd, n_rest, rest, par_usage, opts, n_opts, &e, &smp);
     free(rest);
-    if (!parsed) return 1;
+    if (!parsed || !par_count_ok(cmd, n_prompts, "given with -p")) return 1;
     char * file_text = NULL;
     if (prompt_file != NULL) {
         size_t len;
@@ -394,6 +483,10 @@ int cmd_parallel(int argc, char ** argv) {
             return 1;
         }
         n_prompts = split_lines(file_text, prompts, MAX_PARALLEL);
+        if (!par_count_ok(cmd, n_prompts, "in -f (one per line)")) {
+            free(file_text);
+            return 1;
+        }
     }
     if (n_prompts == 0 || n_predict < 1) {
         fprintf(stderr, "mg %s: need at least one prompt (-p TEXT, repeated, or -f FILE) and -n >= 1\n", cmd);
@@ -418,13 +511,12 @@ int cmd_parallel(int argc, char ** argv) {
     bool *    keep = NULL;
     for (int i = 0; i < n_prompts && status == 0; i++) {
         // At most 3 tokens per byte (an invalid byte becomes U+FFFD's three byte tokens) and a BOS.
-        const int len = (int) strlen(prompts[i]), room = 3 * len + 2;
-        tok  = realloc(tok, (size_t) (n_total + room) * sizeof(int32_t));
-        pos  = realloc(pos, (size_t) (n_total + room) * sizeof(int32_t));
-        seq  = realloc(seq, (size_t) (n_total + room) * sizeof(int32_t));
-        keep = realloc(keep, (size_t) (n_total + room));
-        MG_ASSERT(tok && pos && seq && keep);
-        const int32_t n = mg_tokenize(m->vocab, prompts[i], len, tok + n_total, room, true, true);
+        const size_t len = strlen(prompts[i]), room = 3 * len + 2;
+        if (!par_reserve(cmd, &tok, &pos, &seq, &keep, (size_t) n_total + room)) {
+            status = 1;
+            break;
+        }
+        const int32_t n = mg_tokenize(m->vocab, prompts[i], (int32_t) len, tok + n_total, (int32_t) room, true, true);
         if (n <= 0) {
             fprintf(stderr, "mg %s: prompt %d gives no tokens\n", cmd, i);
             status = 1;
@@ -462,6 +554,12 @@ int cmd_parallel(int argc, char ** argv) {
             if (q[i].done) continue;
             idx[n] = i, tok[n] = q[i].next, pos[n] = q[i].n_past++, seq[n] = i, keep[n] = true;
             n++;
+        }
+        if (mg_session_cells_used(s) + n > mg_session_n_ctx(s)) {   // as mg run: stop, and print what was made
+            fprintf(stderr, "mg %s: the context (-c %d) is full: %d unfinished sequence%s stop here\n", cmd,
+                    mg_session_n_ctx(s), n, n == 1 ? "" : "s");
+            for (int k = 0; k < n; k++) par_finish(&q[idx[k]], idx[k], "context full");
+            break;
         }
         if (!mg_decode_batch(s, &(struct mg_batch) {n, tok, pos, seq, keep})) {
             fprintf(stderr, "mg %s: step with %d sequences: %s\n", cmd, n, mg_last_error());

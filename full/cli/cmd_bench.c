@@ -7,7 +7,7 @@
 // tgN generates N tokens one at a time, both after the cache was filled to a
 // depth d (the "@ dD" tests; the fill is not timed). Every test runs once to
 // warm up, then -r times; the table shows mean +- standard deviation.
-#define _POSIX_C_SOURCE 200809L   // setenv, popen
+#define _POSIX_C_SOURCE 200809L   // setenv
 #include "cli.h"
 #include "gguf.h"
 #include "memmap.h"
@@ -230,50 +230,87 @@ static bool csv_true(const char * v) {
     return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "on") == 0;
 }
 
-// Run llama-bench with our tests' lists on one model and put each row's
-// mean t/s into theirs[] at the index of the matching test. False, with the
-// reason printed, when it fails or leaves one of our tests without a row.
-static bool run_llama_bench(const char * exe, const char * model, const struct bench_lists * l,
-                            const struct bench_test * tests, int n_tests, int reps, const char * kv, double * theirs) {
-    char p[256], n[256], d[256], t[256], fa[64], cmd[4096];
-    join_list(l->prompt, l->n_prompt, p, sizeof(p));
-    join_list(l->gen, l->n_gen, n, sizeof(n));
-    join_list(l->depth, l->n_depth, d, sizeof(d));
-    join_list(l->threads, l->n_threads, t, sizeof(t));
-    join_list(l->fa, l->n_fa, fa, sizeof(fa));
-    snprintf(cmd, sizeof(cmd), "'%s' -m '%s' -p %s -n %s -d %s -t %s -fa %s -r %d -ctk %s -ctv %s -o csv 2>/dev/null",
-             exe, model, p, n, d, t, fa, reps, kv, kv);
-    for (int i = 0; i < n_tests; i++) theirs[i] = -1.0;
-    FILE * f = popen(cmd, "r");
-    if (f == NULL) {
-        fprintf(stderr, "mg bench: cannot run %s\n", exe);
-        return false;
-    }
-    char header[8192], line[8192];
+// A rival's t/s as a usable number: finite, above 0 and below 1e9 (a rate
+// no machine reaches; 0, inf or a 300-digit figure would make a ratio of nothing).
+static bool rival_tps(const char * text, double * out) {
+    char * end;
+    const double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(v) || !(v > 0.0) || v >= 1e9) return false;
+    *out = v;
+    return true;
+}
+
+// The next line of text (NUL-terminated in place), or NULL at the end.
+static char * next_line(char ** rest) {
+    char * line = *rest;
+    if (line == NULL || *line == '\0') return NULL;
+    char * nl = strchr(line, '\n');
+    *rest     = nl ? nl + 1 : NULL;
+    if (nl) *nl = '\0';
+    return line;
+}
+
+// Each CSV row of llama-bench's output: its mean t/s into theirs[] at the
+// index of the matching test. Returns the rows whose avg_ts was not a usable number.
+static int read_llama_bench_csv(char * text, const struct bench_test * tests, int n_tests, double * theirs) {
     char * names[64], * values[64];
-    int n_names = 0;
-    if (fgets(header, sizeof(header), f)) n_names = split_csv(header, names, 64);
+    char * rest   = text;
+    char * header = next_line(&rest);
+    const int n_names = header ? split_csv(header, names, 64) : 0;
     const int i_p = field_index(names, n_names, "n_prompt"), i_g = field_index(names, n_names, "n_gen"),
               i_d = field_index(names, n_names, "n_depth"), i_t = field_index(names, n_names, "n_threads"),
               i_fa = field_index(names, n_names, "flash_attn"), i_ts = field_index(names, n_names, "avg_ts");
-    while (fgets(line, sizeof(line), f)) {
+    int n_bad = 0;
+    for (char * line; (line = next_line(&rest)) != NULL;) {
         const int nv = split_csv(line, values, 64);
         if (i_p < 0 || i_g < 0 || i_d < 0 || i_t < 0 || i_fa < 0 || i_ts < 0 || nv < n_names) continue;
         for (int i = 0; i < n_tests; i++) {
             const struct bench_test * x = &tests[i];
             if (atoi(values[i_p]) == x->n_prompt && atoi(values[i_g]) == x->n_gen && atoi(values[i_d]) == x->n_depth &&
                 atoi(values[i_t]) == x->n_threads && csv_true(values[i_fa]) == x->flash_attn) {
-                theirs[i] = atof(values[i_ts]);
+                if (!rival_tps(values[i_ts], &theirs[i])) n_bad++;
             }
         }
     }
-    const int status = pclose(f);
+    return n_bad;
+}
+
+// Run llama-bench with our tests' lists on one model (an argv, no shell:
+// cli_run_child) and put each row's mean t/s into theirs[] at the index of
+// the matching test. False, with the reason printed, when it fails, hangs,
+// prints nothing usable or leaves one of our tests without a row.
+static bool run_llama_bench(const char * exe, const char * model, const struct bench_lists * l,
+                            const struct bench_test * tests, int n_tests, int reps, const char * kv, double timeout_s,
+                            double * theirs) {
+    char p[256], n[256], d[256], t[256], fa[64], r[16];
+    join_list(l->prompt, l->n_prompt, p, sizeof(p));
+    join_list(l->gen, l->n_gen, n, sizeof(n));
+    join_list(l->depth, l->n_depth, d, sizeof(d));
+    join_list(l->threads, l->n_threads, t, sizeof(t));
+    join_list(l->fa, l->n_fa, fa, sizeof(fa));
+    snprintf(r, sizeof(r), "%d", reps);
+    char * const argv[] = {(char *) exe, "-m", (char *) model, "-p", p, "-n", n, "-d", d, "-t", t, "-fa", fa,
+                           "-r", r, "-ctk", (char *) kv, "-ctv", (char *) kv, "-o", "csv", NULL};
+    for (int i = 0; i < n_tests; i++) theirs[i] = -1.0;
+    struct cli_child c;
+    if (!cli_run_child("bench", argv, timeout_s, 64u << 20, &c)) {
+        cli_child_free(&c);
+        return false;
+    }
+    const bool said_nothing = c.len == 0;
+    const int  n_bad        = read_llama_bench_csv(c.out, tests, n_tests, theirs);
+    const int  status       = c.status;
+    cli_child_free(&c);
     for (int i = 0; i < n_tests; i++) {
         if (theirs[i] < 0) {
             char name[48];
             test_name(&tests[i], name, sizeof(name));
-            fprintf(stderr, "mg bench: llama-bench gave no result for %s at %d threads (exit status %d) from: %s\n", name,
-                    tests[i].n_threads, status, cmd);
+            fprintf(stderr, "mg bench: llama-bench gave no result for %s at %d threads (exit status %d; %s) from %s\n",
+                    name, tests[i].n_threads, status,
+                    said_nothing ? "it printed nothing on stdout"
+                    : n_bad > 0  ? "its avg_ts was not a number in (0, 1e9)"
+                                 : "its CSV has no row for it",
+                    exe);
             return false;
         }
     }
@@ -294,18 +331,22 @@ struct baseline {
 static struct baseline baselines[256];
 static int             n_baselines = 0;
 
+// False when the file cannot be read (a directory: fgets fails with EISDIR),
+// or holds no usable line: a reference that silently adds nothing is a wrong table.
 static bool load_baselines(const char * path) {
     FILE * f = fopen(path, "r");
     if (f == NULL) return false;
     char line[512];
     while (fgets(line, sizeof(line), f) && n_baselines < 256) {
         struct baseline * b = &baselines[n_baselines];
-        if (line[0] != '#' && sscanf(line, "%127s %31s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4) {
+        if (line[0] != '#' && sscanf(line, "%127s %31s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4 &&
+            isfinite(b->tps) && b->tps > 0) {
             n_baselines++;
         }
     }
+    const bool ok = !ferror(f) && n_baselines > 0;
     fclose(f);
-    return true;
+    return ok;
 }
 
 static const struct baseline * find_baseline(const char * model, const char * test, int threads) {
@@ -325,15 +366,18 @@ static bool load_bandwidth(const char * path) {
     FILE * f = fopen(path, "r");
     if (f == NULL) return false;
     char line[256];
-    int threads;
+    int threads, n = 0;
     double gbs;
     while (fgets(line, sizeof(line), f)) {
-        if (line[0] != '#' && sscanf(line, "%d %lf", &threads, &gbs) == 2 && threads >= 1 && threads <= MAX_LIST) {
+        if (line[0] != '#' && sscanf(line, "%d %lf", &threads, &gbs) == 2 && threads >= 1 && threads <= MAX_LIST &&
+            isfinite(gbs) && gbs > 0) {
             bandwidth_gbs[threads] = gbs;
+            n++;
         }
     }
+    const bool ok = !ferror(f) && n > 0;   // as load_baselines: nothing usable is an error
     fclose(f);
-    return true;
+    return ok;
 }
 
 // ---------------------------------------------------------------------------
@@ -419,8 +463,9 @@ static void print_row(const struct bench_row * r, int n_rounds, bool race) {
 
 struct bench_opts {
     const char * prompt, * gen, * depth, * threads, * fa, * kv, * baseline, * bandwidth, * llama_bench;
-    int  reps, rounds;
-    bool no_repack;
+    int    reps, rounds;
+    bool   no_repack;
+    double rival_timeout;   // seconds
 };
 
 // -m may repeat: collect every one before handing the rest to the parser.
@@ -462,13 +507,14 @@ static bool parse_lists(const char * cmd, const struct bench_opts * o, struct be
 
 int cmd_bench(int argc, char ** argv) {
     const char * cmd = "bench";
-    struct bench_opts o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, 3, false};
+    struct bench_opts o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, 3, false, CLI_RIVAL_TIMEOUT_S};
+    float rival_timeout = (float) o.rival_timeout;
     const char * models[MAX_MODELS], * model = NULL;
     char ** rest = malloc((size_t) argc * sizeof(char *));
     int     n_rest;
     const int n_models = take_models(argc, argv, models, rest, &n_rest);
     const struct cli_option opts[] = {
-        {"-m", "--model", CLI_STRING, &model, "a GGUF model (repeat for several)"},
+        {"-m", "--model", CLI_IN_FILE, &model, "a GGUF model (repeat for several)"},
         {"-p", "--n-prompt", CLI_STRING, &o.prompt, "prompt sizes for ppN, comma-separated (default 64; 0 = none)"},
         {"-n", "--n-gen", CLI_STRING, &o.gen, "generation lengths for tgN (default 64; 0 = none)"},
         {"-d", "--n-depth", CLI_STRING, &o.depth, "cache depths the tests start from (default 0)"},
@@ -476,10 +522,11 @@ int cmd_bench(int argc, char ** argv) {
         {"-fa", "--flash-attn", CLI_STRING, &o.fa, "flash attention off/on: 0, 1 or 0,1 (default 0)"},
         {"-r", "--repetitions", CLI_INT, &o.reps, "timed runs per test (default 5)"},
         {NULL, "--kv-type", CLI_STRING, &o.kv, "KV cache type: f16 (default) or f32"},
-        {NULL, "--bandwidth", CLI_STRING, &o.bandwidth, "read bandwidth per thread count, from tools/bandwidth"},
-        {NULL, "--llama-bench", CLI_STRING, &o.llama_bench, "race this llama-bench on the same files"},
+        {NULL, "--bandwidth", CLI_IN_FILE, &o.bandwidth, "read bandwidth per thread count, from tools/bandwidth"},
+        {NULL, "--llama-bench", CLI_IN_FILE, &o.llama_bench, "race this llama-bench on the same files"},
         {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race, ours then theirs (default 3)"},
-        {NULL, "--baseline", CLI_STRING, &o.baseline, "figures from another time (model test threads t/s)"},
+        {NULL, "--rival-timeout", CLI_FLOAT, &rival_timeout, "seconds one llama-bench run may take before it is killed (default 3600)"},
+        {NULL, "--baseline", CLI_IN_FILE, &o.baseline, "figures from another time (model test threads t/s)"},
         {NULL, "--no-repack", CLI_FLAG, &o.no_repack, "keep Q4_0/Q4_K/Q2_K weights as in the file (no 8-row repacking)"},
     };
     const char * positional[1];
@@ -490,6 +537,11 @@ int cmd_bench(int argc, char ** argv) {
     if (!parsed) return 1;
     struct bench_lists lists;
     if (!parse_lists(cmd, &o, &lists)) return 1;
+    if (!(rival_timeout > 0.0f)) {
+        fprintf(stderr, "mg %s: --rival-timeout must be > 0 seconds, got %g\n", cmd, (double) rival_timeout);
+        return 1;
+    }
+    o.rival_timeout = rival_timeout;
     if (n_models == 0 || o.reps < 1 || o.reps > 1000 || o.rounds < 1 || o.rounds > MAX_ROUNDS ||
         (strcmp(o.kv, "f16") != 0 && strcmp(o.kv, "f32") != 0)) {
         fprintf(stderr, "mg %s: need -m MODEL, -r in 1..1000, --rounds in 1..%d, --kv-type f16|f32\n", cmd, MAX_ROUNDS);
@@ -504,11 +556,13 @@ int cmd_bench(int argc, char ** argv) {
     const enum mg_type kv_type = strcmp(o.kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
     if (o.no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
     if (o.baseline != NULL && !load_baselines(o.baseline)) {
-        fprintf(stderr, "mg %s: cannot read the baseline %s\n", cmd, o.baseline);
+        fprintf(stderr, "mg %s: --baseline %s: cannot read it, or no line \"model test threads t/s\" in it\n", cmd,
+                o.baseline);
         return 1;
     }
     if (o.bandwidth != NULL && !load_bandwidth(o.bandwidth)) {
-        fprintf(stderr, "mg %s: cannot read the bandwidth file %s\n", cmd, o.bandwidth);
+        fprintf(stderr, "mg %s: --bandwidth %s: cannot read it, or no line \"threads GB/s\" (GB/s > 0) in it\n", cmd,
+                o.bandwidth);
         return 1;
     }
     const bool race     = o.llama_bench != NULL;
@@ -527,6 +581,12 @@ int cmd_bench(int argc, char ** argv) {
                 status = 1;
                 break;
             }
+            const int need = ctx_needed(tests, n_tests);
+            if (round == 0 && need > m->hp.n_ctx_train) {   // as the other commands warn about -c (llama.cpp too)
+                fprintf(stderr, "mg %s: warning: %s: the tests need %d positions (-d + -p or -n), more than the %d the "
+                                "model was trained with: possible training context overflow\n", cmd, models[mi], need,
+                        m->hp.n_ctx_train);
+            }
             if (round == 0 && m->n_repacked > 0) {   // on stderr: the table stays llama-bench's
                 fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K/Q2_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
                         cmd, models[mi], m->n_repacked, mg_mib(m->n_repacked_bytes));
@@ -539,7 +599,7 @@ int cmd_bench(int argc, char ** argv) {
                 status = 1;
                 break;
             }
-            if (race && !run_llama_bench(o.llama_bench, models[mi], &lists, tests, n_tests, o.reps, o.kv, theirs)) {
+            if (race && !run_llama_bench(o.llama_bench, models[mi], &lists, tests, n_tests, o.reps, o.kv, o.rival_timeout, theirs)) {
                 status = 1;
                 break;
             }

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "vocab.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,7 @@ static void answer(struct chat * c) {
     const int32_t im_end = mg_vocab_find(c->m->vocab, "<|im_end|>", 10);
     bool closed = false, full = false;
     int32_t n;
-    for (int i = 0; i < c->n_predict; i++) {
+    for (int i = 0; c->n_predict < 0 || i < c->n_predict; i++) {   // -1: until an end token or a full context
         const int32_t next = mg_sampler_sample(c->sampler, mg_get_logits(c->s));
         if (mg_vocab_is_eog(c->m->vocab, next)) {
             closed = next == im_end && mg_session_n_past(c->s) < mg_session_n_ctx(c->s) &&
@@ -155,10 +156,15 @@ int cmd_chat(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--think", CLI_FLAG, &think, "let the model think first"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-think", CLI_FLAG, &no_think, "skip thinking"};
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
-    opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "at most this many tokens per answer (512)"};
+    opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "at most this many tokens per answer (512; -1: until an end token)"};
     if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, &smp)) return 1;
     if (!cli_not_both(cmd, think, "--think", no_think, "--no-think")) return 1;
     if (!cli_normalize(cmd, normalize, NULL, NULL)) return 1;
+    if (n_predict == 0 || n_predict < -1) {   // 0 would give empty answers, and say nothing
+        fprintf(stderr, "mg %s: -n must be at least 1 token per answer, or -1 (until an end token), got %d\n", cmd,
+                n_predict);
+        return 1;
+    }
     struct chat c = {.n_predict = n_predict, .normalize = normalize};
     c.m = cli_load_model(cmd, e.model, NULL);
     if (c.m == NULL) return 1;
@@ -179,13 +185,17 @@ int cmd_chat(int argc, char ** argv) {
     const bool interactive = isatty(STDIN_FILENO);
     char * line = NULL;
     size_t cap  = 0;
+    int    read_error = 0;
     for (;;) {
         if (interactive) {
             printf("> ");
             fflush(stdout);
         }
         ssize_t n = getline(&line, &cap, stdin);
-        if (n < 0) break;
+        if (n < 0) {
+            read_error = ferror(stdin) ? errno : 0;
+            break;
+        }
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
         if (strcmp(line, "/exit") == 0) break;
         if (strcmp(line, "/reset") == 0 || n == 0) {
@@ -194,9 +204,12 @@ int cmd_chat(int argc, char ** argv) {
         }
         turn(&c, system, line);
     }
+    // getline's -1 is also a read error (stdin a directory: EISDIR): said, not taken for the end of the input.
+    const int status = read_error != 0 ? 1 : 0;
+    if (status != 0) fprintf(stderr, "mg %s: cannot read the messages from standard input: %s\n", cmd, strerror(read_error));
     free(line);
     mg_sampler_free(c.sampler);
     mg_session_free(c.s);
     mg_model_free(c.m);
-    return 0;
+    return status;
 }

@@ -2,6 +2,7 @@
 // cmd_logits.c - mg logits: the numbers another engine can be compared with.
 #include "cli.h"
 #include "npy.h"
+#include "outfile.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -32,23 +33,18 @@ int cmd_logits(int argc, char ** argv) {
     struct cli_option opts[24];
     int n_opts = 0;
     opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &prompt, "the prompt"};
-    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &prompt_file, "read the prompt from a file"};
-    opts[n_opts++] = (struct cli_option) {"-o", "--output", CLI_STRING, &out_path, "write the logits here"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &prompt_file, "read the prompt from a file"};
+    opts[n_opts++] = (struct cli_option) {"-o", "--output", CLI_OUT_FILE, &out_path, "write the logits here"};
     opts[n_opts++] = (struct cli_option) {NULL, "--all", CLI_FLAG, &all, "every position's logits, not only the last"};
     opts[n_opts++] = (struct cli_option) {NULL, "--top", CLI_INT, &top, "how many top logits to print (default 10)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
                                           "do not parse special tokens in the prompt (default: parse them)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-bos", CLI_FLAG, &no_bos,
                                           "do not add BOS even if the vocabulary asks for it"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_STRING, &dump_dir,
+    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_OUT_DIR, &dump_dir,
                                           "write the last batch's intermediate tensors as .npy files here"};
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
     if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, NULL)) return 1;
-    if (out_path != NULL && (cli_same_file(out_path, e.model) || (prompt_file && cli_same_file(out_path, prompt_file)))) {
-        fprintf(stderr, "mg %s: -o %s is the same file as an input; writing it would destroy that input\n", cmd,
-                out_path);
-        return 1;
-    }
     size_t len;
     char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &len);
     if (text == NULL) return 1;
@@ -85,11 +81,16 @@ int cmd_logits(int argc, char ** argv) {
     const int     n_vocab = m->hp.n_vocab;
     const float * logits  = mg_get_logits(s);
     if (out_path != NULL) {
-        FILE * f = fopen(out_path, "wb");
+        struct mg_outfile out;   // checked by cli_parse before any work; a temporary file renamed into place
+        FILE * f = mg_outfile_open(&out, out_path);
         const size_t n_floats = (size_t) n_vocab * (all ? (size_t) n : 1);
-        const bool   written  = f != NULL && fwrite(logits, sizeof(float), n_floats, f) == n_floats;
-        if (f == NULL || fclose(f) != 0 || !written) {
-            fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, out_path, strerror(errno));
+        if (f != NULL && fwrite(logits, sizeof(float), n_floats, f) != n_floats) {
+            mg_set_error("%s: write failed: %s", out_path, strerror(errno));
+            mg_outfile_abort(&out);
+            f = NULL;
+        }
+        if (f == NULL || !mg_outfile_commit(&out)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
             goto done;
         }
         printf("wrote %zu floats (%d position%s x %d) to %s\n", n_floats, all ? n : 1, all && n > 1 ? "s" : "",

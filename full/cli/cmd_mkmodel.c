@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "gguf_writer.h"
 #include "hf_tokenizer.h"
+#include "outfile.h"
 
 #include <limits.h>
 #include <math.h>
@@ -305,6 +306,59 @@ static bool check_shape(const char * cmd, const struct preset * p) {
     return true;
 }
 
+// The file just written, read back by the engine's own loader, must load and
+// turn plain text into tokens and back: a tokenizer.json the writer took but
+// the loader refuses (a merge without a space) or that cannot spell text
+// (no byte tokens) gives a model nothing can use. False after saying why.
+static bool loads_and_tokenizes(const char * cmd, const char * path, const char * out) {
+    struct mg_model * m = mg_model_load(path);
+    if (m == NULL) {
+        fprintf(stderr, "mg %s: the model written for %s does not load: %s\n", cmd, out, mg_last_error());
+        return false;
+    }
+    static const char text[] = "Hello, world: 42 times.";
+    int32_t       ids[64];
+    const int32_t n  = mg_tokenize(m->vocab, text, (int32_t) strlen(text), ids, 64, false, false);
+    char          back[256];
+    int32_t       len = 0;
+    for (int32_t i = 0; i < n && len < (int32_t) sizeof(back) - 64; i++) {
+        const int32_t k = mg_token_to_piece(m->vocab, ids[i], back + len, (int32_t) sizeof(back) - len, false);
+        len += k > 0 ? k : 0;
+    }
+    const bool ok = n > 0 && len == (int32_t) strlen(text) && memcmp(back, text, (size_t) len) == 0;
+    if (!ok) {
+        fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s' gives %d tokens that read "
+                        "back as '%.*s'); is it a byte-level BPE tokenizer.json?\n", cmd, out, text, n, len, back);
+    }
+    mg_model_free(m);
+    return ok;
+}
+
+// Written beside OUT, checked by loading it, then renamed into place (outfile.h).
+static bool write_checked(const char * cmd, struct mg_gguf_writer * w, const char * target) {
+    struct mg_outfile out;
+    FILE * f = mg_outfile_open(&out, target);
+    bool   ok = f != NULL && mg_gguf_writer_write_stream(w, f, target);
+    if (f != NULL && ok && fflush(f) != 0) {
+        mg_set_error("%s: write failed", target);
+        ok = false;
+    }
+    if (!ok) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        mg_outfile_abort(&out);
+        return false;
+    }
+    if (!loads_and_tokenizes(cmd, out.tmp, target)) {
+        mg_outfile_abort(&out);
+        return false;
+    }
+    if (!mg_outfile_commit(&out)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        return false;
+    }
+    return true;
+}
+
 int cmd_mkmodel(int argc, char ** argv) {
     const char * cmd = "mkmodel";
     const char * preset_name = NULL, * type_name = "f32", * out = NULL, * vocab_dir = MG_DATA_DIR "/minimind";
@@ -321,8 +375,8 @@ int cmd_mkmodel(int argc, char ** argv) {
         {NULL, "--n-ctx", CLI_INT, &flags.n_ctx, "context length written to the file"},
         {NULL, "--type", CLI_STRING, &type_name, "type of the matrices (default f32)"},
         {"-s", "--seed", CLI_U64, &seed, "random seed (default 1)"},
-        {"-o", "--output", CLI_STRING, &out, "the GGUF file to write"},
-        {NULL, "--vocab", CLI_STRING, &vocab_dir, "directory with tokenizer.json (and tokenizer_config.json)"},
+        {"-o", "--output", CLI_OUT_FILE, &out, "the GGUF file to write"},
+        {NULL, "--vocab", CLI_IN_DIR, &vocab_dir, "directory with tokenizer.json (and tokenizer_config.json)"},
         {NULL, "--untied", CLI_FLAG, &flags.untied, "an output.weight of its own (default: tied to token_embd)"},
         {NULL, "--pre", CLI_STRING, &flags.pre, "tokenizer.ggml.pre: gpt-2 or qwen2 (default: tokenizer.json's)"},
         {NULL, "--rng", CLI_STRING, &flags.rng, "box-muller (default) or sum4 (the same bytes on every machine)"},
@@ -345,12 +399,10 @@ int cmd_mkmodel(int argc, char ** argv) {
         fprintf(stderr, "mg %s: '%s' is not a weight type this engine can write and run\n", cmd, type_name);
         return 1;
     }
-    char * target = cli_output_path(cmd, out, NULL);   // before any work; a symlink is written through
-    if (target == NULL) return 1;
+    const char * target = out;   // checked by cli_parse (not --vocab's files); a symlink's target
     struct mg_hf_vocab * vocab = mg_hf_vocab_load(vocab_dir);
     if (vocab == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-        free(target);
         return 1;
     }
     struct model_writer mw = {.w      = mg_gguf_writer_new(),
@@ -359,10 +411,10 @@ int cmd_mkmodel(int argc, char ** argv) {
                               .scaled = strcmp(p->init, "scaled") == 0};
     mw.buffers = calloc((size_t) (16 + 11 * p->n_layer), sizeof(void *));
     bool ok = add_hparams(mw.w, p, type) && mg_hf_vocab_add_to_gguf(vocab, mw.w, p->pre) &&
-              add_tensors(&mw, p, vocab->n_tokens) && mg_gguf_writer_write(mw.w, target);
-    if (!ok) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-    } else {
+              add_tensors(&mw, p, vocab->n_tokens);
+    if (!ok) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    ok = ok && write_checked(cmd, mw.w, target);
+    if (ok) {
         printf("wrote %s: preset %s, %s matrices, %lld tensors, %lld tokens, pre-tokenizer %s, %s, rng %s, init %s, "
                "seed %llu\n",
                out, p->name, mg_type_name(type), (long long) mg_gguf_writer_n_tensors(mw.w),
@@ -378,6 +430,5 @@ int cmd_mkmodel(int argc, char ** argv) {
     free(mw.buffers);
     mg_gguf_writer_free(mw.w);
     mg_hf_vocab_free(vocab);
-    free(target);
     return ok ? 0 : 1;
 }

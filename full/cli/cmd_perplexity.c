@@ -31,6 +31,7 @@
 // one batch (the same numbers, not the same speed).
 #define _POSIX_C_SOURCE 200809L   // fileno
 #include "cli.h"
+#include "outfile.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -211,6 +212,26 @@ static void kld_add(struct kld_sums * k, const float * logits, int n_vocab, cons
     *p_diff = dp;
 }
 
+// A saved row is usable when its scale and offset are finite and within what
+// --save-logits writes (at most 16 nats over 65535 steps, log p <= 0), and its
+// probabilities add up to at most 1, rounding aside: a damaged or foreign
+// file would otherwise print nan, inf, or a KL divergence of 0.
+static bool base_row_ok(const uint16_t * row, int n_vocab) {
+    float scale, min_log_prob;
+    memcpy(&scale, row, sizeof(float));
+    memcpy(&min_log_prob, row + 2, sizeof(float));
+    if (!isfinite(scale) || !isfinite(min_log_prob) || scale < 0.0f || scale * 65535.0f > 16.01f || min_log_prob > 0.0f) {
+        return false;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < n_vocab; i++) {
+        const float lp = scale * row[4 + i] + min_log_prob;
+        if (lp > 0.01f) return false;
+        if (lp > -16.f) sum += exp(lp);
+    }
+    return sum > 0.0 && sum <= 1.01;
+}
+
 // A mean and the standard error of it (mean_and_uncertainty in kl_divergence()).
 struct estimate {
     double value, err;
@@ -335,13 +356,19 @@ static bool write_all(FILE * f, const void * p, size_t bytes) {
     return fwrite(p, 1, bytes, f) == bytes;
 }
 
-static FILE * logits_file_create(const char * cmd, const char * path, int32_t n_ctx, int32_t n_vocab, int32_t n_chunk,
-                                 const int32_t * tokens) {
-    FILE * f = fopen(path, "wb");
-    if (f == NULL || !write_all(f, logits_magic, 8) || !write_all(f, &n_ctx, 4) || !write_all(f, &n_vocab, 4) ||
+// The file's header, into a temporary file beside path (outfile.h: the old
+// file stays whole until the run is complete and mg_outfile_commit renames).
+static FILE * logits_file_create(const char * cmd, struct mg_outfile * out, const char * path, int32_t n_ctx,
+                                 int32_t n_vocab, int32_t n_chunk, const int32_t * tokens) {
+    FILE * f = mg_outfile_open(out, path);
+    if (f == NULL) {
+        fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
+        return NULL;
+    }
+    if (!write_all(f, logits_magic, 8) || !write_all(f, &n_ctx, 4) || !write_all(f, &n_vocab, 4) ||
         !write_all(f, &n_chunk, 4) || !write_all(f, tokens, (size_t) n_chunk * (size_t) n_ctx * sizeof(int32_t))) {
         fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, path, strerror(errno));
-        if (f) fclose(f);
+        mg_outfile_abort(out);
         return NULL;
     }
     return f;
@@ -427,14 +454,12 @@ static int32_t * tokenize_file(const char * cmd, const char * path, const struct
     size_t len;
     char * text = cli_read_file(cmd, path, &len);
     if (text == NULL) return NULL;
-    int32_t * tokens = len + 2 <= (size_t) INT32_MAX ? malloc((len + 2) * sizeof(int32_t)) : NULL;
-    const int32_t n = tokens ? mg_tokenize(vocab, text, (int32_t) len, tokens, (int32_t) len + 2, true, false) : -1;
+    // cli_tokenize sizes the buffer by the count mg_tokenize asks for: an
+    // invalid byte is U+FFFD, three byte tokens, so len + 2 is not enough.
+    int32_t   n      = 0;
+    int32_t * tokens = cli_tokenize(cmd, vocab, text, len, true, false, &n);
     free(text);
-    if (n < 0) {
-        fprintf(stderr, "mg %s: %s is too big to tokenize\n", cmd, path);
-        free(tokens);
-        return NULL;
-    }
+    if (tokens == NULL) return NULL;
     *n_tokens = n;
     return tokens;
 }
@@ -512,11 +537,21 @@ static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct log
             ok = false;
             break;
         }
-        for (int i = 0; i < n_scored; i++) {
+        for (int i = 0; ok && i < n_scored; i++) {
+            if (!base_row_ok(rows + (size_t) i * (size_t) nv, ev->n_vocab)) {
+                fprintf(stderr, "mg %s: --kl-base: chunk %d, position %d: the saved log-probabilities are not valid "
+                                "(not finite, out of range, or more than 1 in all); is the file damaged?\n", cmd, c + 1,
+                        ev->first + i + 1);
+                ok = false;
+                break;
+            }
+        }
+        for (int i = 0; ok && i < n_scored; i++) {
             const size_t at = (size_t) c * (size_t) n_scored + (size_t) i;
             kld_add(&k, ev->logits + (size_t) i * (size_t) ev->n_vocab, ev->n_vocab, rows + (size_t) i * (size_t) nv,
                     chunk[ev->first + i + 1], &klds[at], &p_diffs[at]);
         }
+        if (!ok) break;
         print_kld_row(c + 1, &k);
         fflush(stdout);
     }
@@ -553,11 +588,11 @@ int cmd_perplexity(int argc, char ** argv) {
     struct ppl_opts        o   = {.n_chunks = -1};
     struct cli_option      opts[24];
     int                    n_opts = 0;
-    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &o.text_file, "the text to score"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &o.text_file, "the text to score"};
     opts[n_opts++] = (struct cli_option) {NULL, "--chunks", CLI_INT, &o.n_chunks, "score at most N chunks (default all)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--save-logits", CLI_STRING, &o.save_logits,
+    opts[n_opts++] = (struct cli_option) {NULL, "--save-logits", CLI_OUT_FILE, &o.save_logits,
                                           "write the scored log-probabilities to FILE, for --kl-base"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--kl-base", CLI_STRING, &o.kl_base,
+    opts[n_opts++] = (struct cli_option) {NULL, "--kl-base", CLI_IN_FILE, &o.kl_base,
                                           "KL divergence against FILE (from --save-logits)"};
     if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, NULL)) return 1;
     if (o.text_file == NULL && o.kl_base == NULL) {
@@ -581,7 +616,8 @@ int cmd_perplexity(int argc, char ** argv) {
     struct ppl_eval    ev     = {0};
     struct logits_base base   = {0};
     int32_t *          tokens = NULL;
-    FILE *             save   = NULL;
+    FILE *             save   = NULL;   // save_out's temporary file
+    struct mg_outfile  save_out = {0};
     double             load_ms;
     struct mg_model *  m = cli_load_model(cmd, e.model, &load_ms);
     if (m == NULL) goto done;
@@ -601,9 +637,9 @@ int cmd_perplexity(int argc, char ** argv) {
         if (e.n_ctx == 0) e.n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 512 ? m->hp.n_ctx_train : 512;
         tokens = tokenize_file(cmd, o.text_file, m->vocab, &n_tokens);
         if (tokens == NULL) goto done;
-        if (n_tokens < 2 * e.n_ctx) {
-            fprintf(stderr, "mg %s: %s tokenizes to only %d tokens: perplexity with -c %d needs at least %d\n", cmd,
-                    o.text_file, n_tokens, e.n_ctx, 2 * e.n_ctx);
+        if ((int64_t) n_tokens < 2 * (int64_t) e.n_ctx) {   // 64 bits: -c near INT_MAX must not wrap
+            fprintf(stderr, "mg %s: %s tokenizes to only %d tokens: perplexity with -c %d needs at least %lld\n", cmd,
+                    o.text_file, n_tokens, e.n_ctx, (long long) 2 * e.n_ctx);
             goto done;
         }
     }
@@ -638,14 +674,14 @@ int cmd_perplexity(int argc, char ** argv) {
     if (o.kl_base != NULL) {
         ok = run_kl_divergence(cmd, &ev, &base, n_chunk);
     } else {
-        save = o.save_logits ? logits_file_create(cmd, o.save_logits, e.n_ctx, n_vocab, n_chunk, tokens) : NULL;
+        save = o.save_logits ? logits_file_create(cmd, &save_out, o.save_logits, e.n_ctx, n_vocab, n_chunk, tokens)
+                             : NULL;
         if (o.save_logits != NULL && save == NULL) goto done;
         ok = run_perplexity(cmd, &ev, tokens, n_chunk, save);
-        if (save != NULL) {
-            const bool closed = fclose(save) == 0;
+        if (ok && save != NULL) {   // complete: renamed over the old file only now
             save = NULL;
-            if (ok && !closed) {
-                fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, o.save_logits, strerror(errno));
+            if (!mg_outfile_commit(&save_out)) {
+                fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
                 ok = false;
             }
         }
@@ -659,7 +695,7 @@ int cmd_perplexity(int argc, char ** argv) {
     status = 0;
 
 done:
-    if (save != NULL) fclose(save);
+    if (save != NULL) mg_outfile_abort(&save_out);   // a failed run leaves the old file as it was
     logits_base_close(&base);
     free(ev.batch);
     free(ev.logits);

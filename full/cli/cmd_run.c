@@ -45,16 +45,17 @@ static bool context_shift(const char * cmd, struct mg_session * s, int n_keep) {
 int cmd_run(int argc, char ** argv) {
     const char * cmd = "run";
     struct cli_engine_opts   e   = cli_engine_defaults();
+    e.draws                      = true;   // the prompt's and a decode step's graph (--dot, --svg)
     struct cli_sampling_opts smp = cli_sampling_defaults();
     const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL, * trace_json = NULL, * memory_map = NULL,
                * dump_dir = NULL;
-    int  n_predict = 128, n_keep = 0;
+    int  n_predict = 128, n_keep = 0, trace_steps = 256;
     bool ignore_eos = false, no_display_prompt = false, no_special = false, ctx_shift = false, no_ctx_shift = false;
 
     struct cli_option opts[40];   // room for the engine and sampling options too
     int n_opts = 0;
     opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &prompt, "the prompt"};
-    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_STRING, &prompt_file, "read the prompt from a file"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &prompt_file, "read the prompt from a file"};
     opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict,
                                           "tokens to generate (default 128; -1: until an end token or a full context)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
@@ -62,13 +63,15 @@ int cmd_run(int argc, char ** argv) {
     opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &no_display_prompt,
                                           "print only the generated text"};
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_STRING, &trace_json,
+    opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_OUT_FILE, &trace_json,
                                           "write every thread's time per node as a Chrome trace (Perfetto)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_STRING, &memory_map,
+    opts[n_opts++] = (struct cli_option) {NULL, "--trace-steps", CLI_INT, &trace_steps,
+                                          "with --trace-json: record the prompt and at most N decode steps (256)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_OUT_FILE, &memory_map,
                                           "draw the run's memory regions and the pointers between them (SVG)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
                                           "do not parse special tokens in the prompt (default: parse them)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_STRING, &dump_dir,
+    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_OUT_DIR, &dump_dir,
                                           "write the prompt's intermediate tensors as .npy files here"};
     opts[n_opts++] = (struct cli_option) {NULL, "--context-shift", CLI_FLAG, &ctx_shift,
                                           "when the context is full, drop half of it and go on (default: stop)"};
@@ -78,19 +81,17 @@ int cmd_run(int argc, char ** argv) {
                                           "prompt tokens a context shift keeps (default 0, -1: all; BOS always)"};
     if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, &smp)) return 1;
     if (!cli_not_both(cmd, ctx_shift, "--context-shift", no_ctx_shift, "--no-context-shift")) return 1;
+    if (n_predict < -1) {   // -2 is a typo, not a second way to say -1
+        fprintf(stderr, "mg %s: -n must be >= 0, or -1 (until an end token or a full context), got %d\n", cmd, n_predict);
+        return 1;
+    }
+    if (trace_steps < 0) {
+        fprintf(stderr, "mg %s: --trace-steps must be >= 0, got %d\n", cmd, trace_steps);
+        return 1;
+    }
     if (n_keep < -1) {
         fprintf(stderr, "mg %s: --keep must be -1 (all of the prompt) or >= 0, got %d\n", cmd, n_keep);
         return 1;
-    }
-    const char * outputs[2][2] = {{"--trace-json", trace_json}, {"--memory-map", memory_map}};
-    for (int i = 0; i < 2; i++) {   // fail now, not after the whole run
-        if (outputs[i][1] == NULL) continue;
-        FILE * f = fopen(outputs[i][1], "w");
-        if (f == NULL) {
-            fprintf(stderr, "mg %s: %s: cannot write %s: %s\n", cmd, outputs[i][0], outputs[i][1], strerror(errno));
-            return 1;
-        }
-        fclose(f);
     }
     size_t text_len;
     char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &text_len);
@@ -147,6 +148,7 @@ int cmd_run(int argc, char ** argv) {
         goto done;
     }
     const double prompt_ms = mg_time_ms() - t0;
+    if (timeline != NULL && trace_steps == 0) mg_session_set_timeline(s, NULL);   // the prompt alone
     dumper.active          = false;   // the prompt only
     if (dumper.n_failed > 0) {
         fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, mg_last_error());
@@ -179,6 +181,8 @@ int cmd_run(int argc, char ** argv) {
             goto done;
         }
         eval_ms += mg_time_ms() - t0;
+        // A trace grows by every thread's slices of every step: bounded, so a long run's file and memory are not.
+        if (timeline != NULL && n_eval + 1 == trace_steps) mg_session_set_timeline(s, NULL);
         if (n_eval++ == 0) {
             mg_session_dump_dot(s, "decode");
             mg_session_dump_svg(s, "decode-alloc");
@@ -206,6 +210,10 @@ int cmd_run(int argc, char ** argv) {
     if (timeline != NULL) {
         if (mg_timeline_write_json(timeline, trace_json)) {
             fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd, trace_json);
+            if (n_eval > trace_steps) {
+                fprintf(stderr, "mg %s: --trace-json holds the prompt and the first %d of %d decode steps (--trace-steps)\n",
+                        cmd, trace_steps, n_eval);
+            }
         } else {
             fprintf(stderr, "mg %s: --trace-json: %s\n", cmd, mg_last_error());
             status = 1;

@@ -20,9 +20,9 @@ int cmd_tokenize(int argc, char ** argv) {
     const char * model = NULL, * prompt = NULL, * prompt_file = NULL, * normalize = NULL;
     bool json = false, pieces = false, no_special = false, no_bos = false;
     const struct cli_option opts[] = {
-        {"-m", "--model", CLI_STRING, &model, "GGUF file whose vocabulary to use"},
+        {"-m", "--model", CLI_IN_FILE, &model, "GGUF file whose vocabulary to use"},
         {"-p", "--prompt", CLI_STRING, &prompt, "the text"},
-        {"-f", "--file", CLI_STRING, &prompt_file, "read the text from a file"},
+        {"-f", "--file", CLI_IN_FILE, &prompt_file, "read the text from a file"},
         {NULL, "--json", CLI_FLAG, &json, "print a JSON array of ids"},
         {NULL, "--pieces", CLI_FLAG, &pieces, "print each token's text next to its id"},
         {NULL, "--no-special", CLI_FLAG, &no_special, "do not recognise special tokens (<|im_start|>, ...) in the text"},

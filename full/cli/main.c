@@ -2,6 +2,7 @@
 // main.c - mg: one binary, one command per job (like git).
 #include "cli.h"
 #include "cpu_level.h"
+#include "outfile.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,7 @@ int main(int argc, char ** argv) {
         return argc < 2 ? 1 : 0;
     }
     if (strcmp(argv[1], "--version") == 0) return print_version();
+    mg_outfile_remove_on_signal();   // Ctrl-C or kill mid-write: no temporary file left behind
     for (int i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
     }

@@ -84,6 +84,10 @@ void mg_test_expect_mg_error(const char * dir, const char * fragment1, const cha
 // How many '\n' s holds.
 int mg_test_count_lines(const char * s);
 
+// How many temporary files of full/'s writer (outfile.h: DIR/.NAME.XXXXXX)
+// for the output path are in its directory: 0 after any run, whatever it did.
+int mg_test_count_temp_files(const char * path);
+
 // Reads a whole file; NULL if it cannot. The caller frees.
 void * mg_test_read_file(const char * path, size_t * size);
 

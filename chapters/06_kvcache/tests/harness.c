@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE   // M_PI
 #include "harness.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -146,6 +147,21 @@ void mg_test_expect_mg_error(const char * dir, const char * fragment1, const cha
     ck_assert_msg(fragment2 == NULL || strstr(r.err, fragment2) != NULL, "mg %s: '%s' not in: %.1500s", args,
                   fragment2, r.err);
     mg_test_run_free(&r);
+}
+
+int mg_test_count_temp_files(const char * path) {
+    char dir[4096];
+    const char * slash = strrchr(path, '/');
+    const char * base  = slash ? slash + 1 : path;
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int) (slash - path) : 1, slash ? path : ".");
+    char prefix[512];
+    snprintf(prefix, sizeof(prefix), ".%s.", base);
+    DIR * d = opendir(dir);
+    if (d == NULL) return 0;
+    int n = 0;
+    for (struct dirent * e; (e = readdir(d)) != NULL;) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
 }
 
 void * mg_test_read_file(const char * path, size_t * size) {

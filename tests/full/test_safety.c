@@ -1,0 +1,840 @@
+// test_safety.c - nothing a user types runs a command, crashes mg or destroys
+// a file: rival programs are started without a shell and within a time
+// limit, outputs never land on an input, sizes are checked before anything is
+// allocated. Each case runs mg as a user runs it (a child process, harness.h)
+// and checks what can be seen from outside: files that exist or not, their
+// bytes, the exit status and the message.
+#define _DEFAULT_SOURCE   // symlink, link, chmod
+#include "harness.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[64];   // a fresh directory per test (mg_test_make_dir)
+
+static void setup(void) {
+    mg_test_make_dir(dir, sizeof(dir), "safety");
+}
+
+static void teardown(void) {
+    mg_test_remove_dir(dir);
+}
+
+#define in_dir(name) mg_test_path_in(dir, name)
+#define mg(...)      mg_test_run_mg(dir, NULL, NULL, __VA_ARGS__)
+#define expect_error(f1, f2, ...) mg_test_expect_mg_error(dir, f1, f2, __VA_ARGS__)
+
+// Exit status 1 and every non-NULL fragment on stderr (for commands that
+// print a heading on stdout before the part that fails).
+static void expect_failure(const char * f1, const char * f2, const char * fmt, ...) __attribute__((format(printf, 3, 4)));
+static void expect_failure(const char * f1, const char * f2, const char * fmt, ...) {
+    char    args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    struct mg_test_run r = mg("%s", args);
+    ck_assert_msg(r.status == 1, "mg %s: exit status %d, expected 1: %.1500s", args, r.status, r.err);
+    ck_assert_msg(f1 == NULL || strstr(r.err, f1) != NULL, "mg %s: '%s' not in: %.1500s", args, f1, r.err);
+    ck_assert_msg(f2 == NULL || strstr(r.err, f2) != NULL, "mg %s: '%s' not in: %.1500s", args, f2, r.err);
+    mg_test_run_free(&r);
+}
+
+static const char * model(void) {
+    return mg_test_fixture("models/tiny-q8_0.gguf");
+}
+
+static void write_file(const char * path, const void * data, size_t size) {
+    FILE * f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot write %s", path);
+    ck_assert_uint_eq(fwrite(data, 1, size, f), size);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void copy_file(const char * from, const char * to) {
+    size_t size;
+    void * b = mg_test_read_file(from, &size);
+    ck_assert_msg(b != NULL, "cannot read %s", from);
+    write_file(to, b, size);
+    free(b);
+}
+
+// s as one shell word: in single quotes, each ' written as '\'' (for the
+// harness's shell line only; mg itself never sees a shell).
+static const char * sh_quote(const char * s) {
+    static char buf[4][1024];
+    static int  turn = 0;
+    char * out = buf[turn++ % 4];
+    size_t n   = 0;
+    out[n++]   = '\'';
+    for (; *s && n + 5 < sizeof(buf[0]); s++) {
+        if (*s == '\'') {
+            memcpy(out + n, "'\\''", 4);
+            n += 4;
+        } else {
+            out[n++] = *s;
+        }
+    }
+    out[n++] = '\'';
+    out[n]   = '\0';
+    return out;
+}
+
+// A stand-in rival: a shell script `name` in the test directory whose body is
+// `body` (it may use $ARGS, the file its arguments are written to, one per line).
+static const char * rival(const char * name, const char * body) {
+    const char * path = in_dir(name);
+    FILE * f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "#!/bin/sh\nARGS='%s'\nfor a in \"$@\"; do printf '%%s\\n' \"$a\"; done > \"$ARGS\"\n%s", in_dir("args.txt"),
+            body);
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0755), 0);
+    return path;
+}
+
+// llama-bench's CSV for the tests pp8 and tg4 at 1 thread, with avg_ts as given.
+static char * bench_csv(const char * avg_ts, char * out, size_t size) {
+    snprintf(out, size,
+             "echo '\"n_threads\",\"flash_attn\",\"n_prompt\",\"n_gen\",\"n_depth\",\"avg_ts\"'\n"
+             "echo '\"1\",\"0\",\"8\",\"0\",\"0\",\"%s\"'\n"
+             "echo '\"1\",\"0\",\"0\",\"4\",\"0\",\"%s\"'\n", avg_ts, avg_ts);
+    return out;
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+// ---------------------------------------------------------------------------
+// Rivals: an argv, never a shell; a time limit; output that must make sense
+// ---------------------------------------------------------------------------
+
+// A model whose name is shell code: nothing runs, and the rival gets the name
+// as one argument, byte for byte.
+START_TEST(test_rival_no_shell) {
+    const char * name = in_dir("x'$(touch PWNED)'y.gguf");
+    copy_file(model(), name);
+    char csv[512];
+    const char * bench = rival("rival.sh", bench_csv("100.0", csv, sizeof(csv)));
+    char prefix[128];
+    snprintf(prefix, sizeof(prefix), "cd '%s';", dir);   // where $(touch PWNED) would leave its file
+    struct mg_test_run r = mg_test_run_mg(dir, prefix, NULL, "bench -m %s -p 8 -n 4 -t 1 -r 1 --rounds 1 --llama-bench %s",
+                                          sh_quote(name), sh_quote(bench));
+    ck_assert_msg(r.status == 0, "bench: exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    ck_assert_msg(access(in_dir("PWNED"), F_OK) != 0, "the file name was run as a command: PWNED exists");
+    size_t len;
+    char * args = mg_test_read_file(in_dir("args.txt"), &len);
+    ck_assert_ptr_nonnull(args);
+    char want[512];
+    snprintf(want, sizeof(want), "-m\n%s\n", name);
+    ck_assert_msg(strstr(args, want) != NULL, "the rival did not get the name as one argument:\n%s", args);
+    free(args);
+
+    // batched-bench starts its rival the same way.
+    const char * bb = rival("rival-bb.sh",
+                            "echo '|     8 |      4 |    1 |     12 |    0.008 |  1000.00 |    0.040 |   100.00 |    0.048 |   250.00 |'\n");
+    r = mg_test_run_mg(dir, prefix, NULL, "batched-bench -m %s -npp 8 -ntg 4 -npl 1 -t 1 --rounds 1 --llama-batched-bench %s",
+                       sh_quote(name), sh_quote(bb));
+    ck_assert_msg(r.status == 0, "batched-bench: exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    ck_assert_msg(access(in_dir("PWNED"), F_OK) != 0, "batched-bench ran the file name as a command");
+}
+END_TEST
+
+// A rival that never ends is killed at --rival-timeout, with a message; so is
+// what it started (its process group).
+START_TEST(test_rival_timeout) {
+    const char * hang = rival("hang.sh", "sleep 60 &\nsleep 60\n");
+    const double t0 = seconds_now();
+    expect_error("--rival-timeout", "killed", "bench -m '%s' -p 8 -n 4 -t 1 -r 1 --rounds 1 --rival-timeout 1 --llama-bench '%s'",
+                 model(), hang);
+    expect_failure("--rival-timeout", "killed",
+                 "batched-bench -m '%s' -npp 8 -ntg 4 -npl 1 -t 1 --rounds 1 --rival-timeout 1 --llama-batched-bench '%s'",
+                 model(), hang);
+    ck_assert_msg(seconds_now() - t0 < 30, "two 1-second limits took %.1f s", seconds_now() - t0);
+    expect_error("--rival-timeout", "> 0", "bench -m '%s' --rival-timeout 0 --llama-bench '%s'", model(), hang);
+}
+END_TEST
+
+// A rival that prints nothing, or figures no ratio can be made of, is an error
+// that says so; a rival that cannot be started is named.
+START_TEST(test_rival_unusable_output) {
+    const char * silent = rival("silent.sh", "exit 3\n");
+    expect_error("printed nothing", "exit status 3", "bench -m '%s' -p 8 -n 4 -t 1 -r 1 --rounds 1 --llama-bench '%s'", model(),
+                 silent);
+    expect_failure("printed nothing", NULL,
+                 "batched-bench -m '%s' -npp 8 -ntg 4 -npl 1 -t 1 --rounds 1 --llama-batched-bench '%s'", model(), silent);
+    static const char * const bad[] = {"0", "inf", "nan", "1e308", "-5", "12abc"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char csv[512];
+        const char * b = rival("bad.sh", bench_csv(bad[i], csv, sizeof(csv)));
+        expect_error("not a number", NULL, "bench -m '%s' -p 8 -n 4 -t 1 -r 1 --rounds 1 --llama-bench '%s'", model(), b);
+    }
+    const char * inf_bb = rival("inf-bb.sh",
+                                "echo '|     8 |      4 |    1 |     12 |    0.008 |  inf |    0.040 |   0.00 |    0.048 |   250.00 |'\n");
+    expect_failure("not numbers", NULL,
+                 "batched-bench -m '%s' -npp 8 -ntg 4 -npl 1 -t 1 --rounds 1 --llama-batched-bench '%s'", model(), inf_bb);
+    expect_error("cannot run", in_dir("missing-rival"), "bench -m '%s' -p 8 -n 4 -t 1 -r 1 --rounds 1 --llama-bench '%s'",
+                 model(), in_dir("missing-rival"));
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Outputs: never an input, written beside and renamed, no symlink followed
+// ---------------------------------------------------------------------------
+
+// FNV-1a of a file's bytes and its size: "byte-identical" before and after.
+struct digest {
+    uint64_t hash;
+    size_t   size;
+};
+
+static struct digest digest_of(const char * path) {
+    size_t size = 0;
+    unsigned char * b = mg_test_read_file(path, &size);
+    ck_assert_msg(b != NULL, "cannot read %s", path);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < size; i++) h = (h ^ b[i]) * 1099511628211ull;
+    free(b);
+    return (struct digest) {h, size};
+}
+
+static void expect_unchanged(const char * path, struct digest before) {
+    const struct digest now = digest_of(path);
+    ck_assert_msg(now.hash == before.hash && now.size == before.size, "%s was changed (%zu bytes, was %zu)", path,
+                  now.size, before.size);
+}
+
+static bool is_link(const char * path) {
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+// 20 KB of the held-out text (the issue's t.txt), as a file in the test directory.
+static const char * text_file(void) {
+    size_t size;
+    char * text = mg_test_read_file(mg_test_root("data/heldout/dhammapada.txt"), &size);
+    ck_assert_ptr_nonnull(text);
+    const char * path = in_dir("t.txt");
+    write_file(path, text, size < 20000 ? size : 20000);
+    free(text);
+    return path;
+}
+
+// C1, D1-D4: an output flag aimed at an input, by its path, a relative path,
+// a symlink or a hard link, is refused before any work; every input keeps its bytes.
+START_TEST(test_output_is_an_input) {
+    char m[128], t[128], p[128];   // kept: in_dir's buffers are reused after 16 calls
+    snprintf(m, sizeof(m), "%s", in_dir("m.gguf"));
+    snprintf(t, sizeof(t), "%s", text_file());
+    snprintf(p, sizeof(p), "%s", in_dir("p.txt"));
+    copy_file(model(), m);
+    write_file(p, "hello there", 11);
+    ck_assert_int_eq(symlink("m.gguf", in_dir("link.gguf")), 0);
+    ck_assert_int_eq(link(m, in_dir("hard.gguf")), 0);
+    const struct digest dm = digest_of(m), dt = digest_of(t), dp = digest_of(p);
+    char relative[128];
+    snprintf(relative, sizeof(relative), "%s/../%s/m.gguf", dir, strrchr(dir, '/') + 1);
+    const char * const aims[] = {m, relative, in_dir("link.gguf"), in_dir("hard.gguf")};
+    for (size_t i = 0; i < sizeof(aims) / sizeof(aims[0]); i++) {
+        expect_error("--save-logits", "same file", "perplexity -m '%s' -f '%s' -c 128 -b 128 --chunks 1 --save-logits '%s'",
+                     m, t, aims[i]);
+        expect_error("--trace-json", "same file", "run -m '%s' -p hello -n 4 --trace-json '%s'", m, aims[i]);
+        expect_error("--memory-map", "same file", "run -m '%s' -p hello -n 4 --memory-map '%s'", m, aims[i]);
+        expect_error("--output", "same file", "logits -m '%s' -p hello -o '%s'", m, aims[i]);
+    }
+    expect_error("--trace-json", "same file", "run -m '%s' -f '%s' -n 4 --trace-json '%s'", m, p, p);
+    expect_error("--save-logits", "same file", "perplexity -m '%s' -f '%s' -c 128 --save-logits '%s'", m, t, t);
+    expect_unchanged(m, dm);
+    expect_unchanged(t, dt);
+    expect_unchanged(p, dp);
+
+    // mkmodel -o into its own --vocab folder: the tokenizer it reads.
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    copy_file(mg_test_root("data/minimind/tokenizer.json"), in_dir("vocab/tokenizer.json"));
+    copy_file(mg_test_root("data/minimind/tokenizer_config.json"), in_dir("vocab/tokenizer_config.json"));
+    const struct digest dv = digest_of(in_dir("vocab/tokenizer.json"));
+    expect_error("--output", "same file", "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"),
+                 in_dir("vocab/tokenizer.json"));
+    expect_unchanged(in_dir("vocab/tokenizer.json"), dv);
+}
+END_TEST
+
+// D2: an existing output is replaced only by a complete result: a run that
+// fails after the check leaves it as it was, and no temporary file.
+START_TEST(test_failed_run_keeps_old_output) {
+    const char * old = in_dir("trace.json");
+    write_file(old, "the old trace", 13);
+    const struct digest before = digest_of(old);
+    // 18 prompt tokens do not fit in -c 16: the run fails after the outputs were checked.
+    expect_error("16", NULL, "run -m '%s' -c 16 -f '%s' -n 4 --trace-json '%s' --memory-map '%s'", model(),
+                 mg_test_fixture("prompts/fox.txt"), old, in_dir("map.svg"));
+    expect_unchanged(old, before);
+    ck_assert_int_ne(access(in_dir("map.svg"), F_OK), 0);
+    ck_assert_int_eq(mg_test_count_temp_files(old), 0);
+    ck_assert_int_eq(mg_test_count_temp_files(in_dir("map.svg")), 0);
+    // Names no rename can end at are refused before the run, not after it.
+    expect_error("--trace-json", "not a file name", "run -m '%s' -p hi -n 1 --trace-json ''", model());
+    expect_error("--output", "not a file name", "logits -m '%s' -p hi -o '%s/'", model(), in_dir("new"));
+}
+END_TEST
+
+// D5: --save-logits over an old file, killed mid-run: the old file is whole
+// and the temporary file is gone.
+START_TEST(test_killed_run_keeps_old_output) {
+    const char * old = in_dir("old.kld");
+    write_file(old, "the old logits", 14);
+    const struct digest before = digest_of(old);
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "(sleep 2; kill -TERM $$) &");   // $$ is mg after the harness's exec
+    struct mg_test_run r = mg_test_run_mg(dir, prefix, NULL, "perplexity -m '%s' -f '%s' -c 128 -t 1 --save-logits '%s'",
+                                          mg_test_root("models/fortune-toy-q8_0.gguf"),
+                                          mg_test_root("data/heldout/dhammapada.txt"), old);
+    ck_assert_msg(r.status == -1, "perplexity was not killed (exit %d): make the run longer", r.status);
+    mg_test_run_free(&r);
+    expect_unchanged(old, before);
+    ck_assert_int_eq(mg_test_count_temp_files(old), 0);
+
+    // Killed by the file size limit (SIGXFSZ) half way through the write: the same.
+    r = mg_test_run_mg(dir, "ulimit -f 200;", NULL, "perplexity -m '%s' -f '%s' -c 128 -t 1 --chunks 4 --save-logits '%s'",
+                       mg_test_root("models/fortune-toy-q8_0.gguf"), mg_test_root("data/heldout/dhammapada.txt"), old);
+    ck_assert_msg(r.status == -1, "perplexity was not stopped by ulimit -f (exit %d): %s", r.status, r.err);
+    mg_test_run_free(&r);
+    expect_unchanged(old, before);
+    ck_assert_int_eq(mg_test_count_temp_files(old), 0);
+}
+END_TEST
+
+// D6: symlinks planted inside output directories are replaced, never
+// followed; a file output that is a symlink to a non-input is written through.
+START_TEST(test_no_symlink_followed_in_output_dirs) {
+    char m[128];   // kept: in_dir's buffers are reused after 16 calls
+    snprintf(m, sizeof(m), "%s", in_dir("m.gguf"));
+    copy_file(model(), m);
+    const struct digest dm = digest_of(m);
+    ck_assert_int_eq(mkdir(in_dir("svg"), 0755), 0);
+    ck_assert_int_eq(mkdir(in_dir("dump"), 0755), 0);
+    ck_assert_int_eq(mkdir(in_dir("dot"), 0755), 0);
+    ck_assert_int_eq(symlink("../m.gguf", in_dir("svg/prompt-alloc.svg")), 0);
+    ck_assert_int_eq(symlink("../m.gguf", in_dir("dump/order.txt")), 0);
+    ck_assert_int_eq(symlink("../m.gguf", in_dir("dot/prompt.dot")), 0);
+    struct mg_test_run r = mg("run -m '%s' -p hello -n 2 --temp 0 --svg '%s' --dot '%s' --dump-tensors '%s'", m,
+                              in_dir("svg"), in_dir("dot"), in_dir("dump"));
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    expect_unchanged(m, dm);
+    const char * const planted[] = {in_dir("svg/prompt-alloc.svg"), in_dir("dump/order.txt"), in_dir("dot/prompt.dot")};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(!is_link(planted[i]), "%s is still a symlink: nothing was written there", planted[i]);
+        ck_assert_int_gt(digest_of(planted[i]).size, 0);
+    }
+
+    // A --trace-json that is a symlink to another file: the link stays, its target gets the trace.
+    write_file(in_dir("target.json"), "old", 3);
+    ck_assert_int_eq(symlink("target.json", in_dir("trace.json")), 0);
+    r = mg("run -m '%s' -p hello -n 2 --temp 0 --trace-json '%s'", m, in_dir("trace.json"));
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    ck_assert(is_link(in_dir("trace.json")));
+    size_t n;
+    char * trace = mg_test_read_file(in_dir("target.json"), &n);
+    ck_assert_msg(trace != NULL && strstr(trace, "traceEvents") != NULL, "the target did not get the trace");
+    free(trace);
+    expect_unchanged(m, dm);
+}
+END_TEST
+
+// W4 and a folder that holds an input: output folders are checked before
+// any work, --svg as --dot and --dump-tensors.
+START_TEST(test_output_dirs_checked_first) {
+    char m[128];
+    snprintf(m, sizeof(m), "%s", in_dir("m.gguf"));
+    copy_file(model(), m);
+    write_file(in_dir("plain"), "x", 1);
+    const char * const flags[] = {"--svg", "--dot", "--dump-tensors"};
+    for (int i = 0; i < 3; i++) {
+        expect_error(flags[i], "not a directory", "run -m '%s' -p hi -n 1 %s '%s'", m, flags[i], in_dir("plain"));
+        expect_error(flags[i], "no such directory", "run -m '%s' -p hi -n 1 %s '%s'", m, flags[i], in_dir("nope"));
+        // The model's own folder: a drawing named like it would replace it.
+        expect_error(flags[i], "holds the input", "run -m '%s' -p hi -n 1 %s '%s'", m, flags[i], dir);
+    }
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Sizes: checked before allocating, an error that names -c and the bytes
+// ---------------------------------------------------------------------------
+
+// C2: a context no machine holds is a clear error from every command that
+// makes a session, never an assertion (status -1: killed by SIGABRT).
+START_TEST(test_huge_context) {
+    static const char * const sizes[] = {"2147483647", "1073741824", "300000000"};
+    const char * q8 = mg_test_root("models/fortune-toy-q8_0.gguf");
+    const char * asan = "export ASAN_OPTIONS=allocator_may_return_null=1;";   // ASan aborts on a failed malloc otherwise
+    for (int i = 0; i < 3; i++) {
+        char args[6][512];
+        snprintf(args[0], sizeof(args[0]), "run -m '%s' -p hi -n 2 -c %s", q8, sizes[i]);
+        snprintf(args[1], sizeof(args[1]), "batched-bench -m '%s' -npp 8 -ntg 2 -npl 1 -c %s", q8, sizes[i]);
+        snprintf(args[2], sizeof(args[2]), "parallel -m '%s' -p hi -n 2 -c %s", q8, sizes[i]);
+        snprintf(args[3], sizeof(args[3]), "chat -m '%s' -n 2 -c %s", q8, sizes[i]);
+        snprintf(args[4], sizeof(args[4]), "logits -m '%s' -p hi -c %s", q8, sizes[i]);
+        snprintf(args[5], sizeof(args[5]), "perplexity -m '%s' -f '%s' -c %s", q8,
+                 mg_test_root("data/heldout/dhammapada.txt"), sizes[i]);
+        for (int k = 0; k < 6; k++) {
+            struct mg_test_run r = mg_test_run_mg(dir, asan, mg_test_fixture("prompts/fox.txt"), "%s", args[k]);
+            ck_assert_msg(r.status == 1, "mg %s: exit status %d (a crash is -1): %s", args[k], r.status, r.err);
+            ck_assert_msg(strstr(r.err, "-c") != NULL, "mg %s: the message does not name -c: %s", args[k], r.err);
+            ck_assert_msg(k == 5 || (strstr(r.err, "KV cache") != NULL && strstr(r.err, "bytes") != NULL),
+                          "mg %s: the message does not say which buffer and how big: %s", args[k], r.err);
+            mg_test_run_free(&r);
+        }
+    }
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// Every output flag of every command, from mg's own tables
+// ---------------------------------------------------------------------------
+
+// The files the commands below read (copies, in the test directory): every
+// one is an input of every command line that names it, and stdin.txt of all
+// (it is given as standard input to each run).
+static const char * const input_files[] = {"model.gguf", "prompt.txt", "text.txt", "base.kld", "vocab/tokenizer.json",
+                                           "vocab/tokenizer_config.json", "bandwidth.txt", "baseline.txt", "stdin.txt"};
+enum { N_INPUT_FILES = sizeof(input_files) / sizeof(input_files[0]) };
+
+// A command line that runs each command on those inputs (relative paths: mg
+// runs in the test directory). The output flags are not here: they come from
+// `mg CMD --help-table`, so a new one is tested without a line of this test.
+// A command mg --help lists and this table does not is a failure.
+static const struct {
+    const char * cmd, * args;
+} base_lines[] = {
+    {"run", "-m model.gguf -f prompt.txt -n 2 --temp 0 -c 64 -t 1"},
+    {"chat", "-m model.gguf -n 2 --temp 0 -c 64 -t 1"},
+    {"info", "model.gguf"},
+    {"tokenize", "-m model.gguf -f prompt.txt"},
+    {"logits", "-m model.gguf -f prompt.txt -t 1"},
+    {"mkmodel", "--preset tiny --vocab vocab"},
+    {"quantize", "model.gguf out.gguf q8_0"},
+    {"bench", "-m model.gguf -p 8 -n 2 -t 1 -r 1 --bandwidth bandwidth.txt --baseline baseline.txt"},
+    {"batched-bench", "-m model.gguf -npp 8 -ntg 2 -npl 1 -t 1"},
+    {"parallel", "-m model.gguf -f prompt.txt -n 2 --temp 0 -t 1"},
+    {"perplexity", "-m model.gguf -f text.txt -c 16 -b 16 --chunks 1 -t 1"},
+    {"perplexity", "-m model.gguf --kl-base base.kld --chunks 1 -t 1"},
+};
+enum { N_BASE_LINES = sizeof(base_lines) / sizeof(base_lines[0]) };
+
+// Whether args names the input file (as a word; a vocab/ file by its folder).
+static bool names_input(const char * args, const char * file) {
+    if (strcmp(file, "stdin.txt") == 0) return true;
+    char word[64];
+    snprintf(word, sizeof(word), "%.*s", (int) strcspn(file, "/"), file);
+    for (const char * p = strstr(args, word); p != NULL; p = strstr(p + 1, word)) {
+        const char end = p[strlen(word)];
+        if ((p == args || p[-1] == ' ') && (end == ' ' || end == '\0')) return true;
+    }
+    return false;
+}
+
+// The commands `mg --help` lists, into names (at most max); how many.
+static int listed_commands(char names[][32], int max) {
+    struct mg_test_run r = mg("--help");
+    ck_assert_int_eq(r.status, 0);
+    const char * p = strstr(r.out, "commands:\n");
+    ck_assert_ptr_nonnull(p);
+    int n = 0;
+    for (p = strchr(p, '\n') + 1; *p == ' ' && n < max; p = strchr(p, '\n') + 1) {
+        ck_assert_int_eq(sscanf(p, " %31s", names[n]), 1);
+        n++;
+    }
+    mg_test_run_free(&r);
+    return n;
+}
+
+// The output flags of cmd's table (mg CMD --help-table: name, short name, kind).
+static int output_flags(const char * cmd, char flags[][48], int max) {
+    struct mg_test_run r = mg("%s --help-table", cmd);
+    ck_assert_msg(r.status == 0, "mg %s --help-table: exit %d: %s", cmd, r.status, r.err);
+    int n = 0;
+    for (char * line = r.out; line && *line && n < max;) {
+        char * nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        char name[48], shortname[16], kind[16];
+        ck_assert_msg(sscanf(line, "%47s %15s %15s", name, shortname, kind) == 3, "mg %s --help-table: '%s'", cmd, line);
+        if (strcmp(kind, "out-file") == 0 || strcmp(kind, "out-dir") == 0) snprintf(flags[n++], sizeof(flags[0]), "%s", name);
+        line = nl ? nl + 1 : NULL;
+    }
+    mg_test_run_free(&r);
+    return n;
+}
+
+static void make_inputs(struct digest * digests) {
+    copy_file(model(), in_dir("model.gguf"));
+    copy_file(mg_test_fixture("prompts/fox.txt"), in_dir("prompt.txt"));
+    text_file();
+    rename(in_dir("t.txt"), in_dir("text.txt"));
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    copy_file(mg_test_root("data/minimind/tokenizer.json"), in_dir("vocab/tokenizer.json"));
+    copy_file(mg_test_root("data/minimind/tokenizer_config.json"), in_dir("vocab/tokenizer_config.json"));
+    write_file(in_dir("bandwidth.txt"), "1 10.0\n", 7);
+    write_file(in_dir("baseline.txt"), "tiny-q8_0.gguf pp8 1 100.0\n", 27);
+    write_file(in_dir("stdin.txt"), "hello\n", 6);
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 1 -t 1 --save-logits '%s'",
+                              in_dir("model.gguf"), in_dir("text.txt"), in_dir("base.kld"));
+    ck_assert_msg(r.status == 0, "making base.kld: %s", r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_eq(mkdir(in_dir("links"), 0755), 0);
+    for (int i = 0; i < N_INPUT_FILES; i++) {
+        digests[i] = digest_of(in_dir(input_files[i]));
+        char link_path[128], hard[128];
+        snprintf(link_path, sizeof(link_path), "links/%d.sym", i);
+        snprintf(hard, sizeof(hard), "links/%d.hard", i);
+        ck_assert_int_eq(symlink(in_dir(input_files[i]), in_dir(link_path)), 0);
+        ck_assert_int_eq(link(in_dir(input_files[i]), in_dir(hard)), 0);
+    }
+}
+
+// mg CMD ARGS FLAG AIM, in the test directory with stdin.txt as its input:
+// refused (exit 1, the flag named), and every input as it was.
+static void expect_refused(const char * cmd, const char * args, const char * flag, const char * aim,
+                           const struct digest * digests) {
+    char prefix[128];
+    snprintf(prefix, sizeof(prefix), "cd '%s';", dir);
+    struct mg_test_run r = mg_test_run_mg(dir, prefix, in_dir("stdin.txt"), "%s %s %s '%s'", cmd, args, flag, aim);
+    ck_assert_msg(r.status == 1 && strstr(r.err, flag) != NULL, "mg %s %s %s %s: exit %d, not refused: %.1000s", cmd,
+                  args, flag, aim, r.status, r.err);
+    mg_test_run_free(&r);
+    for (int i = 0; i < N_INPUT_FILES; i++) {
+        const struct digest now = digest_of(in_dir(input_files[i]));
+        ck_assert_msg(now.hash == digests[i].hash && now.size == digests[i].size, "mg %s %s %s %s changed the input %s",
+                      cmd, args, flag, aim, input_files[i]);
+    }
+}
+
+// Issue item 5: each output flag of each command aimed at each of its inputs
+// (by name, ./name, a symlink, a hard link) and at the folder that holds them.
+START_TEST(test_every_output_flag_spares_every_input) {
+    struct digest digests[N_INPUT_FILES];
+    make_inputs(digests);
+    char commands[32][32];
+    const int n_commands = listed_commands(commands, 32);
+    int n_outputs = 0, n_runs = 0;
+    for (int c = 0; c < n_commands; c++) {
+        bool known = false;
+        for (int b = 0; b < N_BASE_LINES; b++) known = known || strcmp(base_lines[b].cmd, commands[c]) == 0;
+        ck_assert_msg(known, "mg %s has no command line in base_lines[]: add one, and its outputs are tested", commands[c]);
+        char flags[32][48];
+        const int n_flags = output_flags(commands[c], flags, 32);
+        n_outputs += n_flags;
+        for (int b = 0; b < N_BASE_LINES; b++) {
+            if (strcmp(base_lines[b].cmd, commands[c]) != 0) continue;
+            for (int f = 0; f < n_flags; f++) {
+                expect_refused(commands[c], base_lines[b].args, flags[f], ".", digests);
+                for (int i = 0; i < N_INPUT_FILES; i++) {
+                    if (!names_input(base_lines[b].args, input_files[i])) continue;
+                    char dot_name[64], sym[32], hard[32];
+                    snprintf(dot_name, sizeof(dot_name), "./%s", input_files[i]);
+                    snprintf(sym, sizeof(sym), "links/%d.sym", i);
+                    snprintf(hard, sizeof(hard), "links/%d.hard", i);
+                    const char * const aims[] = {input_files[i], dot_name, sym, hard};
+                    for (int a = 0; a < 4; a++, n_runs++) {
+                        expect_refused(commands[c], base_lines[b].args, flags[f], aims[a], digests);
+                    }
+                }
+            }
+        }
+    }
+    // The tables were read: run alone has --trace-json, --memory-map, --dump-tensors, --dot and --svg.
+    ck_assert_msg(n_outputs >= 5 && n_runs > 0, "only %d output flags found, %d runs", n_outputs, n_runs);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// No silent results: a limit is named when hit, a bad value is refused
+// ---------------------------------------------------------------------------
+
+// W1: more prompts than one cache holds sequences is an error naming the
+// limit, by -p and by -f, never the first 64 run and the rest dropped.
+START_TEST(test_parallel_too_many_prompts) {
+    FILE * f = fopen(in_dir("70.txt"), "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 70; i++) fprintf(f, "line %d\n", i);
+    fclose(f);
+    expect_error("70 prompts", "at most 64", "parallel -m '%s' -f '%s' -n 1", model(), in_dir("70.txt"));
+    char args[2048] = "";
+    for (int i = 0, n = 0; i < 70; i++) n += snprintf(args + n, sizeof(args) - (size_t) n, " -p x%d", i);
+    expect_error("70 prompts", "at most 64", "parallel -m '%s' %s -n 1", model(), args);
+}
+END_TEST
+
+// W2: when the context fills, the text each sequence made so far is printed
+// (as mg run stops at a full context), not dropped with exit 1.
+START_TEST(test_parallel_full_context_keeps_text) {
+    struct mg_test_run r = mg("parallel -m '%s' -p hi -p yo -n 100000 --ignore-eos -c 40 --temp 0 -t 1", model());
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "-c 40") && strstr(r.err, "full"), "the stop is not said: %s", r.err);
+    int n = 0;
+    for (const char * p = r.out; (p = strstr(p, "--- sequence ")) != NULL; p++) n++;
+    ck_assert_msg(n == 2, "expected both sequences' text, got %d:\n%s", n, r.out);
+    ck_assert_msg(strstr(r.out, "\nhi") && strstr(r.out, "\nyo"), "the prompts are not printed:\n%s", r.out);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W3: 8 invalid bytes are 8 U+FFFD (3 byte tokens each): perplexity sizes
+// its buffer by the count, and scores them (or says the text is too short).
+START_TEST(test_perplexity_invalid_bytes) {
+    write_file(in_dir("ff.txt"), "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 8 -t 1", model(), in_dir("ff.txt"));
+    ck_assert_msg(r.status == 0 && strstr(r.out, "Final estimate: PPL = ") != NULL, "exit %d:\n%s%s", r.status, r.out,
+                  r.err);
+    ck_assert_msg(strstr(r.err, "too big") == NULL, "%s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W5: batched-bench whose every case needs more than -c: an error naming -c
+// and what the smallest case needs, not an empty table with exit 0.
+START_TEST(test_batched_bench_nothing_fits) {
+    // 4 x 64 prompt tokens + 4 x 16 generated = 320 cells.
+    expect_failure("-c", "320", "batched-bench -m '%s' -npp 64 -ntg 16 -npl 4 -c 32 -t 1", model());
+    struct mg_test_run r = mg("batched-bench -m '%s' -npp 4,64 -ntg 2 -npl 1 -c 32 -t 1", model());
+    ck_assert_msg(r.status == 0 && strstr(r.err, "1 of 2 cases") != NULL, "a skipped case is not said: %s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W8: a --bandwidth or --baseline file that is a directory or holds no usable
+// line is an error, not a table without the column.
+START_TEST(test_bench_unusable_reference_files) {
+    write_file(in_dir("junk.txt"), "junk\n1 inf\n", 11);
+    const char * const flags[] = {"--bandwidth", "--baseline"};
+    for (int i = 0; i < 2; i++) {
+        expect_error(flags[i], in_dir("junk.txt"), "bench -m '%s' -p 8 -n 0 -r 1 -t 1 %s '%s'", model(), flags[i],
+                     in_dir("junk.txt"));
+        expect_error(flags[i], dir, "bench -m '%s' -p 8 -n 0 -r 1 -t 1 %s '%s'", model(), flags[i], dir);
+    }
+}
+END_TEST
+
+// W9: -n values that would give empty answers, a directory as the messages,
+// and -n -2 (not a second spelling of -1) are refused with the reason.
+START_TEST(test_chat_and_run_n) {
+    expect_error("-n", "got 0", "chat -m '%s' -n 0", model());
+    expect_error("-n", "got -2", "chat -m '%s' -n -2", model());
+    expect_error("-n", "got -2", "run -m '%s' -p hi -n -2", model());
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, dir, "chat -m '%s' -n 4", model());
+    ck_assert_msg(r.status == 1 && strstr(r.err, "standard input") != NULL, "chat < DIR: exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W11: bench deeper than the trained context warns, as the other commands do.
+START_TEST(test_bench_depth_warns) {
+    struct mg_test_run r = mg("bench -m '%s' -p 0 -n 1 -d 520 -r 1 -t 1", model());
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "warning") && strstr(r.err, "521") && strstr(r.err, "512"), "no warning: %s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W6: mkmodel reads what it wrote back with the engine's loader before the
+// rename: a vocabulary the loader refuses (a merge without a space) or that
+// cannot spell plain text (no byte tokens) is an error, and no file is left.
+START_TEST(test_mkmodel_checks_what_it_wrote) {
+    static const char * const models[] = {
+        "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\",\"ab\"]",   // the loader refuses merges[1]
+        "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\"]",          // loads, but has no byte tokens
+    };
+    static const char * const said[] = {"does not load", "cannot spell plain text"};
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    for (int i = 0; i < 2; i++) {
+        char json[1024];
+        const int n = snprintf(json, sizeof(json),
+                               "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":"
+                               "\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true},"
+                               "\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\",%s}}",
+                               models[i]);
+        write_file(in_dir("vocab/tokenizer.json"), json, (size_t) n);
+        expect_error(said[i], in_dir("out.gguf"), "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"),
+                     in_dir("out.gguf"));
+        ck_assert_int_ne(access(in_dir("out.gguf"), F_OK), 0);
+        ck_assert_int_eq(mg_test_count_temp_files(in_dir("out.gguf")), 0);
+    }
+}
+END_TEST
+
+// W7: a --kl-base file whose rows are damaged (all 0xFF: a NaN scale; an
+// infinite scale; probabilities above 1) is an error naming the chunk, not a
+// table of nan, inf or a KL divergence of 0.
+START_TEST(test_kl_base_damaged_rows) {
+    const char * t = text_file();
+    char base[128], bad[128];
+    snprintf(base, sizeof(base), "%s", in_dir("base.kld"));
+    snprintf(bad, sizeof(bad), "%s", in_dir("bad.kld"));
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 2 -t 1 --save-logits '%s'", model(), t, base);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    size_t size;
+    unsigned char * b = mg_test_read_file(base, &size);
+    ck_assert_ptr_nonnull(b);
+    const size_t rows_at = 8 + 3 * 4 + 2 * 16 * 4;   // magic, n_ctx n_vocab n_chunk, the tokens of 2 chunks of 16
+    ck_assert_uint_gt(size, rows_at);
+    for (int kind = 0; kind < 3; kind++) {
+        unsigned char * d = malloc(size);
+        memcpy(d, b, size);
+        if (kind == 0) memset(d + rows_at, 0xFF, size - rows_at);
+        const float inf = INFINITY, big = 1e-3f;   // big: 65535 steps of it span 65 nats, not 16
+        if (kind == 1) memcpy(d + rows_at, &inf, 4);
+        if (kind == 2) memcpy(d + rows_at, &big, 4);
+        write_file(bad, d, size);
+        free(d);
+        expect_failure("--kl-base", "chunk 1", "perplexity -m '%s' --kl-base '%s' -t 1", model(), bad);
+    }
+    free(b);
+    r = mg("perplexity -m '%s' --kl-base '%s' -t 1", model(), base);   // the undamaged file still reads
+    ck_assert_msg(r.status == 0 && strstr(r.out, "Mean    KLD:") != NULL, "%s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// W4 for the other commands: --dot, --svg and --dot-layers given to a command
+// that draws nothing are refused, not accepted and ignored.
+START_TEST(test_drawing_flags_only_where_drawn) {
+    const char * const lines[] = {"logits -m '%s' -p hi", "chat -m '%s' -n 1", "parallel -m '%s' -p hi -n 1",
+                                  "batched-bench -m '%s' -npp 8 -ntg 1 -npl 1"};
+    const char * const flags[] = {"--dot", "--svg", "--dot-layers"};
+    for (int i = 0; i < 4; i++) {
+        for (int f = 0; f < 3; f++) {
+            char args[256];
+            snprintf(args, sizeof(args), lines[i], model());
+            if (f == 2) expect_error(flags[f], "draws no graphs", "%s %s 1", args, flags[f]);
+            else expect_error(flags[f], "draws no graphs", "%s %s '%s'", args, flags[f], dir);
+        }
+    }
+}
+END_TEST
+
+// W10: invalid UTF-8 follows one rule, llama.cpp's (vocab.h, unicode.h): a
+// byte that starts no complete sequence is U+FFFD; an overlong form is the
+// character it spells; a surrogate is its own three bytes. Each case is
+// compared with the text it must equal, not with a list of ids.
+START_TEST(test_invalid_utf8_rule) {
+    static const struct {
+        const char * bytes, * same_as;
+    } cases[] = {
+        {"a\xff" "b", "a\xef\xbf\xbd" "b"},   // FF: U+FFFD
+        {"a\xc0\xaf" "b", "a/b"},              // overlong '/', 2 bytes
+        {"a\xe0\x80\xaf" "b", "a/b"},          // overlong '/', 3 bytes
+        {"a\xe4\xbd" "b", "a\xef\xbf\xbd\xef\xbf\xbd" "b"},   // a cut 3-byte sequence: each byte U+FFFD
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        write_file(in_dir("a.txt"), cases[i].bytes, strlen(cases[i].bytes));
+        write_file(in_dir("b.txt"), cases[i].same_as, strlen(cases[i].same_as));
+        struct mg_test_run a = mg("tokenize -m '%s' -f '%s' --no-bos", model(), in_dir("a.txt"));
+        struct mg_test_run b = mg("tokenize -m '%s' -f '%s' --no-bos", model(), in_dir("b.txt"));
+        ck_assert_msg(a.status == 0 && b.status == 0, "case %zu: %s%s", i, a.err, b.err);
+        ck_assert_msg(strcmp(a.out, b.out) == 0, "case %zu: the ids differ:\n%s---\n%s", i, a.out, b.out);
+        mg_test_run_free(&a);
+        mg_test_run_free(&b);
+    }
+}
+END_TEST
+
+// R1: a long run's --trace-json is bounded by --trace-steps (the prompt and
+// the first N decode steps), and says so, instead of growing with -n.
+START_TEST(test_trace_json_bounded) {
+    const int steps[] = {0, 5};
+    for (int i = 0; i < 2; i++) {
+        struct mg_test_run r = mg("run -m '%s' -p hi -n 40 --ignore-eos --temp 0 -t 1 -c 64 --trace-steps %d --trace-json '%s'",
+                                  model(), steps[i], in_dir("t.json"));
+        ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+        ck_assert_msg(strstr(r.err, "--trace-steps") != NULL, "the bound is not said: %s", r.err);
+        mg_test_run_free(&r);
+        char * json = mg_test_read_file(in_dir("t.json"), NULL);
+        ck_assert_ptr_nonnull(json);
+        int n_graphs = 0;   // one graph slice per run on the one thread: the prompt, then each recorded step
+        for (const char * p = json; (p = strstr(p, "\"name\":\"graph\"")) != NULL; p++) n_graphs++;
+        free(json);
+        ck_assert_msg(n_graphs == 1 + steps[i], "--trace-steps %d: %d graphs in the trace", steps[i], n_graphs);
+    }
+}
+END_TEST
+
+// R2: a tokenizer.json of millions of tiny values is refused at the JSON
+// value limit (json.h), with the file's line and column, before it takes
+// gigabytes of memory.
+START_TEST(test_json_value_limit) {
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    FILE * f = fopen(in_dir("vocab/tokenizer.json"), "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"model\":{\"vocab\":[0", f);
+    for (int i = 0; i < 5000000; i++) fputs(",0", f);   // 10 MB, 5 M values: beyond the limit
+    fputs("]}}", f);
+    ck_assert_int_eq(fclose(f), 0);
+    expect_error("tokenizer.json:1:", "values", "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"),
+                 in_dir("out.gguf"));
+}
+END_TEST
+
+Suite * mg_test_suite(void) {
+    Suite * s = suite_create("safety");
+
+    TCase * rivals = tcase_create("rivals");
+    tcase_set_timeout(rivals, 300);
+    tcase_add_checked_fixture(rivals, setup, teardown);
+    tcase_add_test(rivals, test_rival_no_shell);
+    tcase_add_test(rivals, test_rival_timeout);
+    tcase_add_test(rivals, test_rival_unusable_output);
+    suite_add_tcase(s, rivals);
+
+    TCase * outputs = tcase_create("outputs");
+    tcase_set_timeout(outputs, 300);
+    tcase_add_checked_fixture(outputs, setup, teardown);
+    tcase_add_test(outputs, test_output_is_an_input);
+    tcase_add_test(outputs, test_failed_run_keeps_old_output);
+    tcase_add_test(outputs, test_killed_run_keeps_old_output);
+    tcase_add_test(outputs, test_no_symlink_followed_in_output_dirs);
+    tcase_add_test(outputs, test_output_dirs_checked_first);
+    tcase_add_test(outputs, test_every_output_flag_spares_every_input);
+    suite_add_tcase(s, outputs);
+
+    TCase * sizes = tcase_create("sizes");
+    tcase_set_timeout(sizes, 300);
+    tcase_add_checked_fixture(sizes, setup, teardown);
+    tcase_add_test(sizes, test_huge_context);
+    suite_add_tcase(s, sizes);
+
+    TCase * silent = tcase_create("silent");
+    tcase_set_timeout(silent, 300);
+    tcase_add_checked_fixture(silent, setup, teardown);
+    tcase_add_test(silent, test_parallel_too_many_prompts);
+    tcase_add_test(silent, test_parallel_full_context_keeps_text);
+    tcase_add_test(silent, test_perplexity_invalid_bytes);
+    tcase_add_test(silent, test_batched_bench_nothing_fits);
+    tcase_add_test(silent, test_bench_unusable_reference_files);
+    tcase_add_test(silent, test_chat_and_run_n);
+    tcase_add_test(silent, test_bench_depth_warns);
+    tcase_add_test(silent, test_mkmodel_checks_what_it_wrote);
+    tcase_add_test(silent, test_kl_base_damaged_rows);
+    tcase_add_test(silent, test_drawing_flags_only_where_drawn);
+    tcase_add_test(silent, test_invalid_utf8_rule);
+    tcase_add_test(silent, test_trace_json_bounded);
+    tcase_add_test(silent, test_json_value_limit);
+    suite_add_tcase(s, silent);
+
+    return s;
+}
