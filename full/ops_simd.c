@@ -6,6 +6,7 @@
 #include "vec_simd.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 float mg_expf_avx2(float x) {
@@ -53,57 +54,39 @@ float mg_level_sum_lanes(const float * x) {
 #if defined(MG_SIMD)
 #include <immintrin.h>
 
-// mg_expf on eight lanes: the same fused steps (FMA) and the same unfused
-// ones, and 2^n built from its exponent bits for n in [-126, 126]. Lanes
-// outside that range (|x| > ~87) fall back to the scalar function.
-static __m256 exp8(__m256 x) {
+// ggml_v_expf on eight lanes, rounded as its AVX-512 version (mg_expf) or,
+// with avx2_form, as its AVX2 version (mg_expf_avx2): the same fused steps
+// (FMA) and the same unfused ones as the scalar function. The split and the
+// polynomial are shared; the two part at the polynomial's last step and the
+// scaling by 2^n, built from exponent bits for n in [-126, 126]. Lanes outside
+// that range (|x| > ~87) come from the scalar function.
+static inline __m256 exp8(__m256 x, bool avx2_form) {
     const __m256 shift = _mm256_set1_ps(0x1.8p23f);
     const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
     const __m256 n = _mm256_sub_ps(z, shift);
     const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
                                       _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
     const __m256 u = _mm256_mul_ps(b, b);
-    const __m256 j = _mm256_fmadd_ps(
-        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
-                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
-        u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
-    const __m256i e     = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    const __m256  in    = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f), _CMP_LE_OQ);
-    __m256        r     = _mm256_mul_ps(j, _mm256_castsi256_ps(e));
-    if (_mm256_movemask_ps(in) != 0xff) {   // rare: a lane near the ends of the float range
-        float xs[8], rs[8];
-        _mm256_storeu_ps(xs, x);
-        _mm256_storeu_ps(rs, r);
-        const int ok = _mm256_movemask_ps(in);
-        for (int l = 0; l < 8; l++) rs[l] = (ok >> l) & 1 ? rs[l] : mg_expf(xs[l]);
-        r = _mm256_loadu_ps(rs);
+    const __m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                                     _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
+    const __m256 c1 = _mm256_set1_ps(0x1.ffffecp-1f);
+    __m256       r;
+    if (avx2_form) {   // j = p u + c1 b;  r = j 2^n + 2^n, 2^n from z's bits
+        const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+        const __m256  k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+        r               = _mm256_fmadd_ps(_mm256_fmadd_ps(p, u, _mm256_mul_ps(c1, b)), k, k);
+    } else {           // j = p u + (c1 b + 1);  r = j 2^n, 2^n from n
+        const __m256  j = _mm256_fmadd_ps(p, u, _mm256_fmadd_ps(c1, b, _mm256_set1_ps(1.0f)));
+        const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+        r               = _mm256_mul_ps(j, _mm256_castsi256_ps(e));
     }
-    return r;
-}
-
-// mg_expf_avx2 on eight lanes: ggml_v_expf's AVX2 version, its common case
-// in vector form, and lanes with |n| > 126 from the scalar function.
-static __m256 exp8_avx2(__m256 x) {
-    const __m256 shift = _mm256_set1_ps(0x1.8p23f);
-    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
-    const __m256 n = _mm256_sub_ps(z, shift);
-    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
-                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
-    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
-    const __m256  k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
-    const __m256  u = _mm256_mul_ps(b, b);
-    const __m256  j = _mm256_fmadd_ps(
-        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
-                        _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
-        u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
     const __m256 in = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), n), _mm256_set1_ps(126.0f), _CMP_LE_OQ);
-    __m256       r  = _mm256_fmadd_ps(j, k, k);
     if (_mm256_movemask_ps(in) != 0xff) {   // rare: a lane near the ends of the float range
         float xs[8], rs[8];
         _mm256_storeu_ps(xs, x);
         _mm256_storeu_ps(rs, r);
         const int ok = _mm256_movemask_ps(in);
-        for (int l = 0; l < 8; l++) rs[l] = (ok >> l) & 1 ? rs[l] : mg_expf_avx2(xs[l]);
+        for (int l = 0; l < 8; l++) rs[l] = (ok >> l) & 1 ? rs[l] : avx2_form ? mg_expf_avx2(xs[l]) : mg_expf(xs[l]);
         r = _mm256_loadu_ps(rs);
     }
     return r;
@@ -111,7 +94,7 @@ static __m256 exp8_avx2(__m256 x) {
 
 // The level's vector exp on eight lanes (mg_level_expf).
 static __m256 level_exp8(__m256 x) {
-    return MG_GGML_LANES == 8 ? exp8_avx2(x) : exp8(x);
+    return exp8(x, MG_GGML_LANES == 8);
 }
 #endif
 
