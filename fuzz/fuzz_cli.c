@@ -30,8 +30,10 @@ int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     int argc = 1;
     for (size_t at = 0; at < size && argc < MAX_ARGS; at += strlen(text + at) + 1) {
         argv[argc++] = text + at;
-        // --help prints the usage and exits: that is what it is for.
-        if (strcmp(text + at, "--help") == 0 || strcmp(text + at, "-h") == 0) goto out;
+        // --help prints the usage and --help-table the option table, then exit: that is what they are for.
+        if (strcmp(text + at, "--help") == 0 || strcmp(text + at, "-h") == 0 || strcmp(text + at, "--help-table") == 0) {
+            goto out;
+        }
     }
     argv[argc] = NULL;
 
