@@ -176,6 +176,41 @@ struct cli_child {
 bool cli_run_child(const char * cmd, char * const * argv, double timeout_s, size_t max_out, struct cli_child * c);
 void cli_child_free(struct cli_child * c);
 
+// What llama.cpp's benchmark tools print, read back (rival_output.c). The
+// text comes from another program, so every figure is checked: a rate is
+// usable only if finite, above 0 and below 1e9 (0, inf or a 300-digit figure
+// would make a ratio of nothing).
+bool cli_rate_usable(double v);
+
+// One row of `llama-bench -o csv`: the test it ran and its mean t/s.
+struct llama_bench_row {
+    int    n_prompt, n_gen, n_depth, n_threads;
+    bool   flash_attn;
+    double avg_ts;
+    bool   usable;   // avg_ts was a usable rate
+};
+
+// llama-bench's CSV, row by row (in place: text is cut into lines). _begin
+// reads the header and is false if a column we need is missing; _next is
+// false at the end. Rows with fewer fields than the header are skipped.
+struct llama_bench_csv {
+    char * rest;
+    int    n_names;
+    int    col_prompt, col_gen, col_depth, col_threads, col_fa, col_ts;
+};
+bool cli_llama_bench_csv_begin(struct llama_bench_csv * c, char * text);
+bool cli_llama_bench_csv_next(struct llama_bench_csv * c, struct llama_bench_row * row);
+
+// One row of llama-batched-bench's table:
+//   |  PP |  TG |  B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | ...
+struct batched_bench_row {
+    int    pp, tg, pl, n_kv;
+    double s_pp, s_tg;
+    bool   usable;   // S_PP usable, and S_TG too (or 0 for a run with no generation)
+};
+// False for a line that is not such a row (a header, a rule, a log line).
+bool cli_batched_bench_line(const char * line, struct batched_bench_row * row);
+
 // The default of --rival-timeout: long enough for a real llama-bench run, short of forever.
 #define CLI_RIVAL_TIMEOUT_S 3600.0
 

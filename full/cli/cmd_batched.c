@@ -128,33 +128,20 @@ struct bb_rival_args {
     char npp[256], ntg[256], npl[256], n_ctx[16], n_threads[16];
 };
 
-// A rival's speed as a usable number: finite, above 0 and below 1e9 (0, inf
-// or a 300-digit figure would make a ratio of nothing).
-static bool bb_usable(double v) {
-    return isfinite(v) && v > 0.0 && v < 1e9;
-}
-
-// Each row of llama-batched-bench's table into theirs[case][round]; returns
-// the rows whose speeds were not usable numbers.
+// Each row of llama-batched-bench's table (cli_batched_bench_line) into
+// theirs[case][round]; returns the rows whose speeds were not usable numbers.
 static int bb_read_table(char * text, struct bb_race * r, int round) {
     int n_bad = 0;
     for (char * line = text, * nl; line != NULL && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');   // |  PP |  TG |  B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | ...
+        nl = strchr(line, '\n');
         if (nl) *nl = '\0';
-        int pp, tg, pl, n_kv;
-        double t_pp, s_pp, t_tg, s_tg;
-        if (sscanf(line, "| %d | %d | %d | %d | %lf | %lf | %lf | %lf |", &pp, &tg, &pl, &n_kv, &t_pp, &s_pp, &t_tg,
-                   &s_tg) != 8) {
-            continue;
-        }
+        struct batched_bench_row row;
+        if (!cli_batched_bench_line(line, &row)) continue;
         for (int i = 0; i < r->n_cases; i++) {
             const struct bb_case * c = &r->cases[i];
-            if (c->pp != pp || c->tg != tg || c->pl != pl) continue;
-            if (bb_usable(s_pp) && (bb_usable(s_tg) || (tg == 0 && s_tg == 0.0))) {
-                r->theirs[i][round] = (struct bb_speed) {s_pp, s_tg};
-            } else {
-                n_bad++;
-            }
+            if (c->pp != row.pp || c->tg != row.tg || c->pl != row.pl) continue;
+            if (row.usable) r->theirs[i][round] = (struct bb_speed) {row.s_pp, row.s_tg};
+            else n_bad++;
         }
     }
     return n_bad;

@@ -200,75 +200,21 @@ static void join_list(const int * v, int n, char * out, size_t size) {
     for (int i = 0; i < n && used < size; i++) used += (size_t) snprintf(out + used, size - used, i ? ",%d" : "%d", v[i]);
 }
 
-// Split one CSV line (llama-bench quotes every field) into at most max fields, in place.
-static int split_csv(char * line, char ** fields, int max) {
-    int n = 0;
-    char * p = line;
-    while (*p && *p != '\n' && n < max) {
-        if (*p == '"') {
-            fields[n++] = ++p;
-            while (*p && *p != '"') p++;
-            if (*p) *p++ = '\0';
-        } else {
-            fields[n++] = p;
-            while (*p && *p != ',' && *p != '\n') p++;
-        }
-        if (*p == ',' || *p == '\n') *p++ = '\0';
-    }
-    return n;
-}
-
-static int field_index(char ** names, int n, const char * name) {
-    for (int i = 0; i < n; i++) {
-        if (strcmp(names[i], name) == 0) return i;
-    }
-    return -1;
-}
-
-// llama-bench writes flash_attn as a number or as true/false, by version.
-static bool csv_true(const char * v) {
-    return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "on") == 0;
-}
-
-// A rival's t/s as a usable number: finite, above 0 and below 1e9 (a rate
-// no machine reaches; 0, inf or a 300-digit figure would make a ratio of nothing).
-static bool rival_tps(const char * text, double * out) {
-    char * end;
-    const double v = strtod(text, &end);
-    if (end == text || *end != '\0' || !isfinite(v) || !(v > 0.0) || v >= 1e9) return false;
-    *out = v;
-    return true;
-}
-
-// The next line of text (NUL-terminated in place), or NULL at the end.
-static char * next_line(char ** rest) {
-    char * line = *rest;
-    if (line == NULL || *line == '\0') return NULL;
-    char * nl = strchr(line, '\n');
-    *rest     = nl ? nl + 1 : NULL;
-    if (nl) *nl = '\0';
-    return line;
-}
-
-// Each CSV row of llama-bench's output: its mean t/s into theirs[] at the
-// index of the matching test. Returns the rows whose avg_ts was not a usable number.
+// Each CSV row of llama-bench's output (cli_llama_bench_csv_next): its mean
+// t/s into theirs[] at the index of the matching test. Returns the rows whose
+// avg_ts was not a usable number.
 static int read_llama_bench_csv(char * text, const struct bench_test * tests, int n_tests, double * theirs) {
-    char * names[64], * values[64];
-    char * rest   = text;
-    char * header = next_line(&rest);
-    const int n_names = header ? split_csv(header, names, 64) : 0;
-    const int i_p = field_index(names, n_names, "n_prompt"), i_g = field_index(names, n_names, "n_gen"),
-              i_d = field_index(names, n_names, "n_depth"), i_t = field_index(names, n_names, "n_threads"),
-              i_fa = field_index(names, n_names, "flash_attn"), i_ts = field_index(names, n_names, "avg_ts");
-    int n_bad = 0;
-    for (char * line; (line = next_line(&rest)) != NULL;) {
-        const int nv = split_csv(line, values, 64);
-        if (i_p < 0 || i_g < 0 || i_d < 0 || i_t < 0 || i_fa < 0 || i_ts < 0 || nv < n_names) continue;
+    struct llama_bench_csv csv;
+    struct llama_bench_row row;
+    int                    n_bad = 0;
+    if (!cli_llama_bench_csv_begin(&csv, text)) return 0;
+    while (cli_llama_bench_csv_next(&csv, &row)) {
         for (int i = 0; i < n_tests; i++) {
             const struct bench_test * x = &tests[i];
-            if (atoi(values[i_p]) == x->n_prompt && atoi(values[i_g]) == x->n_gen && atoi(values[i_d]) == x->n_depth &&
-                atoi(values[i_t]) == x->n_threads && csv_true(values[i_fa]) == x->flash_attn) {
-                if (!rival_tps(values[i_ts], &theirs[i])) n_bad++;
+            if (row.n_prompt == x->n_prompt && row.n_gen == x->n_gen && row.n_depth == x->n_depth &&
+                row.n_threads == x->n_threads && row.flash_attn == x->flash_attn) {
+                if (row.usable) theirs[i] = row.avg_ts;
+                else n_bad++;
             }
         }
     }
@@ -340,7 +286,7 @@ static bool load_baselines(const char * path) {
     while (fgets(line, sizeof(line), f) && n_baselines < 256) {
         struct baseline * b = &baselines[n_baselines];
         if (line[0] != '#' && sscanf(line, "%127s %31s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4 &&
-            isfinite(b->tps) && b->tps > 0) {
+            cli_rate_usable(b->tps)) {
             n_baselines++;
         }
     }
@@ -370,7 +316,7 @@ static bool load_bandwidth(const char * path) {
     double gbs;
     while (fgets(line, sizeof(line), f)) {
         if (line[0] != '#' && sscanf(line, "%d %lf", &threads, &gbs) == 2 && threads >= 1 && threads <= MAX_LIST &&
-            isfinite(gbs) && gbs > 0) {
+            cli_rate_usable(gbs)) {
             bandwidth_gbs[threads] = gbs;
             n++;
         }
