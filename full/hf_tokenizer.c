@@ -151,6 +151,45 @@ static bool read_vocab(struct mg_hf_vocab * v, const struct mg_json * vocab, con
     return true;
 }
 
+// model.vocab's keys, sorted, to find one given twice: JSON allows it, and a
+// reader keeps one of the two ids (the last, in HF's serde maps), so the
+// other id would be a token no text can reach. We say so instead.
+struct vocab_key {
+    const char * text;
+    size_t       len;
+    size_t       index;
+};
+
+static int cmp_vocab_key(const void * pa, const void * pb) {
+    const struct vocab_key * a = pa, * b = pb;
+    const int c = memcmp(a->text, b->text, a->len < b->len ? a->len : b->len);
+    if (c != 0) return c;
+    return (a->len > b->len) - (a->len < b->len);
+}
+
+static bool vocab_keys_unique(const struct mg_json * vocab, const char * path) {
+    struct vocab_key * k = malloc((vocab->n ? vocab->n : 1) * sizeof(*k));
+    if (k == NULL) {
+        mg_set_error("%s: model.vocab: out of memory for %zu tokens", path, vocab->n);
+        return false;
+    }
+    for (size_t i = 0; i < vocab->n; i++) k[i] = (struct vocab_key) {vocab->keys[i], vocab->key_lens[i], i};
+    qsort(k, vocab->n, sizeof(*k), cmp_vocab_key);
+    bool unique = true;
+    for (size_t i = 1; unique && i < vocab->n; i++) {
+        if (cmp_vocab_key(&k[i - 1], &k[i]) == 0) {
+            int64_t a, b;
+            mg_json_get_int(&vocab->items[k[i - 1].index], &a);
+            mg_json_get_int(&vocab->items[k[i].index], &b);
+            mg_set_error("%s: model.vocab: the token '%s' is given twice (ids %" PRId64 " and %" PRId64
+                         "); each token must appear once", path, k[i].text, a, b);
+            unique = false;
+        }
+    }
+    free(k);
+    return unique;
+}
+
 // Added tokens override the vocabulary at their ids (HF's get_vocab), and
 // decide the CONTROL / USER_DEFINED types.
 static bool read_added_tokens(struct mg_hf_vocab * v, const struct mg_json * added, const char * path) {
@@ -204,7 +243,9 @@ static bool read_tokens(struct mg_hf_vocab * v, const struct mg_json * tok, cons
     v->token_lens = calloc(n, sizeof(v->token_lens[0]));
     v->token_types = calloc(n, sizeof(v->token_types[0]));
     MG_ASSERT(v->tokens != NULL && v->token_lens != NULL && v->token_types != NULL);
-    if (!read_vocab(v, vocab, path) || !read_added_tokens(v, added, path)) return false;
+    if (!vocab_keys_unique(vocab, path) || !read_vocab(v, vocab, path) || !read_added_tokens(v, added, path)) {
+        return false;
+    }
 
     // Ids no token has: the converter's "[PAD<id>]" placeholders.
     for (int64_t id = 0; id < v->n_tokens; id++) {

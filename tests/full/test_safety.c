@@ -654,14 +654,16 @@ END_TEST
 // W6: mkmodel reads what it wrote back with the engine's loader before the
 // rename: a vocabulary the loader refuses (a merge without a space) or that
 // cannot spell plain text (no byte tokens) is an error, and no file is left.
+// So is a token given twice in model.vocab (a duplicate JSON key).
 START_TEST(test_mkmodel_checks_what_it_wrote) {
     static const char * const models[] = {
         "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\",\"ab\"]",   // the loader refuses merges[1]
         "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\"]",          // loads, but has no byte tokens
+        "\"vocab\":{\"a\":0,\"b\":1,\"a\":2},\"merges\":[]",          // 'a' twice: id 0 or 2 unreachable
     };
-    static const char * const said[] = {"does not load", "cannot spell plain text"};
+    static const char * const said[] = {"does not load", "cannot spell plain text", "the token 'a' is given twice"};
     ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         char json[1024];
         const int n = snprintf(json, sizeof(json),
                                "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":"
@@ -669,7 +671,8 @@ START_TEST(test_mkmodel_checks_what_it_wrote) {
                                "\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\",%s}}",
                                models[i]);
         write_file(in_dir("vocab/tokenizer.json"), json, (size_t) n);
-        expect_error(said[i], in_dir("out.gguf"), "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"),
+        const char * names = i < 2 ? in_dir("out.gguf") : in_dir("vocab/tokenizer.json");   // what the error names
+        expect_error(said[i], names, "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"),
                      in_dir("out.gguf"));
         ck_assert_int_ne(access(in_dir("out.gguf"), F_OK), 0);
         ck_assert_int_eq(mg_test_count_temp_files(in_dir("out.gguf")), 0);
