@@ -102,6 +102,7 @@ test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check check-zh
 	@echo "=================== tools"
 	./$(BUILD)/test_chapgen
 	./$(BUILD)/test_readme_check
+	tools/check_file_table.sh
 
 # The Chinese READMEs beside the top-level and exercises/ ones (the chapters'
 # and full/'s are checked by their own make test): each must keep every

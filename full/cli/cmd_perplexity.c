@@ -32,7 +32,7 @@
 #define _POSIX_C_SOURCE 200809L   // fileno
 #include "cli.h"
 #include "outfile.h"
-#include "ppl_logits.h"
+#include "perplexity.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -142,7 +142,7 @@ static float median(const float * v, size_t n) {
 }
 
 // The running figures after a chunk, one line (kl_divergence()'s table).
-static void print_kld_row(int chunk, const struct kld_sums * k) {
+static void print_kld_row(int chunk, const struct mg_kld_sums * k) {
     const struct estimate lp   = mean_err(k->sum_nll, k->sum_nll2, k->count);
     const struct estimate lpb  = mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
     const double          cov  = covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
@@ -174,7 +174,7 @@ static void print_distribution(const char * name, float * v, size_t n, double un
 }
 
 // The closing statistics of kl_divergence().
-static void print_kld_summary(const struct kld_sums * k, float * kld_values, float * p_diff_values) {
+static void print_kld_summary(const struct mg_kld_sums * k, float * kld_values, float * p_diff_values) {
     const struct estimate lp  = mean_err(k->sum_nll, k->sum_nll2, k->count);
     const struct estimate lpb = mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
     const double          cov = covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
@@ -237,7 +237,7 @@ static int32_t * tokenize_file(const char * cmd, const char * path, const struct
 // perplexity(): the running estimate per chunk, then the final one.
 static bool run_perplexity(const char * cmd, struct ppl_eval * ev, const int32_t * tokens, int n_chunk, FILE * save) {
     const int n_scored = ev->n_ctx - 1 - ev->first;
-    const int nv       = ppl_row_slots(ev->n_vocab);
+    const int nv       = mg_ppl_row_slots(ev->n_vocab);
     uint16_t * rows    = save ? malloc((size_t) n_scored * (size_t) nv * sizeof(uint16_t)) : NULL;
     double nll = 0.0, nll2 = 0.0;
     size_t count = 0;
@@ -255,13 +255,13 @@ static bool run_perplexity(const char * cmd, struct ppl_eval * ev, const int32_t
         for (int i = 0; i < n_scored; i++) {
             const float * logits = ev->logits + (size_t) i * (size_t) ev->n_vocab;
             const int32_t target = chunk[ev->first + i + 1];
-            const double  v      = save ? ppl_nll_and_row(logits, ev->n_vocab, target, rows + (size_t) i * (size_t) nv)
-                                        : ppl_nll(logits, ev->n_vocab, target);
+            const double  v      = save ? mg_ppl_nll_and_row(logits, ev->n_vocab, target, rows + (size_t) i * (size_t) nv)
+                                        : mg_ppl_nll(logits, ev->n_vocab, target);
             nll += v;
             nll2 += v * v;
         }
         count += (size_t) n_scored;
-        if (save && !ppl_write_rows(save, rows, n_scored, ev->n_vocab)) {
+        if (save && !mg_ppl_write_rows(save, rows, n_scored, ev->n_vocab)) {
             fprintf(stderr, "\nmg %s: cannot write the logits file: %s\n", cmd, strerror(errno));
             ok = false;
             break;
@@ -285,13 +285,13 @@ static bool run_perplexity(const char * cmd, struct ppl_eval * ev, const int32_t
 }
 
 // kl_divergence(): this model against a saved base, chunk by chunk.
-static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct logits_base * b, int n_chunk) {
+static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct mg_logits_base * b, int n_chunk) {
     const int  n_scored = ev->n_ctx - 1 - ev->first;
-    const int  nv       = ppl_row_slots(ev->n_vocab);
+    const int  nv       = mg_ppl_row_slots(ev->n_vocab);
     uint16_t * rows     = malloc((size_t) n_scored * (size_t) nv * sizeof(uint16_t));
     float *    klds     = malloc((size_t) n_chunk * (size_t) n_scored * sizeof(float));
     float *    p_diffs  = malloc((size_t) n_chunk * (size_t) n_scored * sizeof(float));
-    struct kld_sums k = {0};
+    struct mg_kld_sums k = {0};
     bool ok = rows != NULL && klds != NULL && p_diffs != NULL;
     if (ok) printf("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS"
                    "            Same top p\n");
@@ -302,13 +302,13 @@ static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct log
             ok = false;
             break;
         }
-        if (!ppl_base_read_rows(b, rows, n_scored)) {
+        if (!mg_ppl_base_read_rows(b, rows, n_scored)) {
             fprintf(stderr, "mg %s: cannot read the log-probabilities of chunk %d\n", cmd, c + 1);
             ok = false;
             break;
         }
         for (int i = 0; ok && i < n_scored; i++) {
-            if (!ppl_row_ok(rows + (size_t) i * (size_t) nv, ev->n_vocab)) {
+            if (!mg_ppl_row_ok(rows + (size_t) i * (size_t) nv, ev->n_vocab)) {
                 fprintf(stderr, "mg %s: --kl-base: chunk %d, position %d: the saved log-probabilities are not valid "
                                 "(not finite, out of range, or more than 1 in all); is the file damaged?\n", cmd, c + 1,
                         ev->first + i + 1);
@@ -318,7 +318,7 @@ static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct log
         }
         for (int i = 0; ok && i < n_scored; i++) {
             const size_t at = (size_t) c * (size_t) n_scored + (size_t) i;
-            ppl_kld_add(&k, ev->logits + (size_t) i * (size_t) ev->n_vocab, ev->n_vocab, rows + (size_t) i * (size_t) nv,
+            mg_ppl_kld_add(&k, ev->logits + (size_t) i * (size_t) ev->n_vocab, ev->n_vocab, rows + (size_t) i * (size_t) nv,
                     chunk[ev->first + i + 1], &klds[at], &p_diffs[at]);
         }
         if (!ok) break;
@@ -335,7 +335,7 @@ static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct log
 
 // With --kl-base and -f: the text must be the one the base was saved from.
 static bool same_tokens(const char * cmd, const struct ppl_opts * o, const struct mg_vocab * vocab,
-                        const struct logits_base * b) {
+                        const struct mg_logits_base * b) {
     int       n;
     int32_t * t = tokenize_file(cmd, o->text_file, vocab, &n);
     if (t == NULL) return false;
@@ -384,7 +384,7 @@ int cmd_perplexity(int argc, char ** argv) {
 
     int                status = 1;
     struct ppl_eval    ev     = {0};
-    struct logits_base base   = {0};
+    struct mg_logits_base base   = {0};
     int32_t *          tokens = NULL;
     FILE *             save   = NULL;   // save_out's temporary file
     struct mg_outfile  save_out = {0};
@@ -395,7 +395,10 @@ int cmd_perplexity(int argc, char ** argv) {
 
     int n_tokens = 0;
     if (o.kl_base != NULL) {
-        if (!ppl_base_open(cmd, o.kl_base, n_vocab, &base)) goto done;
+        if (!mg_ppl_base_open(o.kl_base, n_vocab, &base)) {
+            fprintf(stderr, "mg %s: --kl-base: %s (make one with --save-logits)\n", cmd, mg_last_error());
+            goto done;
+        }
         if (e.n_ctx != 0 && e.n_ctx != base.n_ctx) {
             fprintf(stderr, "mg %s: %s was saved with -c %d, not %d (leave -c out)\n", cmd, o.kl_base, base.n_ctx,
                     e.n_ctx);
@@ -444,9 +447,12 @@ int cmd_perplexity(int argc, char ** argv) {
     if (o.kl_base != NULL) {
         ok = run_kl_divergence(cmd, &ev, &base, n_chunk);
     } else {
-        save = o.save_logits ? ppl_logits_file_create(cmd, &save_out, o.save_logits, e.n_ctx, n_vocab, n_chunk, tokens)
+        save = o.save_logits ? mg_ppl_logits_file_create(&save_out, o.save_logits, e.n_ctx, n_vocab, n_chunk, tokens)
                              : NULL;
-        if (o.save_logits != NULL && save == NULL) goto done;
+        if (o.save_logits != NULL && save == NULL) {
+            fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
+            goto done;
+        }
         ok = run_perplexity(cmd, &ev, tokens, n_chunk, save);
         if (ok && save != NULL) {   // complete: renamed over the old file only now
             save = NULL;
@@ -466,7 +472,7 @@ int cmd_perplexity(int argc, char ** argv) {
 
 done:
     if (save != NULL) mg_outfile_abort(&save_out);   // a failed run leaves the old file as it was
-    ppl_base_close(&base);
+    mg_ppl_base_close(&base);
     free(ev.batch);
     free(ev.logits);
     mg_session_free(ev.s);

@@ -1,10 +1,10 @@
 //@file full
-// ppl_logits.c - mg perplexity's log-probabilities (ppl_logits.h): scoring a
+// perplexity.c - the arithmetic of mg perplexity (perplexity.h): scoring a
 // position in llama.cpp's precision, the saved-logits file, and the KL
 // divergence against it (llama.cpp tools/perplexity/perplexity.cpp:
 // log_softmax() and kl_divergence()).
 #define _POSIX_C_SOURCE 200809L   // fileno
-#include "ppl_logits.h"
+#include "perplexity.h"
 #include "mg.h"
 
 #include <errno.h>
@@ -17,7 +17,7 @@
 // Scoring one position: log-softmax, in llama.cpp's precision
 // ---------------------------------------------------------------------------
 
-float ppl_max_of(const float * x, int n, int * argmax) {
+float mg_ppl_max_of(const float * x, int n, int * argmax) {
     float m = x[0];
     int   im = 0;
     for (int i = 1; i < n; i++) {
@@ -31,28 +31,28 @@ float ppl_max_of(const float * x, int n, int * argmax) {
 }
 
 // sum_i exp(x_i - max), the terms in float (expf) and their sum in double.
-double ppl_sum_exp(const float * x, int n, float max) {
+double mg_ppl_sum_exp(const float * x, int n, float max) {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += expf(x[i] - max);
     return sum;
 }
 
 // -log p(tok): llama.cpp's log_softmax(n_vocab, logits, tok).
-double ppl_nll(const float * logits, int n_vocab, int32_t tok) {
-    const float max = ppl_max_of(logits, n_vocab, NULL);
-    return -(logits[tok] - max - log(ppl_sum_exp(logits, n_vocab, max)));
+double mg_ppl_nll(const float * logits, int n_vocab, int32_t tok) {
+    const float max = mg_ppl_max_of(logits, n_vocab, NULL);
+    return -(logits[tok] - max - log(mg_ppl_sum_exp(logits, n_vocab, max)));
 }
 
 // -log p(tok) as the --save-logits path computes it (log_sum_exp rounded to
 // float), and row = the position's log-probabilities in 16 bits: everything
 // within 16 of the top logit on a uniform grid of 65536 steps, the rest 0.
 // llama.cpp's log_softmax(n_vocab, logits, log_prob, tok).
-double ppl_nll_and_row(const float * logits, int n_vocab, int32_t tok, uint16_t * row) {
-    const float max = ppl_max_of(logits, n_vocab, NULL);
+double mg_ppl_nll_and_row(const float * logits, int n_vocab, int32_t tok, uint16_t * row) {
+    const float max = mg_ppl_max_of(logits, n_vocab, NULL);
     float       min = logits[0];
     for (int i = 1; i < n_vocab; i++) min = logits[i] < min ? logits[i] : min;
     min = min > max - 16 ? min : max - 16;
-    const float log_sum_exp  = (float) log(ppl_sum_exp(logits, n_vocab, max));
+    const float log_sum_exp  = (float) log(mg_ppl_sum_exp(logits, n_vocab, max));
     const float min_log_prob = min - max - log_sum_exp;
     const float scale        = (max - min) / 65535.f;
     memcpy(row, &scale, sizeof(float));
@@ -76,11 +76,11 @@ double ppl_nll_and_row(const float * logits, int n_vocab, int32_t tok, uint16_t 
 
 // Adds one position; *kld and *p_diff get its KL divergence and p - p_base
 // of the right token.
-void ppl_kld_add(struct kld_sums * k, const float * logits, int n_vocab, const uint16_t * base_row, int32_t tok,
+void mg_ppl_kld_add(struct mg_kld_sums * k, const float * logits, int n_vocab, const uint16_t * base_row, int32_t tok,
                     float * kld, float * p_diff) {
     int         imax;
-    float       max         = ppl_max_of(logits, n_vocab, &imax);
-    const float log_sum_exp = (float) log(ppl_sum_exp(logits, n_vocab, max));
+    float       max         = mg_ppl_max_of(logits, n_vocab, &imax);
+    const float log_sum_exp = (float) log(mg_ppl_sum_exp(logits, n_vocab, max));
     float       scale, min_log_prob;
     memcpy(&scale, base_row, sizeof(float));
     memcpy(&min_log_prob, base_row + 2, sizeof(float));
@@ -126,7 +126,7 @@ void ppl_kld_add(struct kld_sums * k, const float * logits, int n_vocab, const u
 // --save-logits writes (at most 16 nats over 65535 steps, log p <= 0), and its
 // probabilities add up to at most 1, rounding aside: a damaged or foreign
 // file would otherwise print nan, inf, or a KL divergence of 0.
-bool ppl_row_ok(const uint16_t * row, int n_vocab) {
+bool mg_ppl_row_ok(const uint16_t * row, int n_vocab) {
     float scale, min_log_prob;
     memcpy(&scale, row, sizeof(float));
     memcpy(&min_log_prob, row + 2, sizeof(float));
@@ -148,7 +148,7 @@ bool ppl_row_ok(const uint16_t * row, int n_vocab) {
 
 static const char logits_magic[8] = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
 
-int ppl_row_slots(int n_vocab) {   // uint16 per saved row: 2 floats, then n_vocab rounded up to even
+int mg_ppl_row_slots(int n_vocab) {   // uint16 per saved row: 2 floats, then n_vocab rounded up to even
     return 2 * ((n_vocab + 1) / 2) + 4;
 }
 
@@ -158,92 +158,86 @@ static bool write_all(FILE * f, const void * p, size_t bytes) {
 
 // The file's header, into a temporary file beside path (outfile.h: the old
 // file stays whole until the run is complete and mg_outfile_commit renames).
-FILE * ppl_logits_file_create(const char * cmd, struct mg_outfile * out, const char * path, int32_t n_ctx,
-                                 int32_t n_vocab, int32_t n_chunk, const int32_t * tokens) {
+FILE * mg_ppl_logits_file_create(struct mg_outfile * out, const char * path, int32_t n_ctx, int32_t n_vocab,
+                                 int32_t n_chunk, const int32_t * tokens) {
     FILE * f = mg_outfile_open(out, path);
-    if (f == NULL) {
-        fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
-        return NULL;
-    }
+    if (f == NULL) return NULL;   // mg_outfile_open said why
     if (!write_all(f, logits_magic, 8) || !write_all(f, &n_ctx, 4) || !write_all(f, &n_vocab, 4) ||
         !write_all(f, &n_chunk, 4) || !write_all(f, tokens, (size_t) n_chunk * (size_t) n_ctx * sizeof(int32_t))) {
-        fprintf(stderr, "mg %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+        mg_set_error("cannot write %s: %s", path, strerror(errno));
         mg_outfile_abort(out);
         return NULL;
     }
     return f;
 }
 
-
-// The checks of ppl_base_open (ppl_logits.h); false after printing why.
-static bool base_read_checked(const char * cmd, const char * path, int n_vocab_model, struct logits_base * b) {
+// The checks of mg_ppl_base_open (perplexity.h); false after mg_set_error.
+static bool base_read_checked(const char * path, int n_vocab_model, struct mg_logits_base * b) {
     memset(b, 0, sizeof(*b));
     b->f = fopen(path, "rb");
     if (b->f == NULL) {
-        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, path, strerror(errno));
+        mg_set_error("cannot read %s: %s", path, strerror(errno));
         return false;
     }
-    char       magic[8];
+    char        magic[8];
     struct stat st;
     if (fread(magic, 1, 8, b->f) != 8 || memcmp(magic, logits_magic, 8) != 0 || fread(&b->n_ctx, 4, 1, b->f) != 1 ||
         fread(&b->n_vocab, 4, 1, b->f) != 1 || fread(&b->n_chunk, 4, 1, b->f) != 1) {
-        fprintf(stderr, "mg %s: %s is not a logits file (no \"_logits_\" header; make one with --save-logits)\n", cmd,
-                path);
+        mg_set_error("%s is not a logits file (no \"_logits_\" header)", path);
         return false;
     }
     if (b->n_ctx < 4 || b->n_vocab < 1 || b->n_chunk < 1 || b->n_chunk > (1 << 30) / b->n_ctx) {
-        fprintf(stderr, "mg %s: %s: a header of n_ctx %d, n_vocab %d, n_chunk %d makes no sense\n", cmd, path,
-                b->n_ctx, b->n_vocab, b->n_chunk);
+        mg_set_error("%s: a header of n_ctx %d, n_vocab %d, n_chunk %d makes no sense", path, b->n_ctx, b->n_vocab,
+                     b->n_chunk);
         return false;
     }
     if (b->n_vocab != n_vocab_model) {
-        fprintf(stderr, "mg %s: %s was saved with a vocabulary of %d tokens, this model has %d\n", cmd, path,
-                b->n_vocab, n_vocab_model);
+        mg_set_error("%s was saved with a vocabulary of %d tokens, this model has %d", path, b->n_vocab,
+                     n_vocab_model);
         return false;
     }
     const int    n_scored = b->n_ctx - 1 - b->n_ctx / 2;
     const double expected = 20.0 + 4.0 * b->n_chunk * (double) b->n_ctx +
-                            2.0 * b->n_chunk * (double) n_scored * ppl_row_slots(b->n_vocab);
+                            2.0 * b->n_chunk * (double) n_scored * mg_ppl_row_slots(b->n_vocab);
     if (fstat(fileno(b->f), &st) != 0 || (double) st.st_size != expected) {
-        fprintf(stderr, "mg %s: %s has %lld bytes, but its header (%d chunks of %d tokens, %d-token vocabulary) "
-                        "needs %.0f: %s\n", cmd, path, (long long) st.st_size, b->n_chunk, b->n_ctx, b->n_vocab,
-                expected, (double) st.st_size < expected ? "truncated" : "extra bytes at the end");
+        mg_set_error("%s has %lld bytes, but its header (%d chunks of %d tokens, %d-token vocabulary) needs %.0f: %s",
+                     path, (long long) st.st_size, b->n_chunk, b->n_ctx, b->n_vocab, expected,
+                     (double) st.st_size < expected ? "truncated" : "extra bytes at the end");
         return false;
     }
     const size_t n_tokens = (size_t) b->n_chunk * (size_t) b->n_ctx;
-    b->tokens = malloc(n_tokens * sizeof(int32_t));
+    b->tokens             = malloc(n_tokens * sizeof(int32_t));
     if (b->tokens == NULL || fread(b->tokens, sizeof(int32_t), n_tokens, b->f) != n_tokens) {
-        fprintf(stderr, "mg %s: cannot read the tokens of %s\n", cmd, path);
+        mg_set_error("cannot read the tokens of %s", path);
         return false;
     }
     for (size_t i = 0; i < n_tokens; i++) {
         if (b->tokens[i] < 0 || b->tokens[i] >= b->n_vocab) {
-            fprintf(stderr, "mg %s: %s: token %zu is %d, not in the vocabulary (0..%d)\n", cmd, path, i,
-                    b->tokens[i], b->n_vocab - 1);
+            mg_set_error("%s: token %zu is %d, not in the vocabulary (0..%d)", path, i, b->tokens[i], b->n_vocab - 1);
             return false;
         }
     }
     return true;
 }
 
-bool ppl_base_open(const char * cmd, const char * path, int n_vocab_model, struct logits_base * b) {
-    if (base_read_checked(cmd, path, n_vocab_model, b)) return true;
-    ppl_base_close(b);
+bool mg_ppl_base_open(const char * path, int n_vocab_model, struct mg_logits_base * b) {
+    if (base_read_checked(path, n_vocab_model, b)) return true;
+    mg_ppl_base_close(b);
     return false;
 }
 
-void ppl_base_close(struct logits_base * b) {
+void mg_ppl_base_close(struct mg_logits_base * b) {
     if (b->f) fclose(b->f);
     free(b->tokens);
     b->f      = NULL;
     b->tokens = NULL;
 }
 
-bool ppl_write_rows(FILE * f, const uint16_t * rows, int n_rows, int n_vocab) {
-    return write_all(f, rows, (size_t) n_rows * (size_t) ppl_row_slots(n_vocab) * sizeof(uint16_t));
+bool mg_ppl_write_rows(FILE * f, const uint16_t * rows, int n_rows, int n_vocab) {
+    return write_all(f, rows, (size_t) n_rows * (size_t) mg_ppl_row_slots(n_vocab) * sizeof(uint16_t));
 }
 
-bool ppl_base_read_rows(struct logits_base * b, uint16_t * rows, int n_rows) {
-    const size_t n = (size_t) n_rows * (size_t) ppl_row_slots(b->n_vocab);
+bool mg_ppl_base_read_rows(struct mg_logits_base * b, uint16_t * rows, int n_rows) {
+    const size_t n = (size_t) n_rows * (size_t) mg_ppl_row_slots(b->n_vocab);
     return fread(rows, sizeof(uint16_t), n, b->f) == n;
 }
