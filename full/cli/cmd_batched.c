@@ -235,93 +235,121 @@ static bool bb_need_fits(const struct bb_case * c, int n_ctx) {
     return (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg <= n_ctx;
 }
 
+// The lists of -npp, -ntg and -npl, parsed.
+struct bb_lists {
+    int npp[MAX_LIST], ntg[MAX_LIST], npl[MAX_LIST];
+    int n_pp, n_tg, n_pl;
+};
+
+// The options and their checks. False after printing why.
+static bool bb_parse(const char * cmd, int argc, char ** argv, struct cli_engine_opts * e, struct bb_opts * o,
+                     struct bb_lists * l) {
+    struct cli_option opts[32];
+    int n_opts = 0;
+    opts[n_opts++] = (struct cli_option) {NULL, "-npp", CLI_STRING, &o->npp, "prompt sizes (default 128)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "-ntg", CLI_STRING, &o->ntg, "generation lengths (default 128)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "-npl", CLI_STRING, &o->npl, "parallel levels (default 1,2,4,8,16)"};
+    opts[n_opts++] = (struct cli_option) {"-pps", "--pp-shared", CLI_FLAG, &o->shared,
+                                          "one prompt shared by all sequences, stored once"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--llama-batched-bench", CLI_IN_FILE, &o->llama,
+                                          "race this llama-batched-bench on the same file"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--rounds", CLI_INT, &o->rounds, "rounds of the race (default 3)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--rival-timeout", CLI_FLOAT, &o->rival_timeout,
+                                          "seconds one llama-batched-bench run may take before it is killed (default 3600)"};
+    if (!cli_parse_engine_command(cmd, argc, argv, bb_usage, opts, n_opts, e, NULL)) return false;
+    l->n_pp = cli_parse_int_list(o->npp, l->npp, MAX_LIST, 1, 1 << 16);
+    l->n_tg = cli_parse_int_list(o->ntg, l->ntg, MAX_LIST, 0, 1 << 16);
+    l->n_pl = cli_parse_int_list(o->npl, l->npl, MAX_LIST, 1, MAX_PARALLEL);
+    if (l->n_pp <= 0 || l->n_tg <= 0 || l->n_pl <= 0) {
+        fprintf(stderr, "mg %s: -npp, -ntg and -npl take comma lists of whole numbers (-npl at most %d)\n", cmd,
+                MAX_PARALLEL);
+        return false;
+    }
+    if (o->rounds < 1 || o->rounds > MAX_ROUNDS) {
+        fprintf(stderr, "mg %s: --rounds must be 1..%d, got %d\n", cmd, MAX_ROUNDS, o->rounds);
+        return false;
+    }
+    if (!(o->rival_timeout > 0.0f)) {
+        fprintf(stderr, "mg %s: --rival-timeout must be > 0 seconds, got %g\n", cmd, (double) o->rival_timeout);
+        return false;
+    }
+    return true;
+}
+
+// Keeps the cases that fit in n_ctx cells, in order. Skipped as
+// llama-batched-bench skips them, but said: an empty table with exit 0 reads
+// as success, so none fitting is an error naming the -c that would do.
+static bool bb_keep_fitting(const char * cmd, struct bb_race * race, int n_ctx) {
+    int n_fit = 0, need_min = 0;
+    for (int i = 0; i < race->n_cases; i++) {
+        const struct bb_case * c = &race->cases[i];
+        const int need = (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg;
+        need_min = i == 0 || need < need_min ? need : need_min;
+        if (bb_need_fits(c, n_ctx)) race->cases[n_fit++] = *c;
+    }
+    if (n_fit == 0) {
+        fprintf(stderr, "mg %s: no case fits in the %d cells of -c: the smallest needs %d (B x PP + B x TG); give -c %d "
+                        "or more\n", cmd, n_ctx, need_min, need_min);
+        return false;
+    }
+    if (n_fit < race->n_cases) {
+        fprintf(stderr, "mg %s: note: %d of %d cases need more than the %d cells of -c and are skipped\n", cmd,
+                race->n_cases - n_fit, race->n_cases, n_ctx);
+    }
+    race->n_cases = n_fit;
+    return true;
+}
+
+// Warm up as llama-batched-bench does: 16 tokens of one sequence.
+static bool bb_warm_up(const char * cmd, struct mg_session * s, int n_vocab) {
+    int32_t   warm[16];
+    const int n_warm = mg_session_n_ctx(s) < 16 ? mg_session_n_ctx(s) : 16;
+    for (int i = 0; i < n_warm; i++) warm[i] = bench_token(i, n_vocab);
+    if (mg_decode(s, warm, n_warm, false)) return true;
+    fprintf(stderr, "mg %s: the warm-up failed: %s\n", cmd, mg_last_error());
+    return false;
+}
+
+// llama-batched-bench's arguments for the same cases and cache.
+static void bb_rival_args_fill(const struct bb_lists * l, int n_ctx, int n_threads, struct bb_rival_args * a) {
+    bb_join(l->npp, l->n_pp, a->npp, sizeof(a->npp));
+    bb_join(l->ntg, l->n_tg, a->ntg, sizeof(a->ntg));
+    bb_join(l->npl, l->n_pl, a->npl, sizeof(a->npl));
+    snprintf(a->n_ctx, sizeof(a->n_ctx), "%d", n_ctx);
+    snprintf(a->n_threads, sizeof(a->n_threads), "%d", n_threads);
+}
+
+static void bb_print_table_head(void) {
+    printf("|%6s | %6s | %4s | %6s | %8s | %8s | %8s | %8s | %8s | %8s |\n", "PP", "TG", "B", "N_KV", "T_PP s",
+           "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s");
+    printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
+}
+
 int cmd_batched_bench(int argc, char ** argv) {
     const char * cmd = "batched-bench";
     struct cli_engine_opts e = cli_engine_defaults();
     struct bb_opts o = {.npp = "128", .ntg = "128", .npl = "1,2,4,8,16", .llama = NULL, .shared = false, .rounds = 3,
                      .rival_timeout = (float) CLI_RIVAL_TIMEOUT_S};
-    struct cli_option opts[32];
-    int n_opts = 0;
-    opts[n_opts++] = (struct cli_option) {NULL, "-npp", CLI_STRING, &o.npp, "prompt sizes (default 128)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "-ntg", CLI_STRING, &o.ntg, "generation lengths (default 128)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "-npl", CLI_STRING, &o.npl, "parallel levels (default 1,2,4,8,16)"};
-    opts[n_opts++] = (struct cli_option) {"-pps", "--pp-shared", CLI_FLAG, &o.shared,
-                                          "one prompt shared by all sequences, stored once"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--llama-batched-bench", CLI_IN_FILE, &o.llama,
-                                          "race this llama-batched-bench on the same file"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race (default 3)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--rival-timeout", CLI_FLOAT, &o.rival_timeout,
-                                          "seconds one llama-batched-bench run may take before it is killed (default 3600)"};
-    if (!cli_parse_engine_command(cmd, argc, argv, bb_usage, opts, n_opts, &e, NULL)) return 1;
-    int npp[MAX_LIST], ntg[MAX_LIST], npl[MAX_LIST];
-    const int n_pp = cli_parse_int_list(o.npp, npp, MAX_LIST, 1, 1 << 16), n_tg = cli_parse_int_list(o.ntg, ntg, MAX_LIST, 0, 1 << 16),
-              n_pl = cli_parse_int_list(o.npl, npl, MAX_LIST, 1, MAX_PARALLEL);
-    if (n_pp <= 0 || n_tg <= 0 || n_pl <= 0) {
-        fprintf(stderr, "mg %s: -npp, -ntg and -npl take comma lists of whole numbers (-npl at most %d)\n", cmd,
-                MAX_PARALLEL);
-        return 1;
-    }
-    if (o.rounds < 1 || o.rounds > MAX_ROUNDS) {
-        fprintf(stderr, "mg %s: --rounds must be 1..%d, got %d\n", cmd, MAX_ROUNDS, o.rounds);
-        return 1;
-    }
-    if (!(o.rival_timeout > 0.0f)) {
-        fprintf(stderr, "mg %s: --rival-timeout must be > 0 seconds, got %g\n", cmd, (double) o.rival_timeout);
-        return 1;
-    }
+    struct bb_lists l;
+    if (!bb_parse(cmd, argc, argv, &e, &o, &l)) return 1;
     static struct bb_race race;   // large: not on the stack
-    const int n_ctx_req = bb_cases(npp, n_pp, ntg, n_tg, npl, n_pl, o.shared, &race);
+    const int n_ctx_req = bb_cases(l.npp, l.n_pp, l.ntg, l.n_tg, l.npl, l.n_pl, o.shared, &race);
     // The cache holds the largest case, unless -c says otherwise (then larger cases are skipped, as llama's are).
     struct mg_session_params params = cli_session_params(&e);
     if (params.n_ctx <= 0) params.n_ctx = n_ctx_req;
     struct mg_model * m = cli_load_model(cmd, e.model, NULL);
     if (m == NULL) return 1;
     struct mg_session * s = mg_session_new(m, params);
-    if (s == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-        mg_model_free(m);
-        return 1;
-    }
-    int n_fit = 0, need_min = 0;   // the cases that fit, first
-    for (int i = 0; i < race.n_cases; i++) {
-        const struct bb_case * c = &race.cases[i];
-        const int need = (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg;
-        need_min = i == 0 || need < need_min ? need : need_min;
-        if (bb_need_fits(c, mg_session_n_ctx(s))) race.cases[n_fit++] = *c;
-    }
-    // Skipped as llama-batched-bench skips them, but said: an empty table with exit 0 reads as success.
-    if (n_fit == 0) {
-        fprintf(stderr, "mg %s: no case fits in the %d cells of -c: the smallest needs %d (B x PP + B x TG); give -c %d "
-                        "or more\n", cmd, mg_session_n_ctx(s), need_min, need_min);
-        mg_session_free(s);
-        mg_model_free(m);
-        return 1;
-    }
-    if (n_fit < race.n_cases) {
-        fprintf(stderr, "mg %s: note: %d of %d cases need more than the %d cells of -c and are skipped\n", cmd,
-                race.n_cases - n_fit, race.n_cases, mg_session_n_ctx(s));
-    }
-    race.n_cases = n_fit;
-    // Warm up as llama-batched-bench does: 16 tokens of one sequence.
-    int32_t   warm[16];
-    const int n_warm = mg_session_n_ctx(s) < 16 ? mg_session_n_ctx(s) : 16;
-    for (int i = 0; i < n_warm; i++) warm[i] = bench_token(i, m->hp.n_vocab);
-    bool ok = mg_decode(s, warm, n_warm, false);
-    if (!ok) fprintf(stderr, "mg %s: the warm-up failed: %s\n", cmd, mg_last_error());
+    if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    bool ok = s != NULL && bb_keep_fitting(cmd, &race, mg_session_n_ctx(s)) && bb_warm_up(cmd, s, m->hp.n_vocab);
     const bool racing = o.llama != NULL;
-    printf("\nmg %s: n_kv_max = %d, n_batch = %d, flash_attn = %d, is_pp_shared = %d, n_threads = %d\n\n", cmd,
-           mg_session_n_ctx(s), params.n_batch, params.flash_attn, o.shared, params.n_threads);
-    if (!racing) {
-        printf("|%6s | %6s | %4s | %6s | %8s | %8s | %8s | %8s | %8s | %8s |\n", "PP", "TG", "B", "N_KV", "T_PP s",
-               "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s");
-        printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
+    if (ok) {
+        printf("\nmg %s: n_kv_max = %d, n_batch = %d, flash_attn = %d, is_pp_shared = %d, n_threads = %d\n\n", cmd,
+               mg_session_n_ctx(s), params.n_batch, params.flash_attn, o.shared, params.n_threads);
+        if (!racing) bb_print_table_head();
     }
     struct bb_rival_args rival;
-    bb_join(npp, n_pp, rival.npp, sizeof(rival.npp));
-    bb_join(ntg, n_tg, rival.ntg, sizeof(rival.ntg));
-    bb_join(npl, n_pl, rival.npl, sizeof(rival.npl));
-    snprintf(rival.n_ctx, sizeof(rival.n_ctx), "%d", mg_session_n_ctx(s));
-    snprintf(rival.n_threads, sizeof(rival.n_threads), "%d", params.n_threads);
+    if (ok) bb_rival_args_fill(&l, mg_session_n_ctx(s), params.n_threads, &rival);
     for (int round = 0; ok && round < (racing ? o.rounds : 1); round++) {
         for (int i = 0; ok && i < race.n_cases; i++) ok = bb_run(s, &race.cases[i], m->hp.n_vocab, racing, &race.ours[i][round]);
         if (ok && racing) {
@@ -434,20 +462,32 @@ static bool par_reserve(const char * cmd, int32_t ** tok, int32_t ** pos, int32_
     return true;
 }
 
-int cmd_parallel(int argc, char ** argv) {
-    const char * cmd = "parallel";
-    struct cli_engine_opts   e   = cli_engine_defaults();
-    struct cli_sampling_opts smp = cli_sampling_defaults();
-    const char * prompts[MAX_PARALLEL], * prompt_file = NULL, * unused = NULL;
-    int  n_prompts = 0, n_predict = 64;
-    bool ignore_eos = false;
+// Everything one mg parallel run holds, freed by par_run_free.
+struct par_run {
+    struct cli_engine_opts   e;
+    struct cli_sampling_opts smp;
+    const char *             prompts[MAX_PARALLEL];
+    int                      n_prompts, n_predict;
+    bool                     ignore_eos;
+    char *                   file_text;   // -f FILE's text; prompts[] point into it
+    struct mg_model *        m;
+    struct mg_session *      s;
+    struct par_seq *         q;           // [n_prompts]
+    int32_t *                tok, * pos, * seq;   // the batch: the prompts' tokens, then one per sequence a step
+    bool *                   keep;
+    int                      n_total;     // the prompts' tokens
+};
+
+// The prompts (-p repeated, or -f one per line) and the options. False after printing why.
+static bool par_parse(const char * cmd, int argc, char ** argv, struct par_run * r) {
+    const char * prompt_file = NULL, * unused = NULL;
     // -p may repeat: collect every one before handing the rest to the parser.
-    char ** rest = malloc((size_t) argc * sizeof(char *));
-    int n_rest = 0;
+    char ** rest   = malloc((size_t) argc * sizeof(char *));
+    int     n_rest = 0;
     for (int i = 0; i < argc; i++) {
         if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prompt") == 0) && i + 1 < argc) {
-            if (n_prompts < MAX_PARALLEL) prompts[n_prompts] = argv[i + 1];
-            n_prompts++, i++;   // all counted, so that too many is said, not cut
+            if (r->n_prompts < MAX_PARALLEL) r->prompts[r->n_prompts] = argv[i + 1];
+            r->n_prompts++, i++;   // all counted, so that too many is said, not cut
         } else {
             rest[n_rest++] = argv[i];
         }
@@ -456,126 +496,144 @@ int cmd_parallel(int argc, char ** argv) {
     int n_opts = 0;
     opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &unused, "a prompt (repeat for several)"};
     opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &prompt_file, "prompts, one per line"};
-    opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict, "tokens per sequence (default 64)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
+    opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &r->n_predict, "tokens per sequence (default 64)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &r->ignore_eos,
                                           "do not stop at end-of-generation tokens"};
-    const bool parsed = cli_parse_engine_command(cmd, n_rest, rest, par_usage, opts, n_opts, &e, &smp);
+    const bool parsed = cli_parse_engine_command(cmd, n_rest, rest, par_usage, opts, n_opts, &r->e, &r->smp);
     free(rest);
-    if (!parsed || !par_count_ok(cmd, n_prompts, "given with -p")) return 1;
-    char * file_text = NULL;
+    if (!parsed || !par_count_ok(cmd, r->n_prompts, "given with -p")) return false;
     if (prompt_file != NULL) {
         size_t len;
-        if (n_prompts > 0 || (file_text = cli_read_file(cmd, prompt_file, &len)) == NULL) {
-            if (n_prompts > 0) fprintf(stderr, "mg %s: give the prompts with -p or with -f, not both\n", cmd);
-            return 1;
+        if (r->n_prompts > 0) {
+            fprintf(stderr, "mg %s: give the prompts with -p or with -f, not both\n", cmd);
+            return false;
         }
-        n_prompts = split_lines(file_text, prompts, MAX_PARALLEL);
-        if (!par_count_ok(cmd, n_prompts, "in -f (one per line)")) {
-            free(file_text);
-            return 1;
-        }
+        if ((r->file_text = cli_read_file(cmd, prompt_file, &len)) == NULL) return false;
+        r->n_prompts = split_lines(r->file_text, r->prompts, MAX_PARALLEL);
+        if (!par_count_ok(cmd, r->n_prompts, "in -f (one per line)")) return false;
     }
-    if (n_prompts == 0 || n_predict < 1) {
+    if (r->n_prompts == 0 || r->n_predict < 1) {
         fprintf(stderr, "mg %s: need at least one prompt (-p TEXT, repeated, or -f FILE) and -n >= 1\n", cmd);
-        free(file_text);
-        return 1;
+        return false;
     }
-    double load_ms;
-    struct mg_model * m = cli_load_model(cmd, e.model, &load_ms);
-    if (m == NULL) {
-        free(file_text);
-        return 1;
-    }
-    struct mg_session_params params = cli_session_params(&e);
-    struct mg_session * s = mg_session_new(m, params);
-    struct par_seq * q = calloc((size_t) n_prompts, sizeof(struct par_seq));
-    int status = s != NULL ? 0 : 1;
-    if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    return true;
+}
 
-    // All prompts in one batch, each keeping its last logits.
-    int n_total = 0;
-    int32_t * tok  = NULL, * pos = NULL, * seq = NULL;
-    bool *    keep = NULL;
-    for (int i = 0; i < n_prompts && status == 0; i++) {
+// All prompts in one batch, each keeping its last logits, and a sampler per
+// sequence (seed + its index). False after printing why.
+static bool par_prompts_batch(const char * cmd, struct par_run * r) {
+    const struct cli_sampling_opts * smp = &r->smp;
+    for (int i = 0; i < r->n_prompts; i++) {
         // At most 3 tokens per byte (an invalid byte becomes U+FFFD's three byte tokens) and a BOS.
-        const size_t len = strlen(prompts[i]), room = 3 * len + 2;
-        if (!par_reserve(cmd, &tok, &pos, &seq, &keep, (size_t) n_total + room)) {
-            status = 1;
-            break;
-        }
-        const int32_t n = mg_tokenize(m->vocab, prompts[i], (int32_t) len, tok + n_total, (int32_t) room, true, true);
+        const size_t len = strlen(r->prompts[i]), room = 3 * len + 2;
+        if (!par_reserve(cmd, &r->tok, &r->pos, &r->seq, &r->keep, (size_t) r->n_total + room)) return false;
+        int32_t * tok = r->tok + r->n_total;
+        const int32_t n = mg_tokenize(r->m->vocab, r->prompts[i], (int32_t) len, tok, (int32_t) room, true, true);
         if (n <= 0) {
             fprintf(stderr, "mg %s: prompt %d gives no tokens\n", cmd, i);
-            status = 1;
-            break;
+            return false;
         }
-        q[i].prompt  = prompts[i];
-        q[i].sampler = mg_sampler_new((struct mg_sampler_params) {smp.p.temp, smp.p.top_k, smp.p.top_p, smp.p.min_p,
-                                                                  smp.p.repeat_penalty, smp.p.repeat_last_n,
-                                                                  smp.p.seed + (uint64_t) i}, m->hp.n_vocab);
-        mg_detok_init(&q[i].detok, false);
+        struct par_seq * q = &r->q[i];
+        q->prompt  = r->prompts[i];
+        q->sampler = mg_sampler_new((struct mg_sampler_params) {smp->p.temp, smp->p.top_k, smp->p.top_p, smp->p.min_p,
+                                                                smp->p.repeat_penalty, smp->p.repeat_last_n,
+                                                                smp->p.seed + (uint64_t) i}, r->m->hp.n_vocab);
+        mg_detok_init(&q->detok, false);
         for (int k = 0; k < n; k++) {
-            mg_sampler_accept(q[i].sampler, tok[n_total + k]);
-            pos[n_total + k] = k, seq[n_total + k] = i, keep[n_total + k] = k == n - 1;
+            mg_sampler_accept(q->sampler, tok[k]);
+            const int at = r->n_total + k;
+            r->pos[at] = k, r->seq[at] = i, r->keep[at] = k == n - 1;
         }
-        q[i].n_past = n;
-        n_total += n;
+        q->n_past = n;
+        r->n_total += n;
     }
+    return true;
+}
+
+// One batch per step, the next token of every unfinished sequence, until all
+// are done or the context is full (then what was made is printed). *n_generated
+// counts the tokens decoded. False after printing why.
+static bool par_generate(const char * cmd, struct par_run * r, int n_active, int * n_generated) {
+    int32_t idx[MAX_PARALLEL];
+    while (n_active > 0) {
+        int n = 0;
+        for (int i = 0; i < r->n_prompts; i++) {
+            if (r->q[i].done) continue;
+            idx[n] = i, r->tok[n] = r->q[i].next, r->pos[n] = r->q[i].n_past++, r->seq[n] = i, r->keep[n] = true;
+            n++;
+        }
+        if (mg_session_cells_used(r->s) + n > mg_session_n_ctx(r->s)) {   // as mg run: stop, and print what was made
+            fprintf(stderr, "mg %s: the context (-c %d) is full: %d unfinished sequence%s stop here\n", cmd,
+                    mg_session_n_ctx(r->s), n, n == 1 ? "" : "s");
+            for (int k = 0; k < n; k++) par_finish(&r->q[idx[k]], idx[k], "context full");
+            return true;
+        }
+        if (!mg_decode_batch(r->s, &(struct mg_batch) {n, r->tok, r->pos, r->seq, r->keep})) {
+            fprintf(stderr, "mg %s: step with %d sequences: %s\n", cmd, n, mg_last_error());
+            return false;
+        }
+        *n_generated += n;
+        for (int k = 0; k < n; k++) {
+            if (!par_sample(&r->q[idx[k]], idx[k], r->m, mg_get_logits_ith(r->s, k), r->n_predict, r->ignore_eos)) {
+                n_active--;
+            }
+        }
+    }
+    return true;
+}
+
+static void par_run_free(struct par_run * r) {
+    for (int i = 0; r->q != NULL && i < r->n_prompts; i++) {
+        mg_sampler_free(r->q[i].sampler);
+        free(r->q[i].text);
+    }
+    free(r->q);
+    free(r->tok);
+    free(r->pos);
+    free(r->seq);
+    free(r->keep);
+    free(r->file_text);
+    mg_session_free(r->s);
+    mg_model_free(r->m);
+}
+
+// The model, its session and a sequence per prompt. False after printing why.
+static bool par_set_up(const char * cmd, struct par_run * r) {
+    r->m = cli_load_model(cmd, r->e.model, NULL);
+    if (r->m == NULL) return false;
+    r->s = mg_session_new(r->m, cli_session_params(&r->e));
+    r->q = calloc((size_t) r->n_prompts, sizeof(struct par_seq));
+    if (r->s == NULL || r->q == NULL) {
+        fprintf(stderr, "mg %s: %s\n", cmd, r->s == NULL ? mg_last_error() : "out of memory");
+        return false;
+    }
+    return true;
+}
+
+int cmd_parallel(int argc, char ** argv) {
+    const char *   cmd = "parallel";
+    struct par_run r   = {.e = cli_engine_defaults(), .smp = cli_sampling_defaults(), .n_predict = 64};
+    bool ok = par_parse(cmd, argc, argv, &r) && par_set_up(cmd, &r) && par_prompts_batch(cmd, &r);
     const double t0 = mg_time_ms();
-    if (status == 0 && !mg_decode_batch(s, &(struct mg_batch) {n_total, tok, pos, seq, keep})) {
+    if (ok && !mg_decode_batch(r.s, &(struct mg_batch) {r.n_total, r.tok, r.pos, r.seq, r.keep})) {
         fprintf(stderr, "mg %s: the prompts: %s\n", cmd, mg_last_error());
-        status = 1;
+        ok = false;
     }
     const double prompt_ms = mg_time_ms() - t0;
     int n_active = 0, n_generated = 0;
-    for (int i = 0, row = 0; i < n_prompts && status == 0; i++) {
-        row += q[i].n_past;
-        n_active += par_sample(&q[i], i, m, mg_get_logits_ith(s, row - 1), n_predict, ignore_eos);
+    for (int i = 0, row = 0; ok && i < r.n_prompts; i++) {
+        row += r.q[i].n_past;
+        n_active += par_sample(&r.q[i], i, r.m, mg_get_logits_ith(r.s, row - 1), r.n_predict, r.ignore_eos);
     }
-    // Then one batch per step: the next token of every unfinished sequence.
     const double t1 = mg_time_ms();
-    int32_t idx[MAX_PARALLEL];
-    while (status == 0 && n_active > 0) {
-        int n = 0;
-        for (int i = 0; i < n_prompts; i++) {
-            if (q[i].done) continue;
-            idx[n] = i, tok[n] = q[i].next, pos[n] = q[i].n_past++, seq[n] = i, keep[n] = true;
-            n++;
-        }
-        if (mg_session_cells_used(s) + n > mg_session_n_ctx(s)) {   // as mg run: stop, and print what was made
-            fprintf(stderr, "mg %s: the context (-c %d) is full: %d unfinished sequence%s stop here\n", cmd,
-                    mg_session_n_ctx(s), n, n == 1 ? "" : "s");
-            for (int k = 0; k < n; k++) par_finish(&q[idx[k]], idx[k], "context full");
-            break;
-        }
-        if (!mg_decode_batch(s, &(struct mg_batch) {n, tok, pos, seq, keep})) {
-            fprintf(stderr, "mg %s: step with %d sequences: %s\n", cmd, n, mg_last_error());
-            status = 1;
-            break;
-        }
-        n_generated += n;
-        for (int k = 0; k < n; k++) {
-            if (!par_sample(&q[idx[k]], idx[k], m, mg_get_logits_ith(s, k), n_predict, ignore_eos)) n_active--;
-        }
-    }
+    ok = ok && par_generate(cmd, &r, n_active, &n_generated);
     const double gen_ms = mg_time_ms() - t1;
-    if (status == 0) {
+    if (ok) {
         fprintf(stderr, "\nmg %s: %d sequences; prompts %d tokens in %.2f ms (%.2f t/s); generation %d tokens in "
-                        "%.2f ms (%.2f t/s, all sequences together); %d cache cells used\n", cmd, n_prompts, n_total,
-                prompt_ms, 1e3 * n_total / prompt_ms, n_generated, gen_ms, gen_ms > 0 ? 1e3 * n_generated / gen_ms : 0.0,
-                mg_session_cells_used(s));
+                        "%.2f ms (%.2f t/s, all sequences together); %d cache cells used\n", cmd, r.n_prompts,
+                r.n_total, prompt_ms, 1e3 * r.n_total / prompt_ms, n_generated, gen_ms,
+                gen_ms > 0 ? 1e3 * n_generated / gen_ms : 0.0, mg_session_cells_used(r.s));
     }
-    for (int i = 0; i < n_prompts; i++) {
-        mg_sampler_free(q[i].sampler);
-        free(q[i].text);
-    }
-    free(q);
-    free(tok);
-    free(pos);
-    free(seq);
-    free(keep);
-    free(file_text);
-    mg_session_free(s);
-    mg_model_free(m);
-    return status;
+    par_run_free(&r);
+    return ok ? 0 : 1;
 }

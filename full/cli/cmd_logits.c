@@ -24,6 +24,42 @@ static const char * usage =
     "(attn_norm-0, Qcur-0, kq-0, ffn_out-0, ...) as DIR/<name>.npy, float32, in graph order in\n"
     "DIR/order.txt (tools/npy_diff compares two such folders; numpy.load opens the files).";
 
+// rows x n_vocab floats to path (a temporary file renamed into place; the
+// path was checked by cli_parse before any work). False after printing why.
+static bool write_logits(const char * cmd, const char * path, const float * logits, int n_rows, int n_vocab) {
+    struct mg_outfile out;
+    FILE *            f        = mg_outfile_open(&out, path);
+    const size_t      n_floats = (size_t) n_vocab * (size_t) n_rows;
+    if (f != NULL && fwrite(logits, sizeof(float), n_floats, f) != n_floats) {
+        mg_set_error("%s: write failed: %s", path, strerror(errno));
+        mg_outfile_abort(&out);
+        f = NULL;
+    }
+    if (f == NULL || !mg_outfile_commit(&out)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        return false;
+    }
+    printf("wrote %zu floats (%d position%s x %d) to %s\n", n_floats, n_rows, n_rows > 1 ? "s" : "", n_vocab, path);
+    return true;
+}
+
+// The top logits of one position, highest first, with their pieces.
+static bool print_top(const struct mg_vocab * vocab, const float * logits, int n_vocab, int top) {
+    float * copy = malloc((size_t) n_vocab * sizeof(float));
+    if (copy == NULL) return false;
+    memcpy(copy, logits, (size_t) n_vocab * sizeof(float));
+    printf("top %d of the last position:\n", top);
+    for (int k = 0; k < top && k < n_vocab; k++) {
+        const int32_t id = mg_argmax(copy, n_vocab);
+        char          piece[64];
+        const int32_t pl = mg_token_to_piece(vocab, id, piece, sizeof(piece), true);
+        printf("%3d  %6d  %12.6f  '%.*s'\n", k + 1, id, (double) logits[id], pl > 0 ? pl : 0, piece);
+        copy[id] = -INFINITY;
+    }
+    free(copy);
+    return true;
+}
+
 int cmd_logits(int argc, char ** argv) {
     const char * cmd = "logits";
     struct cli_engine_opts e = cli_engine_defaults();
@@ -52,7 +88,6 @@ int cmd_logits(int argc, char ** argv) {
     int                 status = 1;
     struct mg_session * s      = NULL;
     int32_t *           tokens = NULL;
-    float *             copy   = NULL;
     struct mg_npy_dumper dumper = {0};
     struct mg_model *   m      = cli_load_model(cmd, e.model, NULL);
     if (m == NULL) goto done;
@@ -78,42 +113,19 @@ int cmd_logits(int argc, char ** argv) {
             goto done;
         }
     }
-    const int     n_vocab = m->hp.n_vocab;
-    const float * logits  = mg_get_logits(s);
-    if (out_path != NULL) {
-        struct mg_outfile out;   // checked by cli_parse before any work; a temporary file renamed into place
-        FILE * f = mg_outfile_open(&out, out_path);
-        const size_t n_floats = (size_t) n_vocab * (all ? (size_t) n : 1);
-        if (f != NULL && fwrite(logits, sizeof(float), n_floats, f) != n_floats) {
-            mg_set_error("%s: write failed: %s", out_path, strerror(errno));
-            mg_outfile_abort(&out);
-            f = NULL;
-        }
-        if (f == NULL || !mg_outfile_commit(&out)) {
-            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-            goto done;
-        }
-        printf("wrote %zu floats (%d position%s x %d) to %s\n", n_floats, all ? n : 1, all && n > 1 ? "s" : "",
-               n_vocab, out_path);
-    }
-    const float * last = logits + (all ? (size_t) (n - 1) * (size_t) n_vocab : 0);
+    const int n_rows = all ? n : 1;
+    if (out_path != NULL && !write_logits(cmd, out_path, mg_get_logits(s), n_rows, m->hp.n_vocab)) goto done;
     printf("tokens (%d):", n);
     for (int i = 0; i < n; i++) printf(" %d", tokens[i]);
-    printf("\ntop %d of the last position:\n", top);
-    copy = malloc((size_t) n_vocab * sizeof(float));
-    memcpy(copy, last, (size_t) n_vocab * sizeof(float));
-    for (int k = 0; k < top && k < n_vocab; k++) {
-        const int32_t id = mg_argmax(copy, n_vocab);
-        char piece[64];
-        const int32_t pl = mg_token_to_piece(m->vocab, id, piece, sizeof(piece), true);
-        printf("%3d  %6d  %12.6f  '%.*s'\n", k + 1, id, (double) last[id], pl > 0 ? pl : 0, piece);
-        copy[id] = -INFINITY;
+    printf("\n");
+    if (!print_top(m->vocab, mg_get_logits(s) + (size_t) (n_rows - 1) * (size_t) m->hp.n_vocab, m->hp.n_vocab, top)) {
+        fprintf(stderr, "mg %s: out of memory\n", cmd);
+        goto done;
     }
     status = 0;
 
 done:
     mg_npy_dumper_close(&dumper);
-    free(copy);
     free(tokens);
     free(text);
     mg_session_free(s);

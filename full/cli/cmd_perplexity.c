@@ -352,131 +352,165 @@ static bool same_tokens(const char * cmd, const struct ppl_opts * o, const struc
     return true;
 }
 
-int cmd_perplexity(int argc, char ** argv) {
-    const char *           cmd = "perplexity";
-    struct cli_engine_opts e   = cli_engine_defaults();
-    struct ppl_opts        o   = {.n_chunks = -1};
-    struct cli_option      opts[24];
-    int                    n_opts = 0;
-    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &o.text_file, "the text to score"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--chunks", CLI_INT, &o.n_chunks, "score at most N chunks (default all)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--save-logits", CLI_OUT_FILE, &o.save_logits,
+// Everything one run holds, freed by ppl_run_free.
+struct ppl_run {
+    struct cli_engine_opts e;
+    struct ppl_opts        o;
+    struct mg_model *      m;
+    double                 load_ms;
+    struct mg_logits_base  base;       // with --kl-base
+    int32_t *              tokens;     // of -f TEXT, without --kl-base
+    int                    n_tokens;
+    int                    n_chunk;    // chunks to score
+    struct ppl_eval        ev;
+};
+
+// The options and the checks that need no model. False after printing why.
+static bool ppl_parse(const char * cmd, int argc, char ** argv, struct ppl_run * r) {
+    struct ppl_opts * o = &r->o;
+    struct cli_option opts[24];
+    int               n_opts = 0;
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &o->text_file, "the text to score"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--chunks", CLI_INT, &o->n_chunks, "score at most N chunks (default all)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--save-logits", CLI_OUT_FILE, &o->save_logits,
                                           "write the scored log-probabilities to FILE, for --kl-base"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--kl-base", CLI_IN_FILE, &o.kl_base,
+    opts[n_opts++] = (struct cli_option) {NULL, "--kl-base", CLI_IN_FILE, &o->kl_base,
                                           "KL divergence against FILE (from --save-logits)"};
-    if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, NULL)) return 1;
-    if (o.text_file == NULL && o.kl_base == NULL) {
-        fprintf(stderr, "mg %s: no text: give one with -f TEXT (or --kl-base FILE)\n", cmd);
-        return 1;
+    if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &r->e, NULL)) return false;
+    const char * wrong = o->text_file == NULL && o->kl_base == NULL ? "no text: give one with -f TEXT (or --kl-base FILE)"
+                         : o->save_logits != NULL && o->kl_base != NULL
+                             ? "--save-logits and --kl-base do not go together (save from the base model)"
+                             : NULL;
+    if (wrong != NULL) {
+        fprintf(stderr, "mg %s: %s\n", cmd, wrong);
+        return false;
     }
-    if (o.save_logits != NULL && o.kl_base != NULL) {
-        fprintf(stderr, "mg %s: --save-logits and --kl-base do not go together (save from the base model)\n", cmd);
-        return 1;
+    if (o->n_chunks == 0 || o->n_chunks < -1) {
+        fprintf(stderr, "mg %s: --chunks must be at least 1, got %d\n", cmd, o->n_chunks);
+        return false;
     }
-    if (o.n_chunks == 0 || o.n_chunks < -1) {
-        fprintf(stderr, "mg %s: --chunks must be at least 1, got %d\n", cmd, o.n_chunks);
-        return 1;
+    if (r->e.n_ctx != 0 && r->e.n_ctx < 4) {
+        fprintf(stderr, "mg %s: --ctx-size must be at least 4 (half of each chunk is context), got %d\n", cmd,
+                r->e.n_ctx);
+        return false;
     }
-    if (e.n_ctx != 0 && e.n_ctx < 4) {
-        fprintf(stderr, "mg %s: --ctx-size must be at least 4 (half of each chunk is context), got %d\n", cmd, e.n_ctx);
-        return 1;
-    }
+    return true;
+}
 
-    int                status = 1;
-    struct ppl_eval    ev     = {0};
-    struct mg_logits_base base   = {0};
-    int32_t *          tokens = NULL;
-    FILE *             save   = NULL;   // save_out's temporary file
-    struct mg_outfile  save_out = {0};
-    double             load_ms;
-    struct mg_model *  m = cli_load_model(cmd, e.model, &load_ms);
-    if (m == NULL) goto done;
-    const int n_vocab = m->hp.n_vocab;
-
-    int n_tokens = 0;
-    if (o.kl_base != NULL) {
-        if (!mg_ppl_base_open(o.kl_base, n_vocab, &base)) {
-            fprintf(stderr, "mg %s: --kl-base: %s (make one with --save-logits)\n", cmd, mg_last_error());
-            goto done;
-        }
-        if (e.n_ctx != 0 && e.n_ctx != base.n_ctx) {
-            fprintf(stderr, "mg %s: %s was saved with -c %d, not %d (leave -c out)\n", cmd, o.kl_base, base.n_ctx,
-                    e.n_ctx);
-            goto done;
-        }
-        if (o.text_file != NULL && !same_tokens(cmd, &o, m->vocab, &base)) goto done;
-        e.n_ctx = base.n_ctx;
-    } else {
-        if (e.n_ctx == 0) e.n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 512 ? m->hp.n_ctx_train : 512;
-        tokens = tokenize_file(cmd, o.text_file, m->vocab, &n_tokens);
-        if (tokens == NULL) goto done;
-        if ((int64_t) n_tokens < 2 * (int64_t) e.n_ctx) {   // 64 bits: -c near INT_MAX must not wrap
-            fprintf(stderr, "mg %s: %s tokenizes to only %d tokens: perplexity with -c %d needs at least %lld\n", cmd,
-                    o.text_file, n_tokens, e.n_ctx, (long long) 2 * e.n_ctx);
-            goto done;
-        }
+// With --kl-base: the saved file, its tokens and its -c (a -f TEXT must be the same tokens).
+static bool ppl_open_base(const char * cmd, struct ppl_run * r) {
+    if (!mg_ppl_base_open(r->o.kl_base, r->m->hp.n_vocab, &r->base)) {
+        fprintf(stderr, "mg %s: --kl-base: %s (make one with --save-logits)\n", cmd, mg_last_error());
+        return false;
     }
-    if (mg_vocab_add_eos(m->vocab)) {   // llama.cpp asserts the same: EOS inside chunks would be scored
+    if (r->e.n_ctx != 0 && r->e.n_ctx != r->base.n_ctx) {
+        fprintf(stderr, "mg %s: %s was saved with -c %d, not %d (leave -c out)\n", cmd, r->o.kl_base, r->base.n_ctx,
+                r->e.n_ctx);
+        return false;
+    }
+    if (r->o.text_file != NULL && !same_tokens(cmd, &r->o, r->m->vocab, &r->base)) return false;
+    r->e.n_ctx = r->base.n_ctx;
+    return true;
+}
+
+// Without it: -f TEXT's tokens, at least two chunks of -c (default 512, or the training context if smaller).
+static bool ppl_read_text(const char * cmd, struct ppl_run * r) {
+    const struct mg_model_hparams * hp = &r->m->hp;
+    if (r->e.n_ctx == 0) r->e.n_ctx = hp->n_ctx_train > 0 && hp->n_ctx_train < 512 ? hp->n_ctx_train : 512;
+    r->tokens = tokenize_file(cmd, r->o.text_file, r->m->vocab, &r->n_tokens);
+    if (r->tokens == NULL) return false;
+    if ((int64_t) r->n_tokens < 2 * (int64_t) r->e.n_ctx) {   // 64 bits: -c near INT_MAX must not wrap
+        fprintf(stderr, "mg %s: %s tokenizes to only %d tokens: perplexity with -c %d needs at least %lld\n", cmd,
+                r->o.text_file, r->n_tokens, r->e.n_ctx, (long long) 2 * r->e.n_ctx);
+        return false;
+    }
+    return true;
+}
+
+// The model, the tokens to score, the chunk count, and the evaluator's session and buffers.
+static bool ppl_set_up(const char * cmd, struct ppl_run * r) {
+    r->m = cli_load_model(cmd, r->e.model, &r->load_ms);
+    if (r->m == NULL) return false;
+    if (!(r->o.kl_base != NULL ? ppl_open_base(cmd, r) : ppl_read_text(cmd, r))) return false;
+    if (mg_vocab_add_eos(r->m->vocab)) {   // llama.cpp asserts the same: EOS inside chunks would be scored
         fprintf(stderr, "mg %s: this vocabulary adds EOS to every text (add_eos): perplexity does not apply\n", cmd);
-        goto done;
+        return false;
     }
-    if (e.n_ctx > m->hp.n_ctx_train) {
+    struct cli_engine_opts * e = &r->e;
+    if (e->n_ctx > r->m->hp.n_ctx_train) {
         fprintf(stderr, "mg %s: warning: the model was trained on only %d context tokens (-c %d)\n", cmd,
-                m->hp.n_ctx_train, e.n_ctx);
+                r->m->hp.n_ctx_train, e->n_ctx);
     }
-    if (e.n_batch > e.n_ctx) e.n_batch = e.n_ctx;
-    const int n_chunk_max = o.kl_base ? base.n_chunk : n_tokens / e.n_ctx;
-    const int n_chunk     = o.n_chunks > 0 && o.n_chunks < n_chunk_max ? o.n_chunks : n_chunk_max;
-
-    ev = (struct ppl_eval) {
-        .s = mg_session_new(m, cli_session_params(&e)), .n_ctx = e.n_ctx, .n_batch = e.n_batch, .first = e.n_ctx / 2,
-        .n_vocab = n_vocab, .bos = mg_vocab_add_bos(m->vocab) ? mg_vocab_bos(m->vocab) : -1,
-        .batch = malloc((size_t) e.n_batch * sizeof(int32_t)),
-        .logits = malloc((size_t) (e.n_ctx - e.n_ctx / 2) * (size_t) n_vocab * sizeof(float)),
+    if (e->n_batch > e->n_ctx) e->n_batch = e->n_ctx;
+    const int n_chunk_max = r->o.kl_base ? r->base.n_chunk : r->n_tokens / e->n_ctx;
+    r->n_chunk            = r->o.n_chunks > 0 && r->o.n_chunks < n_chunk_max ? r->o.n_chunks : n_chunk_max;
+    const int n_vocab     = r->m->hp.n_vocab;
+    r->ev = (struct ppl_eval) {
+        .s = mg_session_new(r->m, cli_session_params(e)), .n_ctx = e->n_ctx, .n_batch = e->n_batch,
+        .first = e->n_ctx / 2, .n_vocab = n_vocab, .bos = mg_vocab_add_bos(r->m->vocab) ? mg_vocab_bos(r->m->vocab) : -1,
+        .batch = malloc((size_t) e->n_batch * sizeof(int32_t)),
+        .logits = malloc((size_t) (e->n_ctx - e->n_ctx / 2) * (size_t) n_vocab * sizeof(float)),
     };
-    if (ev.s == NULL || ev.batch == NULL || ev.logits == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, ev.s == NULL ? mg_last_error() : "out of memory");
-        goto done;
+    if (r->ev.s == NULL || r->ev.batch == NULL || r->ev.logits == NULL) {
+        fprintf(stderr, "mg %s: %s\n", cmd, r->ev.s == NULL ? mg_last_error() : "out of memory");
+        return false;
+    }
+    return true;
+}
+
+// Perplexity of the text, its log-probabilities saved with --save-logits
+// (renamed over the old file only when the run is complete).
+static bool ppl_score_text(const char * cmd, struct ppl_run * r) {
+    struct mg_outfile save_out = {0};
+    FILE *            save     = NULL;
+    if (r->o.save_logits != NULL) {
+        save = mg_ppl_logits_file_create(&save_out, r->o.save_logits, r->e.n_ctx, r->m->hp.n_vocab, r->n_chunk,
+                                         r->tokens);
+        if (save == NULL) {
+            fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
+            return false;
+        }
+    }
+    if (!run_perplexity(cmd, &r->ev, r->tokens, r->n_chunk, save)) {
+        if (save != NULL) mg_outfile_abort(&save_out);   // a failed run leaves the old file as it was
+        return false;
+    }
+    if (save != NULL && !mg_outfile_commit(&save_out)) {
+        fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
+        return false;
+    }
+    return true;
+}
+
+static void ppl_run_free(struct ppl_run * r) {
+    mg_ppl_base_close(&r->base);
+    free(r->ev.batch);
+    free(r->ev.logits);
+    mg_session_free(r->ev.s);
+    free(r->tokens);
+    mg_model_free(r->m);
+}
+
+int cmd_perplexity(int argc, char ** argv) {
+    const char *   cmd = "perplexity";
+    struct ppl_run r   = {.e = cli_engine_defaults(), .o = {.n_chunks = -1}};
+    if (!ppl_parse(cmd, argc, argv, &r)) return 1;
+    if (!ppl_set_up(cmd, &r)) {
+        ppl_run_free(&r);
+        return 1;
     }
     fprintf(stderr, "mg %s: %s over %d chunks, n_ctx=%d, batch_size=%d, %d threads%s\n", cmd,
-            o.kl_base ? "KL divergence" : "perplexity", n_chunk, e.n_ctx, e.n_batch, e.n_threads,
-            o.kl_base ? "" : " (scoring the second half of each chunk)");
-
+            r.o.kl_base ? "KL divergence" : "perplexity", r.n_chunk, r.e.n_ctx, r.e.n_batch, r.e.n_threads,
+            r.o.kl_base ? "" : " (scoring the second half of each chunk)");
     const double t0 = mg_time_ms();
-    bool         ok;
-    if (o.kl_base != NULL) {
-        ok = run_kl_divergence(cmd, &ev, &base, n_chunk);
-    } else {
-        save = o.save_logits ? mg_ppl_logits_file_create(&save_out, o.save_logits, e.n_ctx, n_vocab, n_chunk, tokens)
-                             : NULL;
-        if (o.save_logits != NULL && save == NULL) {
-            fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
-            goto done;
-        }
-        ok = run_perplexity(cmd, &ev, tokens, n_chunk, save);
-        if (ok && save != NULL) {   // complete: renamed over the old file only now
-            save = NULL;
-            if (!mg_outfile_commit(&save_out)) {
-                fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
-                ok = false;
-            }
-        }
+    const bool   ok = r.o.kl_base != NULL ? run_kl_divergence(cmd, &r.ev, &r.base, r.n_chunk) : ppl_score_text(cmd, &r);
+    if (ok) {
+        const double ms     = mg_time_ms() - t0;
+        const int    n_eval = r.n_chunk * r.e.n_ctx;
+        fprintf(stderr, "mg %s: %d tokens in %.2f s: %.2f tokens per second\n", cmd, n_eval, ms / 1e3,
+                ms > 0 ? 1e3 * n_eval / ms : 0.0);
+        cli_print_timings(r.ev.s, r.load_ms, n_eval, ms, 0, 0.0);
     }
-    if (!ok) goto done;
-    const double ms = mg_time_ms() - t0;
-    const int    n_eval = n_chunk * e.n_ctx;
-    fprintf(stderr, "mg %s: %d tokens in %.2f s: %.2f tokens per second\n", cmd, n_eval, ms / 1e3,
-            ms > 0 ? 1e3 * n_eval / ms : 0.0);
-    cli_print_timings(ev.s, load_ms, n_eval, ms, 0, 0.0);
-    status = 0;
-
-done:
-    if (save != NULL) mg_outfile_abort(&save_out);   // a failed run leaves the old file as it was
-    mg_ppl_base_close(&base);
-    free(ev.batch);
-    free(ev.logits);
-    mg_session_free(ev.s);
-    free(tokens);
-    mg_model_free(m);
-    return status;
+    ppl_run_free(&r);
+    return ok ? 0 : 1;
 }
