@@ -42,191 +42,239 @@ static bool context_shift(const char * cmd, struct mg_session * s, int n_keep) {
     return true;
 }
 
-int cmd_run(int argc, char ** argv) {
-    const char * cmd = "run";
-    struct cli_engine_opts   e   = cli_engine_defaults();
-    e.draws                      = true;   // the prompt's and a decode step's graph (--dot, --svg)
-    struct cli_sampling_opts smp = cli_sampling_defaults();
-    const char * prompt = NULL, * prompt_file = NULL, * normalize = NULL, * trace_json = NULL, * memory_map = NULL,
-               * dump_dir = NULL;
-    int  n_predict = 128, n_keep = 0, trace_steps = 256;
-    bool ignore_eos = false, no_display_prompt = false, no_special = false, ctx_shift = false, no_ctx_shift = false;
+// mg run's own options (the engine's and the sampler's are cli.h's).
+struct run_opts {
+    const char * prompt, * prompt_file, * normalize, * trace_json, * memory_map, * dump_dir;
+    int          n_predict, n_keep, trace_steps;
+    bool         ignore_eos, no_display_prompt, no_special, ctx_shift, no_ctx_shift;
+};
 
+// Everything one run holds, freed by run_free.
+struct run_state {
+    struct cli_engine_opts   e;
+    struct cli_sampling_opts smp;
+    struct run_opts          o;
+    char *                   text;   // the prompt, as given (or in NFC)
+    size_t                   text_len;
+    struct mg_model *        m;
+    double                   load_ms;
+    struct mg_session *      s;
+    struct mg_timeline *     timeline;   // with --trace-json
+    struct mg_npy_dumper     dumper;     // with --dump-tensors
+    struct mg_sampler *      sampler;
+    int32_t *                tokens;     // the prompt's
+    int32_t                  n_prompt;
+    double                   prompt_ms, eval_ms;
+    int                      n_eval, n_shifts;
+};
+
+// The options, their checks and the prompt's text. False after printing why.
+static bool run_parse(const char * cmd, int argc, char ** argv, struct run_state * r) {
+    struct run_opts * o = &r->o;
     struct cli_option opts[40];   // room for the engine and sampling options too
     int n_opts = 0;
-    opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &prompt, "the prompt"};
-    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &prompt_file, "read the prompt from a file"};
-    opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &n_predict,
+    opts[n_opts++] = (struct cli_option) {"-p", "--prompt", CLI_STRING, &o->prompt, "the prompt"};
+    opts[n_opts++] = (struct cli_option) {"-f", "--file", CLI_IN_FILE, &o->prompt_file, "read the prompt from a file"};
+    opts[n_opts++] = (struct cli_option) {"-n", "--n-predict", CLI_INT, &o->n_predict,
                                           "tokens to generate (default 128; -1: until an end token or a full context)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &ignore_eos,
+    opts[n_opts++] = (struct cli_option) {NULL, "--ignore-eos", CLI_FLAG, &o->ignore_eos,
                                           "do not stop at end-of-generation tokens"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &no_display_prompt,
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-display-prompt", CLI_FLAG, &o->no_display_prompt,
                                           "print only the generated text"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_OUT_FILE, &trace_json,
+    opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &o->normalize, "nfc: the text in Unicode NFC first (default: as given)"};
+    opts[n_opts++] = (struct cli_option) {NULL, "--trace-json", CLI_OUT_FILE, &o->trace_json,
                                           "write every thread's time per node as a Chrome trace (Perfetto)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--trace-steps", CLI_INT, &trace_steps,
+    opts[n_opts++] = (struct cli_option) {NULL, "--trace-steps", CLI_INT, &o->trace_steps,
                                           "with --trace-json: record the prompt and at most N decode steps (256)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_OUT_FILE, &memory_map,
+    opts[n_opts++] = (struct cli_option) {NULL, "--memory-map", CLI_OUT_FILE, &o->memory_map,
                                           "draw the run's memory regions and the pointers between them (SVG)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &no_special,
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-special", CLI_FLAG, &o->no_special,
                                           "do not parse special tokens in the prompt (default: parse them)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_OUT_DIR, &dump_dir,
+    opts[n_opts++] = (struct cli_option) {NULL, "--dump-tensors", CLI_OUT_DIR, &o->dump_dir,
                                           "write the prompt's intermediate tensors as .npy files here"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--context-shift", CLI_FLAG, &ctx_shift,
+    opts[n_opts++] = (struct cli_option) {NULL, "--context-shift", CLI_FLAG, &o->ctx_shift,
                                           "when the context is full, drop half of it and go on (default: stop)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--no-context-shift", CLI_FLAG, &no_ctx_shift,
+    opts[n_opts++] = (struct cli_option) {NULL, "--no-context-shift", CLI_FLAG, &o->no_ctx_shift,
                                           "stop when the context is full (the default, as llama-completion)"};
-    opts[n_opts++] = (struct cli_option) {NULL, "--keep", CLI_INT, &n_keep,
+    opts[n_opts++] = (struct cli_option) {NULL, "--keep", CLI_INT, &o->n_keep,
                                           "prompt tokens a context shift keeps (default 0, -1: all; BOS always)"};
-    if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, &smp)) return 1;
-    if (!cli_not_both(cmd, ctx_shift, "--context-shift", no_ctx_shift, "--no-context-shift")) return 1;
-    if (n_predict < -1) {   // -2 is a typo, not a second way to say -1
-        fprintf(stderr, "mg %s: -n must be >= 0, or -1 (until an end token or a full context), got %d\n", cmd, n_predict);
-        return 1;
+    if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &r->e, &r->smp)) return false;
+    if (!cli_not_both(cmd, o->ctx_shift, "--context-shift", o->no_ctx_shift, "--no-context-shift")) return false;
+    if (o->n_predict < -1) {   // -2 is a typo, not a second way to say -1
+        fprintf(stderr, "mg %s: -n must be >= 0, or -1 (until an end token or a full context), got %d\n", cmd,
+                o->n_predict);
+        return false;
     }
-    if (trace_steps < 0) {
-        fprintf(stderr, "mg %s: --trace-steps must be >= 0, got %d\n", cmd, trace_steps);
-        return 1;
+    if (o->trace_steps < 0) {
+        fprintf(stderr, "mg %s: --trace-steps must be >= 0, got %d\n", cmd, o->trace_steps);
+        return false;
     }
-    if (n_keep < -1) {
-        fprintf(stderr, "mg %s: --keep must be -1 (all of the prompt) or >= 0, got %d\n", cmd, n_keep);
-        return 1;
+    if (o->n_keep < -1) {
+        fprintf(stderr, "mg %s: --keep must be -1 (all of the prompt) or >= 0, got %d\n", cmd, o->n_keep);
+        return false;
     }
-    size_t text_len;
-    char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &text_len);
-    if (text == NULL) return 1;
+    r->text = cli_prompt_text_normalized(cmd, o->prompt, o->prompt_file, o->normalize, &r->text_len);
+    return r->text != NULL;
+}
 
-    // Everything below is released at `done`, whichever way the run ends.
-    int                 status  = 1;
-    struct mg_session * s       = NULL;
-    struct mg_sampler * sampler = NULL;
-    int32_t *           tokens  = NULL;
-    struct mg_timeline * timeline = NULL;
-    struct mg_npy_dumper dumper   = {0};
-    double              load_ms;
-    struct mg_model *   m = cli_load_model(cmd, e.model, &load_ms);
-    if (m == NULL) goto done;
-    s = cli_session_new_dumping(cmd, m, &e, dump_dir, &dumper);
-    if (s == NULL) goto done;
-
-    if (trace_json != NULL) {
-        timeline = mg_timeline_new();
-        mg_session_set_timeline(s, timeline);
-    }
-
-    // Tokenize as llama-completion does: special tokens parsed (unless --no-special), BOS added if the
-    // vocabulary asks.
-    const int n_ctx = mg_session_n_ctx(s);
-    int32_t   n_prompt = 0;
-    tokens = cli_tokenize(cmd, m->vocab, text, text_len, true, !no_special, &n_prompt);
-    if (tokens == NULL) goto done;
-    if (n_prompt == 0) {
+// Tokenize as llama-completion does: special tokens parsed (unless
+// --no-special), BOS added if the vocabulary asks; the prompt must leave room
+// in the context. --keep counts prompt tokens after BOS, which is always
+// kept; -1 or more than the prompt keeps all of it.
+static bool run_tokenize(const char * cmd, struct run_state * r) {
+    const int n_ctx = mg_session_n_ctx(r->s);
+    r->tokens = cli_tokenize(cmd, r->m->vocab, r->text, r->text_len, true, !r->o.no_special, &r->n_prompt);
+    if (r->tokens == NULL) return false;
+    if (r->n_prompt == 0) {
         fprintf(stderr, "mg %s: the prompt is empty\n", cmd);
-        goto done;
+        return false;
     }
-    if (n_prompt >= n_ctx) {
+    if (r->n_prompt >= n_ctx) {
         fprintf(stderr, "mg %s: the prompt is %d tokens, but the context holds %d: use a larger -c (the model "
-                        "was trained with %d)\n", cmd, n_prompt, n_ctx, m->hp.n_ctx_train);
-        goto done;
+                        "was trained with %d)\n", cmd, r->n_prompt, n_ctx, r->m->hp.n_ctx_train);
+        return false;
     }
-    // As llama-completion: --keep counts prompt tokens after BOS, which is always kept; -1 or more than the
-    // prompt keeps all of it.
-    if (n_keep < 0 || n_keep > n_prompt) n_keep = n_prompt;
-    else n_keep += mg_vocab_add_bos(m->vocab);
-    if (!no_display_prompt) {
-        fwrite(text, 1, text_len, stdout);
-        fflush(stdout);
+    if (r->o.n_keep < 0 || r->o.n_keep > r->n_prompt) r->o.n_keep = r->n_prompt;
+    else r->o.n_keep += mg_vocab_add_bos(r->m->vocab);
+    return true;
+}
+
+// The model, the session (dumping, tracing), the prompt's tokens and the sampler that has seen them.
+static bool run_set_up(const char * cmd, struct run_state * r) {
+    r->m = cli_load_model(cmd, r->e.model, &r->load_ms);
+    if (r->m == NULL) return false;
+    r->s = cli_session_new_dumping(cmd, r->m, &r->e, r->o.dump_dir, &r->dumper);
+    if (r->s == NULL) return false;
+    if (r->o.trace_json != NULL) {
+        r->timeline = mg_timeline_new();
+        mg_session_set_timeline(r->s, r->timeline);
     }
+    if (!run_tokenize(cmd, r)) return false;
+    r->sampler = mg_sampler_new(r->smp.p, r->m->hp.n_vocab);
+    for (int i = 0; i < r->n_prompt; i++) mg_sampler_accept(r->sampler, r->tokens[i]);
+    return true;
+}
 
-    sampler = mg_sampler_new(smp.p, m->hp.n_vocab);
-    for (int i = 0; i < n_prompt; i++) mg_sampler_accept(sampler, tokens[i]);
-
-    double t0 = mg_time_ms();
-    if (!mg_decode(s, tokens, n_prompt, false)) {
+// The prompt in one decode; its tensors dumped and its graph drawn.
+static bool run_prompt(const char * cmd, struct run_state * r) {
+    const double t0 = mg_time_ms();
+    if (!mg_decode(r->s, r->tokens, r->n_prompt, false)) {
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
-        goto done;
+        return false;
     }
-    const double prompt_ms = mg_time_ms() - t0;
-    if (timeline != NULL && trace_steps == 0) mg_session_set_timeline(s, NULL);   // the prompt alone
-    dumper.active          = false;   // the prompt only
-    if (dumper.n_failed > 0) {
-        fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, mg_last_error());
-        goto done;
+    r->prompt_ms = mg_time_ms() - t0;
+    if (r->timeline != NULL && r->o.trace_steps == 0) mg_session_set_timeline(r->s, NULL);   // the prompt alone
+    r->dumper.active = false;   // the prompt only
+    if (r->dumper.n_failed > 0) {
+        fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, r->dumper.n_failed, mg_last_error());
+        return false;
     }
-    mg_session_dump_dot(s, "prompt");
-    mg_session_dump_svg(s, "prompt-alloc");
+    mg_session_dump_dot(r->s, "prompt");
+    mg_session_dump_svg(r->s, "prompt-alloc");
+    return true;
+}
 
-    struct mg_detok detok;
+// Sample, print, decode, until -n tokens, an end token, or a full context
+// (shifted with --context-shift). The first decode step's graph is drawn.
+static bool run_generate(const char * cmd, struct run_state * r) {
+    const struct run_opts * o     = &r->o;
+    const int               n_ctx = mg_session_n_ctx(r->s);
+    struct mg_detok         detok;
     mg_detok_init(&detok, false);
-    int    n_eval  = 0, n_shifts = 0;
-    double eval_ms = 0.0;
-    for (int i = 0; n_predict < 0 || i < n_predict; i++) {
-        const int32_t next = mg_sampler_sample(sampler, mg_get_logits(s));
-        if (!ignore_eos && mg_vocab_is_eog(m->vocab, next)) break;
-        cli_stream_token(&detok, m->vocab, next);
-        if (n_predict >= 0 && i + 1 == n_predict) break;   // the last token needs no decode
-        if (mg_session_n_past(s) >= n_ctx) {
-            if (!ctx_shift) {
+    bool ok = true;
+    for (int i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
+        const int32_t next = mg_sampler_sample(r->sampler, mg_get_logits(r->s));
+        if (!o->ignore_eos && mg_vocab_is_eog(r->m->vocab, next)) break;
+        cli_stream_token(&detok, r->m->vocab, next);
+        if (o->n_predict >= 0 && i + 1 == o->n_predict) break;   // the last token needs no decode
+        if (mg_session_n_past(r->s) >= n_ctx) {
+            if (!o->ctx_shift) {
                 fprintf(stderr, "\n[context full: %d tokens, and context shift is off (--context-shift) => stopping]",
                         n_ctx);
                 break;
             }
-            if (!context_shift(cmd, s, n_keep)) goto done;
-            n_shifts++;
+            if (!(ok = context_shift(cmd, r->s, o->n_keep))) break;
+            r->n_shifts++;
         }
-        t0 = mg_time_ms();
-        if (!mg_decode(s, &next, 1, false)) {
+        const double t0 = mg_time_ms();
+        if (!(ok = mg_decode(r->s, &next, 1, false))) {
             fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
-            goto done;
+            break;
         }
-        eval_ms += mg_time_ms() - t0;
+        r->eval_ms += mg_time_ms() - t0;
         // A trace grows by every thread's slices of every step: bounded, so a long run's file and memory are not.
-        if (timeline != NULL && n_eval + 1 == trace_steps) mg_session_set_timeline(s, NULL);
-        if (n_eval++ == 0) {
-            mg_session_dump_dot(s, "decode");
-            mg_session_dump_svg(s, "decode-alloc");
+        if (r->timeline != NULL && r->n_eval + 1 == o->trace_steps) mg_session_set_timeline(r->s, NULL);
+        if (r->n_eval++ == 0) {
+            mg_session_dump_dot(r->s, "decode");
+            mg_session_dump_svg(r->s, "decode-alloc");
         }
     }
+    if (!ok) return false;
     cli_stream_flush(&detok);
     printf("\n");
-    cli_print_timings(s, load_ms, n_prompt, prompt_ms, n_eval, eval_ms);
-    if (ctx_shift) {
-        fprintf(stderr, "mg: context shifts   = %9d (keeping the first %d tokens; %d K-shift graphs run)\n", n_shifts,
-                n_keep, mg_session_get_stats(s).n_k_shifts);
+    return true;
+}
+
+// With --trace-json: the timeline written, and how much of the run it holds.
+static bool run_write_trace(const char * cmd, const struct run_state * r) {
+    if (!mg_timeline_write_json(r->timeline, r->o.trace_json)) {
+        fprintf(stderr, "mg %s: --trace-json: %s\n", cmd, mg_last_error());
+        return false;
+    }
+    fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd, r->o.trace_json);
+    if (r->n_eval > r->o.trace_steps) {
+        fprintf(stderr, "mg %s: --trace-json holds the prompt and the first %d of %d decode steps (--trace-steps)\n",
+                cmd, r->o.trace_steps, r->n_eval);
+    }
+    return true;
+}
+
+// llama.cpp's timings, the context shifts, the memory table; then the files
+// of --memory-map and --trace-json. False if one could not be written.
+static bool run_report(const char * cmd, struct run_state * r) {
+    cli_print_timings(r->s, r->load_ms, r->n_prompt, r->prompt_ms, r->n_eval, r->eval_ms);
+    if (r->o.ctx_shift) {
+        fprintf(stderr, "mg: context shifts   = %9d (keeping the first %d tokens; %d K-shift graphs run)\n",
+                r->n_shifts, r->o.n_keep, mg_session_get_stats(r->s).n_k_shifts);
     }
     struct mg_memory_model mm;
-    mg_session_memory_model(s, &mm);
+    mg_session_memory_model(r->s, &mm);
     mg_memory_model_print(stderr, &mm);
-    status = 0;
-    if (memory_map != NULL) {
-        if (mg_memory_model_dump_svg(&mm, memory_map)) {
-            fprintf(stderr, "mg %s: wrote %s\n", cmd, memory_map);
+    bool ok = true;
+    if (r->o.memory_map != NULL) {
+        if (mg_memory_model_dump_svg(&mm, r->o.memory_map)) {
+            fprintf(stderr, "mg %s: wrote %s\n", cmd, r->o.memory_map);
         } else {
             fprintf(stderr, "mg %s: --memory-map: %s\n", cmd, mg_last_error());
-            status = 1;
+            ok = false;
         }
     }
-    if (timeline != NULL) {
-        if (mg_timeline_write_json(timeline, trace_json)) {
-            fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd, trace_json);
-            if (n_eval > trace_steps) {
-                fprintf(stderr, "mg %s: --trace-json holds the prompt and the first %d of %d decode steps (--trace-steps)\n",
-                        cmd, trace_steps, n_eval);
-            }
-        } else {
-            fprintf(stderr, "mg %s: --trace-json: %s\n", cmd, mg_last_error());
-            status = 1;
-        }
-    }
+    if (r->timeline != NULL) ok = run_write_trace(cmd, r) && ok;
+    return ok;
+}
 
-done:
-    mg_npy_dumper_close(&dumper);
-    mg_sampler_free(sampler);
-    mg_session_free(s);
-    mg_timeline_free(timeline);   // after the session: its pool records into it
-    mg_model_free(m);
-    free(tokens);
-    free(text);
-    return status;
+static void run_free(struct run_state * r) {
+    mg_npy_dumper_close(&r->dumper);
+    mg_sampler_free(r->sampler);
+    mg_session_free(r->s);
+    mg_timeline_free(r->timeline);   // after the session: its pool records into it
+    mg_model_free(r->m);
+    free(r->tokens);
+    free(r->text);
+}
+
+int cmd_run(int argc, char ** argv) {
+    const char *     cmd = "run";
+    struct run_state r   = {.e = cli_engine_defaults(), .smp = cli_sampling_defaults(),
+                            .o = {.n_predict = 128, .n_keep = 0, .trace_steps = 256}};
+    r.e.draws            = true;   // the prompt's and a decode step's graph (--dot, --svg)
+    if (!run_parse(cmd, argc, argv, &r)) return 1;
+    bool ok = run_set_up(cmd, &r);
+    if (ok && !r.o.no_display_prompt) {
+        fwrite(r.text, 1, r.text_len, stdout);
+        fflush(stdout);
+    }
+    ok = ok && run_prompt(cmd, &r) && run_generate(cmd, &r) && run_report(cmd, &r);
+    run_free(&r);
+    return ok ? 0 : 1;
 }
