@@ -451,133 +451,170 @@ static bool parse_lists(const char * cmd, const struct bench_opts * o, struct be
     return true;
 }
 
-int cmd_bench(int argc, char ** argv) {
-    const char * cmd = "bench";
-    struct bench_opts o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, 3, false, CLI_RIVAL_TIMEOUT_S};
-    float rival_timeout = (float) o.rival_timeout;
-    const char * models[MAX_MODELS], * model = NULL;
-    char ** rest = malloc((size_t) argc * sizeof(char *));
-    int     n_rest;
-    const int n_models = take_models(argc, argv, models, rest, &n_rest);
+// Everything a bench run holds: its options, models, tests and table.
+struct bench_run {
+    struct bench_opts  o;
+    const char *       models[MAX_MODELS];
+    int                n_models;
+    struct bench_lists lists;
+    struct bench_test  tests[MAX_TESTS];
+    int                n_tests;
+    enum mg_type       kv_type;
+    bool               race, have_bw;
+    int                n_rounds;
+    struct bench_row * rows;   // [n_models * n_tests]
+};
+
+// The options, their lists and tests, and the figures from files. False after printing why.
+static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_run * b) {
+    struct bench_opts * o             = &b->o;
+    float               rival_timeout = (float) o->rival_timeout;
+    const char *        model         = NULL;
+    char **             rest          = malloc((size_t) argc * sizeof(char *));
+    int                 n_rest;
+    b->n_models = take_models(argc, argv, b->models, rest, &n_rest);
     const struct cli_option opts[] = {
         {"-m", "--model", CLI_IN_FILE, &model, "a GGUF model (repeat for several)"},
-        {"-p", "--n-prompt", CLI_STRING, &o.prompt, "prompt sizes for ppN, comma-separated (default 64; 0 = none)"},
-        {"-n", "--n-gen", CLI_STRING, &o.gen, "generation lengths for tgN (default 64; 0 = none)"},
-        {"-d", "--n-depth", CLI_STRING, &o.depth, "cache depths the tests start from (default 0)"},
-        {"-t", "--threads", CLI_STRING, &o.threads, "thread counts (default 1,2)"},
-        {"-fa", "--flash-attn", CLI_STRING, &o.fa, "flash attention off/on: 0, 1 or 0,1 (default 0)"},
-        {"-r", "--repetitions", CLI_INT, &o.reps, "timed runs per test (default 5)"},
-        {NULL, "--kv-type", CLI_STRING, &o.kv, "KV cache type: f16 (default) or f32"},
-        {NULL, "--bandwidth", CLI_IN_FILE, &o.bandwidth, "read bandwidth per thread count, from tools/bandwidth"},
-        {NULL, "--llama-bench", CLI_IN_FILE, &o.llama_bench, "race this llama-bench on the same files"},
-        {NULL, "--rounds", CLI_INT, &o.rounds, "rounds of the race, ours then theirs (default 3)"},
+        {"-p", "--n-prompt", CLI_STRING, &o->prompt, "prompt sizes for ppN, comma-separated (default 64; 0 = none)"},
+        {"-n", "--n-gen", CLI_STRING, &o->gen, "generation lengths for tgN (default 64; 0 = none)"},
+        {"-d", "--n-depth", CLI_STRING, &o->depth, "cache depths the tests start from (default 0)"},
+        {"-t", "--threads", CLI_STRING, &o->threads, "thread counts (default 1,2)"},
+        {"-fa", "--flash-attn", CLI_STRING, &o->fa, "flash attention off/on: 0, 1 or 0,1 (default 0)"},
+        {"-r", "--repetitions", CLI_INT, &o->reps, "timed runs per test (default 5)"},
+        {NULL, "--kv-type", CLI_STRING, &o->kv, "KV cache type: f16 (default) or f32"},
+        {NULL, "--bandwidth", CLI_IN_FILE, &o->bandwidth, "read bandwidth per thread count, from tools/bandwidth"},
+        {NULL, "--llama-bench", CLI_IN_FILE, &o->llama_bench, "race this llama-bench on the same files"},
+        {NULL, "--rounds", CLI_INT, &o->rounds, "rounds of the race, ours then theirs (default 3)"},
         {NULL, "--rival-timeout", CLI_FLOAT, &rival_timeout, "seconds one llama-bench run may take before it is killed (default 3600)"},
-        {NULL, "--baseline", CLI_IN_FILE, &o.baseline, "figures from another time (model test threads t/s)"},
-        {NULL, "--no-repack", CLI_FLAG, &o.no_repack, "keep Q4_0/Q4_K/Q2_K weights as in the file (no 8-row repacking)"},
+        {NULL, "--baseline", CLI_IN_FILE, &o->baseline, "figures from another time (model test threads t/s)"},
+        {NULL, "--no-repack", CLI_FLAG, &o->no_repack, "keep Q4_0/Q4_K/Q2_K weights as in the file (no 8-row repacking)"},
     };
     const char * positional[1];
-    int n_positional;
-    const bool parsed = cli_parse(n_rest, rest, usage, opts, (int) (sizeof(opts) / sizeof(opts[0])), positional, 0,
-                                  &n_positional);
+    int          n_positional;
+    const bool   parsed = cli_parse(n_rest, rest, usage, opts, (int) (sizeof(opts) / sizeof(opts[0])), positional, 0,
+                                    &n_positional);
     free(rest);
-    if (!parsed) return 1;
-    struct bench_lists lists;
-    if (!parse_lists(cmd, &o, &lists)) return 1;
+    if (!parsed || !parse_lists(cmd, o, &b->lists)) return false;
     if (!(rival_timeout > 0.0f)) {
         fprintf(stderr, "mg %s: --rival-timeout must be > 0 seconds, got %g\n", cmd, (double) rival_timeout);
-        return 1;
+        return false;
     }
-    o.rival_timeout = rival_timeout;
-    if (n_models == 0 || o.reps < 1 || o.reps > 1000 || o.rounds < 1 || o.rounds > MAX_ROUNDS ||
-        (strcmp(o.kv, "f16") != 0 && strcmp(o.kv, "f32") != 0)) {
+    o->rival_timeout = rival_timeout;
+    if (b->n_models == 0 || o->reps < 1 || o->reps > 1000 || o->rounds < 1 || o->rounds > MAX_ROUNDS ||
+        (strcmp(o->kv, "f16") != 0 && strcmp(o->kv, "f32") != 0)) {
         fprintf(stderr, "mg %s: need -m MODEL, -r in 1..1000, --rounds in 1..%d, --kv-type f16|f32\n", cmd, MAX_ROUNDS);
-        return 1;
+        return false;
     }
-    static struct bench_test tests[MAX_TESTS];
-    const int n_tests = make_tests(&lists, tests);
-    if (n_tests == 0) {
+    b->n_tests = make_tests(&b->lists, b->tests);
+    if (b->n_tests == 0) {
         fprintf(stderr, "mg %s: -p and -n are all 0: nothing to measure\n", cmd);
-        return 1;
+        return false;
     }
-    const enum mg_type kv_type = strcmp(o.kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
-    if (o.no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
-    if (o.baseline != NULL && !load_baselines(o.baseline)) {
+    return true;
+}
+
+// --baseline and --bandwidth read, and what the run will print. False after printing why.
+static bool bench_set_up(const char * cmd, struct bench_run * b) {
+    const struct bench_opts * o = &b->o;
+    b->kv_type = strcmp(o->kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
+    if (o->no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
+    if (o->baseline != NULL && !load_baselines(o->baseline)) {
         fprintf(stderr, "mg %s: --baseline %s: cannot read it, or no line \"model test threads t/s\" in it\n", cmd,
-                o.baseline);
-        return 1;
+                o->baseline);
+        return false;
     }
-    if (o.bandwidth != NULL && !load_bandwidth(o.bandwidth)) {
+    if (o->bandwidth != NULL && !load_bandwidth(o->bandwidth)) {
         fprintf(stderr, "mg %s: --bandwidth %s: cannot read it, or no line \"threads GB/s\" (GB/s > 0) in it\n", cmd,
-                o.bandwidth);
-        return 1;
+                o->bandwidth);
+        return false;
     }
-    const bool race     = o.llama_bench != NULL;
-    const int  n_rounds = race ? o.rounds : 1;
-    bool have_bw = false;
-    for (int t = 1; t <= MAX_LIST; t++) have_bw = have_bw || bandwidth_gbs[t] > 0;
-    struct bench_row * rows = calloc((size_t) n_models * n_tests, sizeof(struct bench_row));
-    struct measurement * ours = malloc((size_t) n_tests * sizeof(struct measurement));
-    double * theirs = malloc((size_t) n_tests * sizeof(double));
-    if (!race) print_header(false, have_bw);   // rows stream as they are measured
-    int status = 0;
-    for (int round = 0; round < n_rounds && status == 0; round++) {
-        for (int mi = 0; mi < n_models && status == 0; mi++) {
-            struct mg_model * m = cli_load_model(cmd, models[mi], NULL);
-            if (m == NULL) {
-                status = 1;
-                break;
-            }
-            const int need = ctx_needed(tests, n_tests);
-            if (round == 0 && need > m->hp.n_ctx_train) {   // as the other commands warn about -c (llama.cpp too)
-                fprintf(stderr, "mg %s: warning: %s: the tests need %d positions (-d + -p or -n), more than the %d the "
-                                "model was trained with: possible training context overflow\n", cmd, models[mi], need,
-                        m->hp.n_ctx_train);
-            }
-            if (round == 0 && m->n_repacked > 0) {   // on stderr: the table stays llama-bench's
-                fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K/Q2_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
-                        cmd, models[mi], m->n_repacked, mg_mib(m->n_repacked_bytes));
-            }
-            const bool ok = bench_model(m, tests, n_tests, o.reps, kv_type, ours);
-            const double weight_bytes = (double) m->n_weight_bytes;
-            mg_model_free(m);
-            if (!ok) {
-                fprintf(stderr, "mg %s: %s: %s\n", cmd, models[mi], mg_last_error());
-                status = 1;
-                break;
-            }
-            if (race && !run_llama_bench(o.llama_bench, models[mi], &lists, tests, n_tests, o.reps, o.kv, o.rival_timeout, theirs)) {
-                status = 1;
-                break;
-            }
-            for (int i = 0; i < n_tests; i++) {
-                struct bench_row * r = &rows[mi * n_tests + i];
-                r->model        = base_name(models[mi]);
-                r->weight_bytes = weight_bytes;
-                r->test         = tests[i];
-                r->ours[round]  = ours[i].mean;
-                r->ours_sd      = ours[i].stddev;
-                if (race) {
-                    r->theirs[round] = theirs[i];
-                } else {
-                    print_row(r, 1, false);
-                }
-            }
-            if (race) fprintf(stderr, "mg %s: round %d of %d: %s done\n", cmd, round + 1, n_rounds, base_name(models[mi]));
-        }
+    b->race     = o->llama_bench != NULL;
+    b->n_rounds = b->race ? o->rounds : 1;
+    for (int t = 1; t <= MAX_LIST; t++) b->have_bw = b->have_bw || bandwidth_gbs[t] > 0;
+    b->rows = calloc((size_t) b->n_models * (size_t) b->n_tests, sizeof(struct bench_row));
+    if (b->rows == NULL) fprintf(stderr, "mg %s: out of memory\n", cmd);
+    return b->rows != NULL;
+}
+
+// The warnings a model's load deserves, once (on stderr: the table stays llama-bench's).
+static void bench_warn(const char * cmd, const struct bench_run * b, const char * path, const struct mg_model * m) {
+    const int need = ctx_needed(b->tests, b->n_tests);
+    if (need > m->hp.n_ctx_train) {   // as the other commands warn about -c (llama.cpp too)
+        fprintf(stderr, "mg %s: warning: %s: the tests need %d positions (-d + -p or -n), more than the %d the "
+                        "model was trained with: possible training context overflow\n", cmd, path, need,
+                m->hp.n_ctx_train);
     }
-    if (status == 0 && race) {
-        print_header(true, have_bw);
-        for (int i = 0; i < n_models * n_tests; i++) print_row(&rows[i], n_rounds, true);
+    if (m->n_repacked > 0) {
+        fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K/Q2_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
+                cmd, path, m->n_repacked, mg_mib(m->n_repacked_bytes));
+    }
+}
+
+// One model in one round: our tests, then (racing) llama-bench's, into its
+// rows of the table (printed at once when not racing). False after printing why.
+static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int round, struct measurement * ours,
+                            double * theirs) {
+    const char *      path = b->models[mi];
+    struct mg_model * m    = cli_load_model(cmd, path, NULL);
+    if (m == NULL) return false;
+    if (round == 0) bench_warn(cmd, b, path, m);
+    const bool   ok           = bench_model(m, b->tests, b->n_tests, b->o.reps, b->kv_type, ours);
+    const double weight_bytes = (double) m->n_weight_bytes;
+    mg_model_free(m);
+    if (!ok) {
+        fprintf(stderr, "mg %s: %s: %s\n", cmd, path, mg_last_error());
+        return false;
+    }
+    if (b->race && !run_llama_bench(b->o.llama_bench, path, &b->lists, b->tests, b->n_tests, b->o.reps, b->o.kv,
+                                    b->o.rival_timeout, theirs)) {
+        return false;
+    }
+    for (int i = 0; i < b->n_tests; i++) {
+        struct bench_row * r = &b->rows[mi * b->n_tests + i];
+        r->model        = base_name(path);
+        r->weight_bytes = weight_bytes;
+        r->test         = b->tests[i];
+        r->ours[round]  = ours[i].mean;
+        r->ours_sd      = ours[i].stddev;
+        if (b->race) r->theirs[round] = theirs[i];
+        else print_row(r, 1, false);
+    }
+    if (b->race) fprintf(stderr, "mg %s: round %d of %d: %s done\n", cmd, round + 1, b->n_rounds, base_name(path));
+    return true;
+}
+
+// After the last round: the race's table, or the note a baseline needs.
+static void bench_print_end(const struct bench_run * b) {
+    if (b->race) {
+        print_header(true, b->have_bw);
+        for (int i = 0; i < b->n_models * b->n_tests; i++) print_row(&b->rows[i], b->n_rounds, true);
         printf("\nours and llama.cpp's measured in turn on the same files, %d round%s of -r %d each; ratio = ours / "
-               "llama.cpp's mean, min-max over the rounds\n", n_rounds, n_rounds == 1 ? "" : "s", o.reps);
-    }
-    if (status == 0 && !race && n_baselines > 0) {
+               "llama.cpp's mean, min-max over the rounds\n", b->n_rounds, b->n_rounds == 1 ? "" : "s", b->o.reps);
+    } else if (n_baselines > 0) {
         printf("\n* reference: llama.cpp measured at another time (%s), a reference from another machine state, "
                "not a ratio: this machine's speed varies up to 2x from day to day; set LLAMA_BENCH to race it in the "
-               "same run\n", o.baseline);
+               "same run\n", b->o.baseline);
     }
-    free(rows);
+}
+
+int cmd_bench(int argc, char ** argv) {
+    const char *             cmd = "bench";
+    static struct bench_run  b;   // large: not on the stack
+    b = (struct bench_run) {.o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, 3, false, CLI_RIVAL_TIMEOUT_S}};
+    if (!bench_parse(cmd, argc, argv, &b) || !bench_set_up(cmd, &b)) {
+        free(b.rows);
+        return 1;
+    }
+    struct measurement * ours   = malloc((size_t) b.n_tests * sizeof(struct measurement));
+    double *             theirs = malloc((size_t) b.n_tests * sizeof(double));
+    bool                 ok     = ours != NULL && theirs != NULL;
+    if (ok && !b.race) print_header(false, b.have_bw);   // rows stream as they are measured
+    for (int round = 0; ok && round < b.n_rounds; round++) {
+        for (int mi = 0; ok && mi < b.n_models; mi++) ok = bench_one_model(cmd, &b, mi, round, ours, theirs);
+    }
+    if (ok) bench_print_end(&b);
+    free(b.rows);
     free(ours);
     free(theirs);
-    return status;
+    return ok ? 0 : 1;
 }
