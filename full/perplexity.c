@@ -241,3 +241,45 @@ bool mg_ppl_base_read_rows(struct mg_logits_base * b, uint16_t * rows, int n_row
     const size_t n = (size_t) n_rows * (size_t) mg_ppl_row_slots(b->n_vocab);
     return fread(rows, sizeof(uint16_t), n, b->f) == n;
 }
+
+// ---------------------------------------------------------------------------
+// The statistics of the closing table
+// ---------------------------------------------------------------------------
+
+struct mg_ppl_estimate mg_ppl_mean_err(double sum, double sum2, size_t count) {
+    if (count < 1) return (struct mg_ppl_estimate) {0, 0};
+    const double f  = sum / (double) count;
+    const double df = sum2 / (double) count - f * f;
+    return (struct mg_ppl_estimate) {f, df > 0 && count > 10 ? sqrt(df / (double) (count - 1)) : 0.0};
+}
+
+double mg_ppl_covariance(double suma, double sumb, double sumab, size_t count) {
+    if (count < 10) return 0.0;
+    const double n = (double) count;
+    return (sumab / n - (suma / n) * (sumb / n)) / (n - 1);
+}
+
+// The error of a difference of two almost equal figures (a model against
+// itself) can round below 0: 0 then, where llama.cpp prints -nan.
+double mg_ppl_sqrt_pos(double x) {
+    return x > 0 ? sqrt(x) : 0.0;
+}
+
+int mg_ppl_cmp_float(const void * a, const void * b) {
+    const float x = *(const float *) a, y = *(const float *) b;
+    return (x > y) - (x < y);
+}
+
+// Of sorted values: linear interpolation between neighbours (llama.cpp's mg_ppl_percentile lambda).
+float mg_ppl_percentile(const float * v, size_t n, float fraction) {
+    if (fraction <= 0) return v[0];
+    if (fraction >= 1) return v[n - 1];
+    float        p  = fraction * (float) (n - 1);
+    const size_t ip = (size_t) p;
+    p -= (float) ip;
+    return (1 - p) * v[ip] + p * v[ip + 1 < n ? ip + 1 : n - 1];
+}
+
+float mg_ppl_median(const float * v, size_t n) {
+    return n % 2 == 0 ? 0.5f * (v[n / 2] + v[n / 2 - 1]) : v[n / 2];
+}

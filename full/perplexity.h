@@ -65,3 +65,22 @@ void mg_ppl_base_close(struct mg_logits_base * b);
 // The next n_rows rows of the file into rows[n_rows * mg_ppl_row_slots(n_vocab)]:
 // false if the file ends first.
 bool mg_ppl_base_read_rows(struct mg_logits_base * b, uint16_t * rows, int n_rows);
+
+// ---------------------------------------------------------------------------
+// The statistics of the closing table (kl_divergence()'s helpers)
+// ---------------------------------------------------------------------------
+
+// A mean and the standard error of it (mean_and_uncertainty in kl_divergence()).
+struct mg_ppl_estimate {
+    double value, err;
+};
+struct mg_ppl_estimate mg_ppl_mean_err(double sum, double sum2, size_t count);
+// The covariance of two sums' terms, over count of them (0 for fewer than 10).
+double mg_ppl_covariance(double suma, double sumb, double sumab, size_t count);
+// sqrt of x, or 0 where rounding took x below 0 (llama.cpp prints -nan there).
+double mg_ppl_sqrt_pos(double x);
+// qsort's comparison of floats, ascending.
+int mg_ppl_cmp_float(const void * a, const void * b);
+// Of n sorted values: linear interpolation between neighbours (llama.cpp's percentile lambda).
+float mg_ppl_percentile(const float * v, size_t n, float fraction);
+float mg_ppl_median(const float * v, size_t n);

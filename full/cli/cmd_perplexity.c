@@ -56,7 +56,7 @@ static const char * usage =
     "(a quantization of this one) with --kl-base FILE: it then reads the tokens from FILE (a -f TEXT\n"
     "must tokenize to the same tokens), evaluates them, and prints per chunk and at the end: PPL of\n"
     "this model and of the base, ln(PPL/PPL base), the KL divergence from the base's distribution\n"
-    "(mean +- err, median, max, percentiles), delta-p of the right token (RMS, percentiles) and how\n"
+    "(mean +- err, mg_ppl_median, max, percentiles), delta-p of the right token (RMS, percentiles) and how\n"
     "often both models agree on the top token. FILE is llama-perplexity's --kl-divergence-base\n"
     "format, so either tool reads the other's. All little-endian:\n"
     "  char[8] \"_logits_\", int32 n_ctx, int32 n_vocab, int32 n_chunk, int32 tokens[n_chunk*n_ctx],\n"
@@ -98,61 +98,18 @@ static bool eval_chunk(struct ppl_eval * ev, const int32_t * tokens) {
     return true;
 }
 
-// A mean and the standard error of it (mean_and_uncertainty in kl_divergence()).
-struct estimate {
-    double value, err;
-};
-
-static struct estimate mean_err(double sum, double sum2, size_t count) {
-    if (count < 1) return (struct estimate) {0, 0};
-    const double f  = sum / (double) count;
-    const double df = sum2 / (double) count - f * f;
-    return (struct estimate) {f, df > 0 && count > 10 ? sqrt(df / (double) (count - 1)) : 0.0};
-}
-
-static double covariance(double suma, double sumb, double sumab, size_t count) {
-    if (count < 10) return 0.0;
-    const double n = (double) count;
-    return (sumab / n - (suma / n) * (sumb / n)) / (n - 1);
-}
-
-// The error of a difference of two almost equal figures (a model against
-// itself) can round below 0: 0 then, where llama.cpp prints -nan.
-static double sqrt_pos(double x) {
-    return x > 0 ? sqrt(x) : 0.0;
-}
-
-static int cmp_float(const void * a, const void * b) {
-    const float x = *(const float *) a, y = *(const float *) b;
-    return (x > y) - (x < y);
-}
-
-// Of sorted values: linear interpolation between neighbours (llama.cpp's percentile lambda).
-static float percentile(const float * v, size_t n, float fraction) {
-    if (fraction <= 0) return v[0];
-    if (fraction >= 1) return v[n - 1];
-    float        p  = fraction * (float) (n - 1);
-    const size_t ip = (size_t) p;
-    p -= (float) ip;
-    return (1 - p) * v[ip] + p * v[ip + 1 < n ? ip + 1 : n - 1];
-}
-
-static float median(const float * v, size_t n) {
-    return n % 2 == 0 ? 0.5f * (v[n / 2] + v[n / 2 - 1]) : v[n / 2];
-}
-
 // The running figures after a chunk, one line (kl_divergence()'s table).
 static void print_kld_row(int chunk, const struct mg_kld_sums * k) {
-    const struct estimate lp   = mean_err(k->sum_nll, k->sum_nll2, k->count);
-    const struct estimate lpb  = mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
-    const double          cov  = covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
-    const struct estimate kl   = mean_err(k->sum_kld, k->sum_kld2, k->count);
-    const struct estimate mse  = mean_err(k->sum_p_diff2, k->sum_p_diff4, k->count);
+    const struct mg_ppl_estimate lp   = mg_ppl_mean_err(k->sum_nll, k->sum_nll2, k->count);
+    const struct mg_ppl_estimate lpb  = mg_ppl_mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
+    const double          cov  = mg_ppl_covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
+    const struct mg_ppl_estimate kl   = mg_ppl_mean_err(k->sum_kld, k->sum_kld2, k->count);
+    const struct mg_ppl_estimate mse  = mg_ppl_mean_err(k->sum_p_diff2, k->sum_p_diff4, k->count);
     const double          rms  = sqrt(mse.value);
     const double          top  = (double) k->n_same_top / (double) k->count;
     printf("%4d    %9.4f ± %9.4f    %10.5f ± %10.5f    %10.5f ± %10.5f    %6.3f ± %6.3f %%    %6.3f ± %6.3f %%\n", chunk,
            exp(lp.value), exp(lp.value) * lp.err, lp.value - lpb.value,
-           sqrt_pos(lp.err * lp.err + lpb.err * lpb.err - 2.0 * cov), kl.value, kl.err, 100.0 * rms,
+           mg_ppl_sqrt_pos(lp.err * lp.err + lpb.err * lpb.err - 2.0 * cov), kl.value, kl.err, 100.0 * rms,
            rms > 0 ? 100.0 * 0.5 / rms * mse.err : 0.0, 100.0 * top,
            k->count > 1 ? 100.0 * sqrt(top * (1 - top) / (double) (k->count - 1)) : 0.0);
 }
@@ -164,9 +121,9 @@ static void print_distribution(const char * name, float * v, size_t n, double un
     } rows[] = {{"Maximum", 1.0f}, {"99.9%  ", 0.999f}, {"99.0%  ", 0.99f}, {"95.0%  ", 0.95f}, {"90.0%  ", 0.9f},
                 {"Median ", -1.0f}, {"10.0%  ", 0.1f}, {" 5.0%  ", 0.05f}, {" 1.0%  ", 0.01f}, {" 0.1%  ", 0.001f},
                 {"Minimum", 0.0f}};
-    qsort(v, n, sizeof(float), cmp_float);
+    qsort(v, n, sizeof(float), mg_ppl_cmp_float);
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        const float x = rows[i].fraction < 0 ? median(v, n) : percentile(v, n, rows[i].fraction);
+        const float x = rows[i].fraction < 0 ? mg_ppl_median(v, n) : mg_ppl_percentile(v, n, rows[i].fraction);
         printf("%s %s: ", rows[i].label, name);
         printf(fmt, unit * x);
         printf("\n");
@@ -175,13 +132,13 @@ static void print_distribution(const char * name, float * v, size_t n, double un
 
 // The closing statistics of kl_divergence().
 static void print_kld_summary(const struct mg_kld_sums * k, float * kld_values, float * p_diff_values) {
-    const struct estimate lp  = mean_err(k->sum_nll, k->sum_nll2, k->count);
-    const struct estimate lpb = mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
-    const double          cov = covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
+    const struct mg_ppl_estimate lp  = mg_ppl_mean_err(k->sum_nll, k->sum_nll2, k->count);
+    const struct mg_ppl_estimate lpb = mg_ppl_mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
+    const double          cov = mg_ppl_covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
     const double ppl = exp(lp.value), ppl_err = ppl * lp.err;
     const double ppl_base = exp(lpb.value), ppl_base_err = ppl_base * lpb.err;
     const double ln_ratio = lp.value - lpb.value;
-    const double ln_ratio_err = sqrt_pos(lp.err * lp.err + lpb.err * lpb.err - 2.0 * cov);
+    const double ln_ratio_err = mg_ppl_sqrt_pos(lp.err * lp.err + lpb.err * lpb.err - 2.0 * cov);
     printf("\n====== Perplexity statistics ======\n");
     printf("Mean PPL(Q)                   : %10.6f ± %10.6f\n", ppl, ppl_err);
     printf("Mean PPL(base)                : %10.6f ± %10.6f\n", ppl_base, ppl_base_err);
@@ -189,15 +146,15 @@ static void print_kld_summary(const struct mg_kld_sums * k, float * kld_values, 
     printf("Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f\n", ln_ratio, ln_ratio_err);
     printf("Mean PPL(Q)/PPL(base)         : %10.6f ± %10.6f\n", exp(ln_ratio), exp(ln_ratio) * ln_ratio_err);
     printf("Mean PPL(Q)-PPL(base)         : %10.6f ± %10.6f\n", ppl - ppl_base,
-           sqrt_pos(ppl_err * ppl_err + ppl_base_err * ppl_base_err - 2.0 * ppl * ppl_base * cov));
+           mg_ppl_sqrt_pos(ppl_err * ppl_err + ppl_base_err * ppl_base_err - 2.0 * ppl * ppl_base * cov));
 
-    const struct estimate kl = mean_err(k->sum_kld, k->sum_kld2, k->count);
+    const struct mg_ppl_estimate kl = mg_ppl_mean_err(k->sum_kld, k->sum_kld2, k->count);
     printf("\n====== KL divergence statistics ======\n");
     printf("Mean    KLD: %10.6f ± %10.6f\n", kl.value, kl.err);
     print_distribution("KLD", kld_values, k->count, 1.0, "%10.6f");
 
-    const struct estimate dp  = mean_err(k->sum_p_diff, k->sum_p_diff2, k->count);
-    const struct estimate mse = mean_err(k->sum_p_diff2, k->sum_p_diff4, k->count);
+    const struct mg_ppl_estimate dp  = mg_ppl_mean_err(k->sum_p_diff, k->sum_p_diff2, k->count);
+    const struct mg_ppl_estimate mse = mg_ppl_mean_err(k->sum_p_diff2, k->sum_p_diff4, k->count);
     const double          rms = sqrt(mse.value);
     const double          top = (double) k->n_same_top / (double) k->count;
     printf("\n====== Token probability statistics ======\n");
