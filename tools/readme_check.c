@@ -34,9 +34,12 @@
 // --parity keeps a Chinese lesson in step with its English one: README.zh.md
 // must have the English file's headings (by level, in order: their text is
 // in another language), its snippet regions, its demo-output blocks (byte for
-// byte) and its numbers lines, in the same order; and each file's first line
-// links to the other ("English | [中文](README.zh.md)" and "[English](README.md)
-// | 中文"). Each difference is named with the English line it comes from.
+// byte) and its numbers lines, in the same order (bold pseudo-headings,
+// "**Title.** text", count as headings); in every section the same
+// backticked spans, numbers, table rows and images (content_parity below);
+// and each file's first line links to the other ("English |
+// [中文](README.zh.md)" and "[English](README.md) | 中文"). Each difference is
+// named with the English line it comes from.
 //
 // Exit 0 when everything matches, 1 (naming the README line that did not)
 // otherwise. When the chapter's files differ from what make chapters wrote
@@ -117,6 +120,12 @@ static bool is_whole(const char * s, size_t at, size_t n) {
     if (isalnum((unsigned char) after) || after == '_') return false;
     if ((after == '.' || after == ',') && isdigit((unsigned char) s[at + n + 1])) return false;
     return true;
+}
+
+// Does a number start at s[at] (not inside a name such as Q8_0, x86, 0x1F)?
+static bool is_whole_start(const char * s, size_t at) {
+    const char before = at > 0 ? s[at - 1] : ' ';
+    return !isalnum((unsigned char) before) && before != '_' && before != '.' && before != '-';
 }
 
 static bool contains_number(const char * text, const char * number) {
@@ -283,8 +292,11 @@ static int heading_level(const char * s) {
     return k >= 1 && k <= 6 && s[k] == ' ' ? k : 0;
 }
 
-// The headings (outside fenced code), snippet markers, demo-output blocks
-// (marker, fence and every quoted line) and numbers markers of a README.
+static bool is_bold_heading(const struct lines * l, int i);
+
+// The headings (outside fenced code; bold pseudo-headings too), snippet
+// markers, demo-output blocks (marker, fence and every quoted line) and
+// numbers markers of a README.
 static void collect_items(const struct lines * l, struct items * it) {
     bool in_fence = false;
     for (int i = 0; i < l->n; i++) {
@@ -299,6 +311,8 @@ static void collect_items(const struct lines * l, struct items * it) {
         if (level > 0) {
             snprintf(key, sizeof(key), "heading %d", level);
             add_item(it, ITEM_HEADING, strdup(key), l->line_no[i], s);
+        } else if (is_bold_heading(l, i)) {
+            add_item(it, ITEM_HEADING, strdup("bold heading"), l->line_no[i], s);
         } else if (strncmp(s, "<!-- snippet ", 13) == 0) {
             add_item(it, ITEM_SNIPPET, strdup(s), l->line_no[i], s);
         } else if (strncmp(s, "<!-- numbers ", 13) == 0) {
@@ -324,7 +338,10 @@ static void free_items(struct items * it) {
 
 static void describe(const struct item * x, const struct lines * l, char * out, size_t size) {
     switch (x->kind) {
-    case ITEM_HEADING: snprintf(out, size, "a level-%d heading (%s)", heading_level(x->text), x->text); break;
+    case ITEM_HEADING:
+        if (heading_level(x->text) > 0) snprintf(out, size, "a level-%d heading (%s)", heading_level(x->text), x->text);
+        else snprintf(out, size, "a bold pseudo-heading (%.60s)", x->text);
+        break;
     case ITEM_SNIPPET: snprintf(out, size, "the snippet region %s", x->text); break;
     case ITEM_NUMBERS: snprintf(out, size, "the numbers line %s", x->text); break;
     case ITEM_DEMO: {
@@ -347,6 +364,260 @@ static bool links_to(const struct lines * l, const char * label, const char * tw
     char want[1024];
     snprintf(want, sizeof(want), "[%s](%s)", label, base_name(twin));
     return l->n > 0 && strstr(l->text[0], want) != NULL;
+}
+
+// ---------------------------------------------------------------------------
+// --parity, the content: section by section, the same backticked spans,
+// numbers, table rows and images. A section runs from a heading (or a bold
+// pseudo-heading: a paragraph that opens with "**...**") to the next. The
+// text is another language, but what it names, counts and shows is not.
+// Allowed differences, for what a language needs: a number a Chinese
+// sentence writes in digits where English writes a word ("two", "first")
+// goes in a "<!-- parity: zh-only N... -->" comment in the Chinese file's
+// section, one English writes in digits where Chinese writes a word ("pass
+// 1" and 第一遍, "1-D" and 一维) in "<!-- parity: en-only N... -->"; a span
+// that English wraps across two lines counts whole.
+
+struct bag {
+    char ** v;
+    int     n;
+};
+
+static void bag_add(struct bag * b, const char * s, size_t len) {
+    b->v = realloc(b->v, (size_t) (b->n + 1) * sizeof(char *));
+    b->v[b->n++] = strndup(s, len);
+}
+
+static int cmp_str(const void * a, const void * b) {
+    return strcmp(*(char * const *) a, *(char * const *) b);
+}
+
+static void bag_free(struct bag * b) {
+    for (int i = 0; i < b->n; i++) free(b->v[i]);
+    free(b->v);
+}
+
+struct section {
+    int        line_no;   // of its heading (0: before the first one)
+    struct bag spans, numbers, images;
+    struct bag allowed, allowed_en;   // the numbers only the Chinese, or only the English, may have here
+    int        n_rows;    // table rows, the rule under a table's head not counted
+};
+
+struct sections {
+    struct section * v;
+    int              n;
+};
+
+// A bold pseudo-heading: the line opens a paragraph with "**" and closes the bold.
+static bool is_bold_heading(const struct lines * l, int i) {
+    const char * s = l->text[i];
+    return strncmp(s, "**", 2) == 0 && strstr(s + 2, "**") != NULL && (i == 0 || l->text[i - 1][0] == '\0');
+}
+
+static bool is_table_rule(const char * s) {
+    if (s[0] != '|') return false;
+    for (; *s; s++)
+        if (!strchr("|-: ", *s)) return false;
+    return true;
+}
+
+// The numbers of plain text (outside backticks and link targets): whole
+// runs of digits with their decimal points and thousands commas.
+static void add_numbers(struct bag * b, const char * text) {
+    for (size_t i = 0; text[i];) {
+        if (isdigit((unsigned char) text[i]) && is_whole_start(text, i)) {
+            size_t j = i;
+            while (isdigit((unsigned char) text[j]) ||
+                   ((text[j] == '.' || text[j] == ',') && isdigit((unsigned char) text[j + 1])))
+                j++;
+            if (text[j] != '_') {   // "4.6x", "48th" count: a unit, not a name
+                char * n = strndup(text + i, j - i);
+                char * plain = without_commas(n);
+                bag_add(b, plain, strlen(plain));
+                free(plain);
+                free(n);
+            }
+            i = j;
+        } else {
+            i++;
+        }
+    }
+}
+
+// One paragraph (its lines joined by spaces): its spans, images and numbers into sec.
+static void add_paragraph(struct section * sec, const char * par) {
+    char * plain = malloc(strlen(par) + 1);
+    size_t o     = 0;
+    for (size_t i = 0; par[i];) {
+        if (par[i] == '`') {
+            size_t n = 1;
+            while (par[i + n] == '`') n++;   // ``a`b`` spans too
+            const char * close = strstr(par + i + n, n == 1 ? "`" : n == 2 ? "``" : "```");
+            if (close == NULL) {
+                plain[o++] = par[i++];
+                continue;
+            }
+            char * span = strndup(par + i + n, (size_t) (close - (par + i + n)));
+            size_t w = 0;   // runs of spaces as one: a span English wraps across lines counts whole
+            for (size_t r = 0; span[r]; r++)
+                if (span[r] != ' ' || (w > 0 && span[w - 1] != ' ')) span[w++] = span[r];
+            span[w] = '\0';
+            bag_add(&sec->spans, span, w);
+            free(span);
+            i = (size_t) (close - par) + n;
+            plain[o++] = ' ';
+        } else if (par[i] == ']' && par[i + 1] == '(') {
+            const char * close = strchr(par + i, ')');
+            if (close == NULL) {
+                plain[o++] = par[i++];
+                continue;
+            }
+            if (i > 0 && strrchr(par, '!') != NULL) {
+                // An image: "![alt](target)"; the alt is text, the target must match.
+                const char * open = par + i;
+                while (open > par && *open != '[') open--;
+                if (open > par && open[-1] == '!') bag_add(&sec->images, par + i + 2, (size_t) (close - (par + i + 2)));
+            }
+            i = (size_t) (close - par) + 1;
+            plain[o++] = ' ';
+        } else {
+            plain[o++] = par[i++];
+        }
+    }
+    plain[o] = '\0';
+    add_numbers(&sec->numbers, plain);
+    free(plain);
+}
+
+// "<!-- parity: zh-only 2 3 -->" (or en-only): numbers this section may have in one language only.
+static void add_allowed(struct bag * b, const char * s) {
+    const char * p = s + strlen("<!-- parity: zh-only");
+    for (char * end; *p;) {
+        while (*p == ' ') p++;
+        if (!isdigit((unsigned char) *p)) break;
+        end = (char *) p;
+        while (*end && *end != ' ') end++;
+        bag_add(b, p, (size_t) (end - p));
+        p = end;
+    }
+}
+
+static void collect_sections(const struct lines * l, struct sections * out) {
+    out->v = calloc(1, sizeof(struct section));
+    out->n = 1;
+    bool   in_fence = false;
+    char * par      = NULL;   // the paragraph being read
+    for (int i = 0; i <= l->n; i++) {
+        const char * s = i < l->n ? l->text[i] : "";
+        const bool   fence = strncmp(s, "```", 3) == 0;
+        const bool   heading = !in_fence && i < l->n && (heading_level(s) > 0 || is_bold_heading(l, i));
+        const bool   ends_par = in_fence || fence || s[0] == '\0' || heading || s[0] == '|' || i == l->n;
+        struct section * sec = &out->v[out->n - 1];
+        if (ends_par && par != NULL) {
+            add_paragraph(sec, par);
+            free(par);
+            par = NULL;
+        }
+        if (fence) in_fence = !in_fence;
+        if (in_fence || fence || i == l->n) continue;
+        if (heading) {
+            out->v = realloc(out->v, (size_t) (out->n + 1) * sizeof(struct section));
+            out->v[out->n++] = (struct section) {.line_no = l->line_no[i]};
+            sec = &out->v[out->n - 1];
+            if (heading_level(s) > 0) {
+                add_paragraph(sec, s + heading_level(s));
+                continue;
+            }
+        }
+        if (strncmp(s, "<!-- parity: zh-only", 20) == 0) {
+            add_allowed(&sec->allowed, s);
+        } else if (strncmp(s, "<!-- parity: en-only", 20) == 0) {
+            add_allowed(&sec->allowed_en, s);
+        } else if (strncmp(s, "<!--", 4) == 0) {
+            continue;   // snippet, numbers and demo markers: compared as items
+        } else if (s[0] == '|') {
+            if (!is_table_rule(s)) sec->n_rows++;
+            add_paragraph(sec, s);
+        } else if (s[0] != '\0') {
+            const size_t n = par ? strlen(par) : 0;
+            par = realloc(par, n + strlen(s) + 2);
+            if (n) par[n] = ' ';
+            strcpy(par + (n ? n + 1 : 0), s);
+        }
+    }
+    free(par);
+}
+
+static void free_sections(struct sections * s) {
+    for (int i = 0; i < s->n; i++) {
+        bag_free(&s->v[i].spans);
+        bag_free(&s->v[i].numbers);
+        bag_free(&s->v[i].images);
+        bag_free(&s->v[i].allowed);
+        bag_free(&s->v[i].allowed_en);
+    }
+    free(s->v);
+}
+
+static bool allowed(const struct bag * a, const char * s) {
+    for (int i = 0; i < a->n; i++)
+        if (strcmp(a->v[i], s) == 0) return true;
+    return false;
+}
+
+// What one bag holds more of than the other, printed; the number of such differences.
+static int bag_diff(const char * what, struct bag * en, struct bag * zh, const struct bag * zh_allowed,
+                    const struct bag * en_allowed, const char * zh_path, int zh_line, const char * en_path,
+                    int en_line) {
+    qsort(en->v, (size_t) en->n, sizeof(char *), cmp_str);
+    qsort(zh->v, (size_t) zh->n, sizeof(char *), cmp_str);
+    int bad = 0;
+    for (int i = 0, j = 0; i < en->n || j < zh->n;) {
+        const int c = i == en->n ? 1 : j == zh->n ? -1 : strcmp(en->v[i], zh->v[j]);
+        if (c == 0) {
+            i++, j++;
+        } else if (c < 0) {
+            if (!(en_allowed != NULL && allowed(en_allowed, en->v[i]))) {
+                fprintf(stderr, "%s:%d: the section lacks the %s \"%s\" of %s:%d\n", zh_path, zh_line, what,
+                        en->v[i], en_path, en_line);
+                bad++;
+            }
+            i++;
+        } else {
+            if (!(zh_allowed != NULL && allowed(zh_allowed, zh->v[j]))) {
+                fprintf(stderr, "%s:%d: the section has the %s \"%s\", which %s:%d does not\n", zh_path, zh_line, what,
+                        zh->v[j], en_path, en_line);
+                bad++;
+            }
+            j++;
+        }
+    }
+    return bad;
+}
+
+// Section by section (both files have the same headings, checked first).
+static int content_parity(const struct lines * en, const struct lines * zh, const char * en_path, const char * zh_path) {
+    struct sections a = {0}, b = {0};
+    collect_sections(en, &a);
+    collect_sections(zh, &b);
+    int bad = 0;
+    for (int k = 0; a.n == b.n && k < a.n; k++) {   // another count: the headings' difference was named
+
+        struct section * x = &a.v[k], * y = &b.v[k];
+        const int zl = y->line_no ? y->line_no : 1, el = x->line_no ? x->line_no : 1;
+        bad += bag_diff("`span`", &x->spans, &y->spans, NULL, NULL, zh_path, zl, en_path, el);
+        bad += bag_diff("number", &x->numbers, &y->numbers, &y->allowed, &y->allowed_en, zh_path, zl, en_path, el);
+        bad += bag_diff("image", &x->images, &y->images, NULL, NULL, zh_path, zl, en_path, el);
+        if (x->n_rows != y->n_rows) {
+            fprintf(stderr, "%s:%d: the section's tables have %d rows, %s:%d's %d\n", zh_path, zl, y->n_rows, en_path,
+                    el, x->n_rows);
+            bad++;
+        }
+    }
+    free_sections(&a);
+    free_sections(&b);
+    return bad;
 }
 
 static int parity(const char * en_path, const char * zh_path) {
@@ -395,6 +666,12 @@ static int parity(const char * en_path, const char * zh_path) {
             bad = 1;
             j++;
         }
+    }
+    const int n_content = content_parity(&en, &zh, en_path, zh_path);
+    if (n_content > 0) {
+        fprintf(stderr, "%s: %d difference%s of content from %s\n", zh_path, n_content, n_content == 1 ? "" : "s",
+                en_path);
+        bad = 1;
     }
     if (!bad)
         printf("%s: in step with %s: %d headings, %d snippet region(s), %d demo excerpt(s), %d numbers line(s)\n",

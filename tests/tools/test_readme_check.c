@@ -286,6 +286,59 @@ START_TEST(test_parity_the_first_lines_link_to_each_other) {
 }
 END_TEST
 
+// Content, section by section: the names in code, the numbers, the images
+// and the table rows must be the English ones.
+START_TEST(test_parity_content_differences_are_refused) {
+    write_file("README.md", en_lesson);
+    zh_lesson_with("正文。", "正文 `mg_x`。");
+    refused("README.zh.md:5: the section has the `span` \"mg_x\", which README.md:5 does not");
+    zh_lesson_with("160 个节点", "161 个节点");
+    refused("README.zh.md:15: the section lacks the number \"160\" of README.md:19");
+    refused("README.zh.md:15: the section has the number \"161\", which README.md:19 does not");
+    zh_lesson_with("正文。", "正文。\n\n| a | b |\n|---|---|\n| 1 | 2 |");
+    refused("README.zh.md:5: the section's tables have 2 rows, README.md:5's 0");   // the head counts, its rule not
+    write_file("README.md", "English | [中文](README.zh.md)\n\n## A\n\n![a map](pictures/map.svg)\n");
+    write_file("README.zh.md", "[English](README.md) | 中文\n\n## 甲\n\n没有图。\n");
+    refused("README.zh.md:3: the section lacks the image \"pictures/map.svg\" of README.md:3");
+}
+END_TEST
+
+// A bold pseudo-heading ("**Pictures.** text") is a heading; a span English
+// wraps across lines counts whole; a number one language writes as a word
+// is allowed by a comment in the Chinese section.
+START_TEST(test_parity_bold_headings_wrapped_spans_and_allowed_numbers) {
+    write_file("README.md", "English | [中文](README.zh.md)\n\n## A\n\nText.\n\n**Pictures.** See `mg run\n  -p x` for 2 passes.\n");
+    write_file("README.zh.md", "[English](README.md) | 中文\n\n## 甲\n\n正文。\n");
+    refused("README.zh.md: lacks a bold pseudo-heading (**Pictures.** See `mg run) (README.md:7)");
+    write_file("README.zh.md", "[English](README.md) | 中文\n\n## 甲\n\n正文。\n\n**图。** 见 `mg run -p x`，两遍。\n");
+    refused("README.zh.md:7: the section lacks the number \"2\" of README.md:7");
+    write_file("README.zh.md", "[English](README.md) | 中文\n\n## 甲\n\n正文。\n\n**图。** 见 `mg run -p x`，两遍。\n"
+                               "<!-- parity: en-only 2 -->\n");
+    char * out;
+    ck_assert_int_eq(parity(&out), 0);
+    free(out);
+}
+END_TEST
+
+// The top README's Chinese twin as it was before this check: it had drifted
+// (paragraphs, pictures, table rows and options missing) and every earlier
+// check passed. This one must not.
+START_TEST(test_parity_catches_the_drifted_readme) {
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "cd '%s/tests/tools/parity-drift' && '%s' --parity README.md README.zh.md 2>&1",
+             MG_TEST_ROOT, README_CHECK_BIN);
+    FILE * p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    static char out[1 << 16];
+    const size_t len = fread(out, 1, sizeof(out) - 1, p);
+    out[len]           = '\0';
+    const int status   = pclose(p);
+    ck_assert_int_eq(WEXITSTATUS(status), 1);
+    ck_assert_msg(strstr(out, "lacks a bold pseudo-heading (**Where the time goes.**"), "%s", out);
+    ck_assert_msg(strstr(out, "lacks a bold pseudo-heading (**Pictures of memory.**"), "%s", out);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("readme_check");
     TCase * tc = tcase_create("readme_check");
@@ -297,6 +350,9 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_numbers_from_another_chapter);
     tcase_add_test(tc, test_an_edited_chapter_is_told_a_mismatch_is_expected);
     tcase_add_test(tc, test_parity_a_complete_twin_passes);
+    tcase_add_test(tc, test_parity_content_differences_are_refused);
+    tcase_add_test(tc, test_parity_bold_headings_wrapped_spans_and_allowed_numbers);
+    tcase_add_test(tc, test_parity_catches_the_drifted_readme);
     tcase_add_test(tc, test_parity_a_missing_snippet_is_refused);
     tcase_add_test(tc, test_parity_a_missing_or_changed_demo_block_is_refused);
     tcase_add_test(tc, test_parity_a_missing_heading_is_refused);
