@@ -508,11 +508,11 @@ static void collect_sections(const struct lines * l, struct sections * out) {
     out->n = 1;
     bool   in_fence = false;
     char * par      = NULL;   // the paragraph being read
-    for (int i = 0; i <= l->n; i++) {
-        const char * s = i < l->n ? l->text[i] : "";
+    for (int i = 0; i < l->n; i++) {
+        const char * s = l->text[i];
         const bool   fence = strncmp(s, "```", 3) == 0;
-        const bool   heading = !in_fence && i < l->n && (heading_level(s) > 0 || is_bold_heading(l, i));
-        const bool   ends_par = in_fence || fence || s[0] == '\0' || heading || s[0] == '|' || i == l->n;
+        const bool   heading = !in_fence && (heading_level(s) > 0 || is_bold_heading(l, i));
+        const bool   ends_par = in_fence || fence || s[0] == '\0' || heading || s[0] == '|';
         struct section * sec = &out->v[out->n - 1];
         if (ends_par && par != NULL) {
             add_paragraph(sec, par);
@@ -520,7 +520,7 @@ static void collect_sections(const struct lines * l, struct sections * out) {
             par = NULL;
         }
         if (fence) in_fence = !in_fence;
-        if (in_fence || fence || i == l->n) continue;
+        if (in_fence || fence) continue;
         if (heading) {
             out->v = realloc(out->v, (size_t) (out->n + 1) * sizeof(struct section));
             out->v[out->n++] = (struct section) {.line_no = l->line_no[i]};
@@ -546,6 +546,7 @@ static void collect_sections(const struct lines * l, struct sections * out) {
             strcpy(par + (n ? n + 1 : 0), s);
         }
     }
+    if (par != NULL) add_paragraph(&out->v[out->n - 1], par);   // the file's last paragraph
     free(par);
 }
 
