@@ -3,7 +3,7 @@
 // read by full/cli/rival_output.c for mg bench --llama-bench and mg
 // batched-bench --llama-batched-bench. Properties:
 //   - a row marked usable has rates that are finite, above 0 and below 1e9
-//     (a ratio against 0, inf or 1e308 is no figure: issue row W8);
+//     (a ratio against 0, inf or 1e308 is no figure);
 //   - no more rows than lines;
 //   - a row read back from the text we print for it is the same row (so
 //     the reader reads what it was shown, not a neighbour's field).

@@ -1,6 +1,6 @@
 // test_invalid_utf8.c - text that is not valid UTF-8 tokenizes to llama.cpp's
-// ids (issue row W10 of the safety review): overlong forms ("\xC0\xAF" is
-// '/'), a surrogate, stray continuation bytes, a cut-off sequence, 0xFF.
+// ids: overlong forms ("\xC0\xAF" is '/'), a surrogate, stray continuation
+// bytes, a cut-off sequence, 0xFF.
 // tests/fixtures/vocab/invalid-utf8.inp holds the strings (the separator of
 // llama.cpp's vocab fixtures), invalid-utf8.tiny.out llama.cpp's ids for each
 // with tiny-f32's vocabulary (llama_tokenize, no BOS, no special tokens;
