@@ -4,6 +4,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "session.h"
 #include "arena.h"
+//@+ full backend
+#include "backend.h"
+//@- full backend
 #include "galloc.h"
 //@+ full memory-model
 #include "gguf.h"
@@ -41,6 +44,11 @@ struct mg_session {
     struct mg_cplan        plan;
     void *                 work;
     size_t                 work_capacity;
+    //@+ full backend
+    // The CPU backend runs the graph (backend.h): the plan above is its plan's.
+    mg_backend_t            cpu;
+    mg_backend_graph_plan_t cpu_plan;
+    //@- full backend
 
     float *                 logits;   // what mg_get_logits returns
     size_t                  logits_capacity;
@@ -117,12 +125,24 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     }
     s->threadpool = mg_threadpool_new(params.n_threads);
     s->galloc     = mg_gallocr_new(0);
+    //@+ full backend
+    s->cpu = mg_backend_cpu_init();
+    if (s->cpu == NULL) {
+        mg_session_free(s);
+        return NULL;
+    }
+    mg_backend_cpu_set_threadpool(s->cpu, s->threadpool, params.n_threads);
+    //@- full backend
     s->stats.kv_size = mg_kv_cache_bytes(s->kv);
     return s;
 }
 
 void mg_session_free(struct mg_session * s) {
     if (s == NULL) return;
+    //@+ full backend
+    if (s->cpu != NULL) mg_backend_graph_plan_free(s->cpu, s->cpu_plan);
+    mg_backend_free(s->cpu);
+    //@- full backend
     mg_kv_cache_free(s->kv);
     mg_threadpool_free(s->threadpool);
     mg_gallocr_free(s->galloc);
@@ -145,6 +165,7 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     s->logits_out = mg_qwen3_build(s->graph_ctx, s->graph, m, s->kv, n_tokens, n_kv, all_logits, &s->in);
     if (!mg_gallocr_alloc_graph(s->galloc, s->graph)) return false;
 
+#if 0 //@old 09..09 session-plan
     s->plan = mg_graph_plan(s->graph, s->params.n_threads);
     if (s->plan.work_size > s->work_capacity) {
         free(s->work);
@@ -157,6 +178,15 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     }
     s->plan.work_data  = s->work;
     s->plan.threadpool = s->threadpool;
+#endif //@old session-plan
+    //@+ full backend
+    // The same plan, made by the CPU backend (backend_cpu.c), which keeps the
+    // one work buffer as this function did in chapter 09.
+    mg_backend_graph_plan_free(s->cpu, s->cpu_plan);
+    s->cpu_plan = mg_backend_graph_plan_create(s->cpu, s->graph);
+    if (s->cpu_plan == NULL) return false;
+    s->plan = *mg_backend_cpu_plan_cplan(s->cpu_plan);
+    //@- full backend
 
     s->graph_n_tokens   = n_tokens;
     s->graph_n_kv       = n_kv;
@@ -252,7 +282,14 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
         compute_observed(s);
     } else {
     //@- full eval-callback-run
+#if 0 //@old 09..09 session-compute
     mg_graph_compute(s->graph, &s->plan);
+#endif //@old session-compute
+    //@+ full backend
+    // One call per graph: the CPU backend's plan_compute is mg_graph_compute
+    // on the plan above, nothing added per node.
+    if (!mg_backend_graph_plan_compute(s->cpu, s->cpu_plan)) return false;
+    //@- full backend
     //@+ full eval-callback-end
     }
     //@- full eval-callback-end
@@ -629,7 +666,10 @@ void mg_session_memory_model(const struct mg_session * s, struct mg_memory_model
     mm->region[MG_MEM_GRAPH_HEADERS] = (struct mg_memory_region) {"graph tensor headers", NULL,
                                                                   s->graph_ctx ? mg_used_mem(s->graph_ctx) : 0};
     mm->region[MG_MEM_COMPUTE]       = (struct mg_memory_region) {"compute buffer", cb ? cb->data : NULL, cb ? cb->size : 0};
-    mm->region[MG_MEM_WORK]          = (struct mg_memory_region) {"work buffer", s->work, s->work_capacity};
+    void * work      = NULL;
+    size_t work_size = 0;
+    mg_backend_cpu_work_buffer(s->cpu, &work, &work_size);
+    mm->region[MG_MEM_WORK]          = (struct mg_memory_region) {"work buffer", work, work_size};
     mm->region[MG_MEM_KV]            = (struct mg_memory_region) {"KV cache", s->kv->buf->data, s->kv->buf->size};
     mg_memory_model_count(mm, m->ctx, MG_MEM_MODEL_HEADERS);
     if (s->graph_ctx != NULL) mg_memory_model_count(mm, s->graph_ctx, MG_MEM_GRAPH_HEADERS);

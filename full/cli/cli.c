@@ -2,6 +2,7 @@
 // cli.c - option parsing and the pieces every mg command shares.
 #define _XOPEN_SOURCE 700   // realpath
 #include "cli.h"
+#include "backend.h"
 #include "memmap.h"
 #include "npy.h"
 #include "outfile.h"
@@ -218,10 +219,47 @@ int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
         {NULL, "--dot", CLI_OUT_DIR, &e->dot, "write Graphviz drawings of the graphs into this directory"},
         {NULL, "--svg", CLI_OUT_DIR, &e->svg, "write the compute buffer's memory maps (SVG) into this directory"},
         {NULL, "--dot-layers", CLI_INT, &e->dot_layers, "with --dot: draw only the first N layers, each in a box"},
+        {"-ngl", "--n-gpu-layers", CLI_INT, &e->n_gpu_layers, "layers to put on a GPU device (default 0; needs one: mg --list-devices)"},
+        {"-dev", "--device", CLI_STRING, &e->device, "the GPU device for -ngl, by name (mg --list-devices)"},
     };
     const int n = (int) (sizeof(rows) / sizeof(rows[0]));
     memcpy(out, rows, sizeof(rows));
     return n;
+}
+
+// -ngl and -dev, checked against the registry (backend.h). Offloading is
+// not built yet: with no GPU device in this build, -ngl N > 0 says so rather
+// than running on the CPU in silence (llama.cpp ignores it with a warning).
+static bool cli_devices_setup(const char * cmd, const struct cli_engine_opts * e) {
+    if (e->n_gpu_layers < 0) {
+        fprintf(stderr, "mg %s: -ngl must be 0 or more, got %d\n", cmd, e->n_gpu_layers);
+        return false;
+    }
+    mg_backend_dev_t dev = NULL;
+    if (e->device != NULL) {
+        if ((dev = mg_backend_dev_by_name(e->device)) == NULL) {
+            fprintf(stderr, "mg %s: -dev %s: %s\n", cmd, e->device, mg_last_error());
+            return false;
+        }
+        if (mg_backend_dev_type(dev) == MG_BACKEND_DEVICE_TYPE_CPU) {
+            fprintf(stderr, "mg %s: -dev %s: the CPU runs whatever no device takes; -dev names a GPU device "
+                    "(mg --list-devices)\n", cmd, e->device);
+            return false;
+        }
+    }
+    if (e->n_gpu_layers == 0 && dev == NULL) return true;
+    bool have_gpu = false;
+    for (size_t i = 0; i < mg_backend_dev_count(); i++) {
+        have_gpu |= mg_backend_dev_type(mg_backend_dev_get(i)) != MG_BACKEND_DEVICE_TYPE_CPU;
+    }
+    if (!have_gpu) {
+        fprintf(stderr, "mg %s: -ngl %d: this mg has no GPU device, only the CPU (mg --list-devices; the Vulkan "
+                "backend is not yet built)\n", cmd, e->n_gpu_layers);
+        return false;
+    }
+    fprintf(stderr, "mg %s: -ngl %d%s%s: offloading layers to a device is not yet implemented (the CPU runs "
+            "everything; see backend_sched.h)\n", cmd, e->n_gpu_layers, dev != NULL ? " -dev " : "", dev != NULL ? e->device : "");
+    return false;
 }
 
 bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
@@ -241,6 +279,7 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         fprintf(stderr, "mg %s: --kv-type must be f16 or f32, got '%s'\n", cmd, e->kv_type);
         return false;
     }
+    if (!cli_devices_setup(cmd, e)) return false;
     if (e->trace != NULL && !mg_trace_set(e->trace)) {
         fprintf(stderr, "mg %s: --trace: %s\n", cmd, mg_last_error());
         return false;
