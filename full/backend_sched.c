@@ -36,6 +36,7 @@ struct mg_sched {
     int                      n_copies;
     size_t                   copy_bytes;
 
+    mg_backend_buffer_t device_bufs[MG_SCHED_MAX_BACKENDS];   // per backend without host memory, or NULL
     struct mg_context * ctx;      // the copies' headers and the graph that includes them
     struct mg_cgraph *  graph2;   // the caller's nodes, with the copies as leafs: what is allocated and run
     struct mg_gallocr * galloc;
@@ -69,6 +70,10 @@ static void forget_graph(struct mg_sched * sched) {
     free(sched->inputs);
     free(sched->copies);
     mg_free(sched->ctx);
+    for (int b = 0; b < MG_SCHED_MAX_BACKENDS; b++) {
+        mg_backend_buffer_free(sched->device_bufs[b]);
+        sched->device_bufs[b] = NULL;
+    }
     sched->ids = NULL, sched->copy_of = NULL, sched->splits = NULL, sched->inputs = NULL, sched->copies = NULL;
     sched->ctx = NULL, sched->graph2 = NULL, sched->graph = NULL;
     sched->n_splits = 0, sched->n_copies = 0, sched->copy_bytes = 0;
@@ -333,6 +338,47 @@ static bool build_graph2(struct mg_sched * sched, const struct mg_cgraph * g) {
     return true;
 }
 
+// Move t from the host plan to backend b's buffer, at the offset the plan gave it.
+static bool rehome(struct mg_sched * sched, struct mg_tensor * t, int b, const char * host_base, size_t host_size) {
+    const char * at = t->data;
+    if (t->view_src != NULL || at == NULL || at < host_base || at >= host_base + host_size) return true;   // not planned here
+    char * base = mg_backend_buffer_get_base(sched->device_bufs[b]);
+    return mg_backend_tensor_alloc(sched->device_bufs[b], t, base + (at - host_base));
+}
+
+// The graph allocator plans one host buffer. A backend whose memory is not
+// host memory (a GPU) gets a buffer of its own as big as that plan, and its
+// tensors move there at the offsets the plan gave them: the plan keeps apart
+// any two tensors alive at the same time, whichever backend they are on.
+// (ggml plans one buffer per backend; this one wastes the bytes the other
+// backends' tensors take in it - not yet as small as ggml's.) Views then
+// follow their sources.
+static bool give_devices_their_memory(struct mg_sched * sched) {
+    const struct mg_buffer * host = mg_gallocr_get_buffer(sched->galloc);
+    const char *             base = host->data;
+    const struct mg_cgraph * g    = sched->graph;
+    for (int b = 0; b < sched->n_backends; b++) {
+        mg_backend_buffer_type_t buft = mg_backend_get_default_buffer_type(sched->backends[b]);
+        if (mg_backend_buft_is_host(buft)) continue;
+        if ((sched->device_bufs[b] = mg_backend_buft_alloc_buffer(buft, host->size)) == NULL) return false;
+        for (int s = 0; s < sched->n_splits; s++) {
+            const struct mg_sched_split * split = &sched->splits[s];
+            for (int k = 0; k < split->n_inputs && split->backend == b; k++) {
+                if (!rehome(sched, split->copies[k], b, base, host->size)) return false;
+            }
+        }
+        for (int k = 0; k < g->n_leafs + g->n_nodes; k++) {
+            struct mg_tensor * t = k < g->n_leafs ? g->leafs[k] : g->nodes[k - g->n_leafs];
+            if (*id_of(sched, t) == b && !rehome(sched, t, b, base, host->size)) return false;
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        struct mg_tensor * t = g->nodes[i];
+        if (t->view_src != NULL) t->data = (char *) t->view_src->data + t->view_offs;
+    }
+    return true;
+}
+
 // "CPU2: nodes 0..2 (MUL_MAT y, ADD y2)": what MG_TRACE=sched shows of a split.
 static void trace_split(const struct mg_sched * sched, const struct mg_cgraph * g, int s) {
     const struct mg_sched_split * split = &sched->splits[s];
@@ -372,8 +418,13 @@ bool mg_sched_alloc_graph(struct mg_sched * sched, struct mg_cgraph * g) {
         mg_set_error("scheduler: out of memory for a graph of %d nodes", g->n_nodes);
         return false;
     }
+    // Results placed by an earlier plan go back to the host plan first.
+    for (int k = 0; k < g->n_leafs + g->n_nodes; k++) {
+        struct mg_tensor * t = k < g->n_leafs ? g->leafs[k] : g->nodes[k - g->n_leafs];
+        if (t->view_src == NULL && !is_preallocated(t)) t->buffer = NULL;
+    }
     if (!assign_backends(sched, g) || !cut_splits(sched, g) || !build_graph2(sched, g) ||
-        !mg_gallocr_alloc_graph(sched->galloc, sched->graph2)) {
+        !mg_gallocr_alloc_graph(sched->galloc, sched->graph2) || !give_devices_their_memory(sched)) {
         return false;
     }
     mg_trace(MG_TRACE_SCHED, "graph of %d nodes: %d split%s, %d cop%s, %zu bytes copied per compute", g->n_nodes,

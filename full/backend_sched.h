@@ -27,12 +27,13 @@
 // the tensors it reads from a backend whose memory it cannot read: those are
 // copied in before it runs, into a tensor named "BACKEND#name#0" as in ggml.
 //
-// What is simpler than ggml (not yet): one host compute buffer holds every
-// split's results and copies (enough while every backend reads host memory
-// through its buffer functions, as the test's fake device does; a device
-// backend needs its own buffer per backend), copies are kept for the whole
-// graph (ggml frees them with the split), one copy of the inputs (no
-// pipelining, ggml's n_copies), and no op offload by batch size.
+// Memory: the graph allocator plans one compute buffer for the whole graph;
+// the CPU's tensors stay in it, and each backend without host memory gets a
+// buffer of the same size where its tensors sit at the planned offsets.
+// What is simpler than ggml (not yet): that per-device buffer is as big as
+// the whole plan (ggml plans one per backend), copies are kept for the
+// whole graph (ggml's live only as long as needed), one copy of the inputs
+// (no pipelining, ggml's n_copies), and no op offload by batch size.
 #pragma once
 
 #include "backend.h"

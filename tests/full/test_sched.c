@@ -1,7 +1,8 @@
 // test_sched.c - the scheduler (full/backend_sched.h) on a known graph, with a
 // second backend made here: "CPU2", a fake device that runs only MUL_MAT and
 // ADD and whose memory the CPU may not read directly (its buffer type says
-// it is not host memory, as a GPU's would), so every crossing is a copy.
+// it is not host memory, as a GPU's would), so every crossing is a copy and
+// CPU2's tensors get a buffer of CPU2's type from the scheduler.
 //
 //     x (input)  W1 (CPU2)       b (CPU2)        W2 (CPU)
 //        \       /                  |               |
@@ -243,6 +244,13 @@ START_TEST(test_splits_and_copies_of_a_known_graph) {
     assert_split(s, 3, "CPU", 4, 5, "w", "CPU#w#0");
     ck_assert_int_eq(mg_sched_n_copies(s), 4);
     ck_assert_uint_eq(mg_sched_copy_bytes(s), 8 * 4 + 3 * 6 * 4);   // x is 4x2 floats, y2 z w 3x2
+
+    // CPU2's results and copies live in CPU2 memory, the CPU's in host memory.
+    ck_assert_ptr_eq(mg_backend_tensor_buft(k.y), &cpu2_buft);
+    ck_assert_ptr_eq(mg_backend_tensor_buft(mg_sched_get_split(s, 0)->copies[0]), &cpu2_buft);
+    ck_assert_ptr_eq(mg_backend_tensor_buft(k.w), &cpu2_buft);
+    ck_assert_ptr_eq(mg_backend_tensor_buft(k.z), mg_backend_cpu_buffer_type());
+    ck_assert_ptr_eq(mg_backend_tensor_buft(k.o), mg_backend_cpu_buffer_type());
 
     mg_backend_tensor_set(k.x, k.x_v, 0, sizeof k.x_v);
     cpu2_nodes_run = cpu2_unsupported_run = 0;
