@@ -187,8 +187,16 @@ enum { MAX_DEVICES = 16 };
 static mg_backend_dev_t devices[MAX_DEVICES];
 static size_t           n_devices = 0;
 
+#ifdef MG_VULKAN
+void mg_backend_vulkan_register_devices(void);   // vulkan/backend_vulkan.c, in make VULKAN=1 builds
+#endif
+
 static void registry_init(void) {
-    if (n_devices == 0) devices[n_devices++] = mg_backend_cpu_device();
+    if (n_devices != 0) return;
+    devices[n_devices++] = mg_backend_cpu_device();
+#ifdef MG_VULKAN
+    mg_backend_vulkan_register_devices();   // each one through mg_backend_dev_register, before the CPU
+#endif
 }
 
 size_t mg_backend_dev_count(void) {

@@ -212,3 +212,12 @@ void mg_backend_cpu_set_threadpool(mg_backend_t backend, struct mg_threadpool * 
 void mg_backend_cpu_work_buffer(mg_backend_t backend, void ** data, size_t * size);
 // The CPU plan behind a plan of the CPU backend: its shares and work size.
 const struct mg_cplan * mg_backend_cpu_plan_cplan(mg_backend_graph_plan_t plan);
+
+#ifdef MG_VULKAN
+// ---------------------------------------------------------------------------
+// The Vulkan backend (vulkan/backend_vulkan.c, make VULKAN=1): its devices
+// join the registry as "Vulkan0", "Vulkan1", ...; this says what the
+// enumeration found ("1 device", "no Vulkan driver (...)").
+// ---------------------------------------------------------------------------
+const char * mg_backend_vulkan_status(void);
+#endif

@@ -61,6 +61,10 @@ static int print_devices(void) {
         n_listed++;
     }
     if (n_listed == 0) printf("  (none)\n");
+#ifdef MG_VULKAN
+    mg_backend_dev_count();   // enumerated by now; say what Vulkan found when it found nothing
+    if (n_listed == 0) fprintf(stderr, "mg: Vulkan: %s\n", mg_backend_vulkan_status());
+#endif
     return 0;
 }
 

@@ -1,0 +1,243 @@
+// test_vulkan.c - the Vulkan backend (full/vulkan/backend_vulkan.c), built
+// and run only by make VULKAN=1 test-vulkan, on whatever Vulkan driver the
+// machine has (Mesa's lavapipe in CI): the device in the registry, device
+// memory through the staging buffer, copies across memories, ADD and MUL
+// computed by shaders against the same arithmetic done here in plain C (IEEE
+// addition and multiplication are correctly rounded in Vulkan too, so the
+// results must be equal, not close), and a graph the scheduler splits
+// between the device and the CPU.
+#include "harness.h"
+#include "arena.h"
+#include "backend.h"
+#include "backend_sched.h"
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+// The first Vulkan device; the test fails (it does not skip) without one:
+// make test-vulkan is asked for on a machine that has a driver.
+static mg_backend_dev_t vulkan_device(void) {
+    mg_backend_dev_t dev = mg_backend_dev_by_name("Vulkan0");
+    ck_assert_msg(dev != NULL, "no Vulkan device: %s (install mesa-vulkan-drivers for lavapipe)",
+                  mg_backend_vulkan_status());
+    return dev;
+}
+
+START_TEST(test_device_in_the_registry) {
+    mg_backend_dev_t dev = vulkan_device();
+    ck_assert_int_eq(mg_backend_dev_type(dev), MG_BACKEND_DEVICE_TYPE_GPU);
+    ck_assert(strlen(mg_backend_dev_description(dev)) > 0);
+    size_t free_bytes = 0, total = 0;
+    mg_backend_dev_memory(dev, &free_bytes, &total);
+    ck_assert_uint_gt(total, 0);
+    // The CPU is still last, after every Vulkan device.
+    ck_assert_ptr_eq(mg_backend_dev_get(mg_backend_dev_count() - 1), mg_backend_cpu_device());
+    mg_backend_buffer_type_t buft = mg_backend_dev_buffer_type(dev);
+    ck_assert(!mg_backend_buft_is_host(buft));
+    ck_assert(mg_backend_dev_supports_buft(dev, buft));
+    ck_assert(!mg_backend_dev_supports_buft(dev, mg_backend_cpu_buffer_type()));
+    ck_assert(!mg_backend_dev_supports_buft(mg_backend_cpu_device(), buft));
+}
+END_TEST
+
+START_TEST(test_device_memory_round_trip) {
+    mg_backend_buffer_t buf = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(vulkan_device()), 4096);
+    ck_assert_msg(buf != NULL, "%s", mg_last_error());
+    struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = 4 * mg_tensor_overhead(), .no_alloc = true});
+    struct mg_tensor *  t   = mg_new_tensor_1d(ctx, MG_TYPE_F32, 256);
+    char *              base = mg_backend_buffer_get_base(buf);
+    ck_assert(mg_backend_tensor_alloc(buf, t, base + 1024));
+    float in[256], out[256];
+    for (int i = 0; i < 256; i++) in[i] = (float) i * 0.5f - 17.0f;
+    mg_backend_tensor_set(t, in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    mg_backend_tensor_get(t, out, 0, sizeof out);
+    ck_assert_mem_eq(in, out, sizeof in);
+    mg_backend_tensor_get(t, out, 10 * sizeof(float), sizeof(float));   // one float, at an offset
+    ck_assert_float_eq(out[0], in[10]);
+
+    mg_backend_buffer_clear(buf, 0x5a);
+    unsigned char bytes[1024];
+    mg_backend_tensor_get(t, bytes, 0, sizeof bytes);
+    for (size_t i = 0; i < sizeof bytes; i++) ck_assert_uint_eq(bytes[i], 0x5a);
+    mg_free(ctx);
+    mg_backend_buffer_free(buf);
+}
+END_TEST
+
+// Host -> device -> device -> host: every path of mg_backend_tensor_copy.
+START_TEST(test_copies_across_memories) {
+    mg_backend_buffer_type_t vk  = mg_backend_dev_buffer_type(vulkan_device());
+    mg_backend_buffer_t      d1  = mg_backend_buft_alloc_buffer(vk, 256);
+    mg_backend_buffer_t      d2  = mg_backend_buft_alloc_buffer(vk, 256);
+    mg_backend_buffer_t      h   = mg_backend_buft_alloc_buffer(mg_backend_cpu_buffer_type(), 512);
+    struct mg_context *      ctx = mg_init((struct mg_init_params) {.mem_size = 8 * mg_tensor_overhead(), .no_alloc = true});
+    struct mg_tensor * src = mg_new_tensor_1d(ctx, MG_TYPE_F32, 32), * a = mg_new_tensor_1d(ctx, MG_TYPE_F32, 32);
+    struct mg_tensor * b = mg_new_tensor_1d(ctx, MG_TYPE_F32, 32), * back = mg_new_tensor_1d(ctx, MG_TYPE_F32, 32);
+    ck_assert(mg_backend_tensor_alloc(h, src, mg_backend_buffer_get_base(h)));
+    ck_assert(mg_backend_tensor_alloc(h, back, (char *) mg_backend_buffer_get_base(h) + 256));
+    ck_assert(mg_backend_tensor_alloc(d1, a, mg_backend_buffer_get_base(d1)));
+    ck_assert(mg_backend_tensor_alloc(d2, b, mg_backend_buffer_get_base(d2)));
+    float in[32];
+    for (int i = 0; i < 32; i++) in[i] = 1.0f / (float) (i + 1);
+    mg_backend_tensor_set(src, in, 0, sizeof in);
+    mg_backend_tensor_copy(src, a);
+    mg_backend_tensor_copy(a, b);
+    mg_backend_tensor_copy(b, back);
+    ck_assert_mem_eq(back->data, in, sizeof in);
+    mg_free(ctx);
+    mg_backend_buffer_free(d1);
+    mg_backend_buffer_free(d2);
+    mg_backend_buffer_free(h);
+}
+END_TEST
+
+// s = a + b, p = s * r (r one row, repeated over the rows of s), on the device.
+START_TEST(test_add_and_mul_on_the_device) {
+    mg_backend_dev_t    dev = vulkan_device();
+    struct mg_context * ctx = mg_init((struct mg_init_params) {
+        .mem_size = 16 * mg_tensor_overhead() + mg_graph_overhead_custom(16), .no_alloc = true});
+    struct mg_tensor * a = mg_new_tensor_2d(ctx, MG_TYPE_F32, 300, 7);   // more than one group of 256
+    struct mg_tensor * b = mg_new_tensor_2d(ctx, MG_TYPE_F32, 300, 7);
+    struct mg_tensor * r = mg_new_tensor_2d(ctx, MG_TYPE_F32, 300, 1);
+    struct mg_tensor * s = mg_add(ctx, a, b);
+    struct mg_tensor * p = mg_mul(ctx, s, r);
+    struct mg_cgraph * g = mg_new_graph_custom(ctx, 16);
+    mg_build_forward_expand(g, p);
+
+    mg_backend_buffer_t buf  = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), 5 * 8448);
+    char *              base = mg_backend_buffer_get_base(buf);
+    struct mg_tensor *  all[] = {a, b, r, s, p};
+    for (int i = 0; i < 5; i++) ck_assert(mg_backend_tensor_alloc(buf, all[i], base + i * 8448));
+
+    static float av[2100], bv[2100], rv[300], pv[2100];
+    for (int i = 0; i < 2100; i++) av[i] = (float) (i % 97) * 0.37f - 9.0f, bv[i] = 1.0f / (float) (i + 3);
+    for (int i = 0; i < 300; i++) rv[i] = (float) (i % 13) - 6.5f;
+    mg_backend_tensor_set(a, av, 0, sizeof av);
+    mg_backend_tensor_set(b, bv, 0, sizeof bv);
+    mg_backend_tensor_set(r, rv, 0, sizeof rv);
+
+    mg_backend_t be = mg_backend_dev_init(dev);
+    ck_assert_msg(be != NULL, "%s", mg_last_error());
+    ck_assert_str_eq(mg_backend_name(be), "Vulkan0");
+    ck_assert(mg_backend_supports_op(be, s) && mg_backend_supports_op(be, p));
+    ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
+    mg_backend_tensor_get(p, pv, 0, sizeof pv);
+    for (int i = 0; i < 2100; i++) {
+        const float sum = av[i] + bv[i];
+        ck_assert_msg(pv[i] == sum * rv[i % 300], "p[%d] = %a, not %a", i, pv[i], sum * rv[i % 300]);
+    }
+    mg_backend_free(be);
+    mg_backend_buffer_free(buf);
+    mg_free(ctx);
+}
+END_TEST
+
+// An op with no shader is refused by supports_op (the scheduler keeps it on
+// the CPU) and by graph_compute, naming the node.
+START_TEST(test_ops_without_a_shader_are_refused) {
+    mg_backend_dev_t    dev = vulkan_device();
+    struct mg_context * ctx = mg_init((struct mg_init_params) {
+        .mem_size = 8 * mg_tensor_overhead() + mg_graph_overhead_custom(8), .no_alloc = true});
+    struct mg_tensor * x = mg_new_tensor_1d(ctx, MG_TYPE_F32, 8);
+    struct mg_tensor * y = mg_set_name(mg_silu(ctx, x), "y");
+    struct mg_cgraph * g = mg_new_graph_custom(ctx, 8);
+    mg_build_forward_expand(g, y);
+    mg_backend_buffer_t buf = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), 256);
+    ck_assert(mg_backend_tensor_alloc(buf, x, mg_backend_buffer_get_base(buf)));
+    ck_assert(mg_backend_tensor_alloc(buf, y, (char *) mg_backend_buffer_get_base(buf) + 64));
+    mg_backend_t be = mg_backend_dev_init(dev);
+    ck_assert(!mg_backend_supports_op(be, y));
+    ck_assert(!mg_backend_graph_compute(be, g));
+    ck_assert_msg(strstr(mg_last_error(), "'y' (SILU f32) has no shader yet") != NULL, "%s", mg_last_error());
+    mg_backend_free(be);
+    mg_backend_buffer_free(buf);
+    mg_free(ctx);
+}
+END_TEST
+
+// x (input) + W (device) -> silu (CPU: no shader) -> * R (device) -> + itself:
+// three splits, three copies; the result bit for bit the CPU's alone.
+struct split_graph {
+    struct mg_context * ctx;
+    struct mg_cgraph *  g;
+    struct mg_tensor *  x, *W, *R, *s, *t, *u, *v;
+    mg_backend_buffer_t weights;
+};
+
+static void build_split_graph(struct split_graph * k, mg_backend_buffer_type_t weights_buft, const float * W,
+                              const float * R) {
+    k->ctx = mg_init((struct mg_init_params) {.mem_size = 16 * mg_tensor_overhead() + mg_graph_overhead_custom(32),
+                                              .no_alloc = true});
+    k->x = mg_set_name(mg_new_tensor_2d(k->ctx, MG_TYPE_F32, 64, 3), "x");
+    k->W = mg_set_name(mg_new_tensor_2d(k->ctx, MG_TYPE_F32, 64, 3), "W");
+    k->R = mg_set_name(mg_new_tensor_2d(k->ctx, MG_TYPE_F32, 64, 1), "R");
+    k->x->flags |= MG_TENSOR_FLAG_INPUT;
+    k->s = mg_set_name(mg_add(k->ctx, k->x, k->W), "s");
+    k->t = mg_set_name(mg_silu(k->ctx, k->s), "t");
+    k->u = mg_set_name(mg_mul(k->ctx, k->t, k->R), "u");
+    k->v = mg_set_name(mg_add(k->ctx, k->u, k->u), "v");
+    k->v->flags |= MG_TENSOR_FLAG_OUTPUT;
+    k->g = mg_new_graph_custom(k->ctx, 32);
+    mg_build_forward_expand(k->g, k->v);
+    k->weights = mg_backend_buft_alloc_buffer(weights_buft, 1024);
+    char * base = mg_backend_buffer_get_base(k->weights);
+    ck_assert(mg_backend_tensor_alloc(k->weights, k->W, base));
+    ck_assert(mg_backend_tensor_alloc(k->weights, k->R, base + 768));
+    mg_backend_tensor_set(k->W, W, 0, 64 * 3 * sizeof(float));
+    mg_backend_tensor_set(k->R, R, 0, 64 * sizeof(float));
+}
+
+// v of the graph above for input x, with the scheduler over backends[0..n).
+static void run_split_graph(mg_backend_t * backends, int n, mg_backend_buffer_type_t weights_buft, const float * x,
+                            const float * W, const float * R, float * v, int * n_splits, int * n_copies) {
+    struct split_graph k;
+    build_split_graph(&k, weights_buft, W, R);
+    struct mg_sched * sched = mg_sched_new(backends, n, 32);
+    ck_assert_msg(sched != NULL && mg_sched_alloc_graph(sched, k.g), "%s", mg_last_error());
+    *n_splits = mg_sched_n_splits(sched);
+    *n_copies = mg_sched_n_copies(sched);
+    mg_backend_tensor_set(k.x, x, 0, 64 * 3 * sizeof(float));
+    ck_assert_msg(mg_sched_graph_compute(sched, k.g), "%s", mg_last_error());
+    mg_backend_tensor_get(k.v, v, 0, 64 * 3 * sizeof(float));
+    mg_sched_free(sched);
+    mg_backend_buffer_free(k.weights);
+    mg_free(k.ctx);
+}
+
+START_TEST(test_scheduler_splits_between_device_and_cpu) {
+    mg_backend_dev_t dev = vulkan_device();
+    mg_backend_t     backends[2] = {mg_backend_dev_init(dev), mg_backend_cpu_init()};
+    float x[192], W[192], R[64], v_split[192], v_cpu[192];
+    for (int i = 0; i < 192; i++) x[i] = (float) (i % 29) * 0.21f - 3.0f, W[i] = (float) (i % 7) * -0.4f + 1.0f;
+    for (int i = 0; i < 64; i++) R[i] = 0.5f + (float) (i % 5);
+    int n_splits, n_copies;
+    run_split_graph(backends, 2, mg_backend_dev_buffer_type(dev), x, W, R, v_split, &n_splits, &n_copies);
+    ck_assert_int_eq(n_splits, 3);   // Vulkan0: s | CPU: t | Vulkan0: u v
+    ck_assert_int_eq(n_copies, 3);   // x to the device, s to the CPU, t back
+    run_split_graph(&backends[1], 1, mg_backend_cpu_buffer_type(), x, W, R, v_cpu, &n_splits, &n_copies);
+    ck_assert_int_eq(n_splits, 1);
+    ck_assert_mem_eq(v_split, v_cpu, sizeof v_cpu);
+    for (int i = 0; i < 192; i++) {   // and the arithmetic, in plain C (SiLU's exp differs in its last bits)
+        const float s = x[i] + W[i], u = s / (1.0f + expf(-s)) * R[i % 64];
+        ck_assert_msg(fabsf(v_split[i] - (u + u)) <= 1e-5f * (1.0f + fabsf(u)), "v[%d] %g, %g", i, v_split[i], u + u);
+    }
+    mg_backend_free(backends[0]);
+    mg_backend_free(backends[1]);
+}
+END_TEST
+
+Suite * mg_test_suite(void) {
+    Suite * s  = suite_create("vulkan");
+    TCase * tc = tcase_create("vulkan");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_device_in_the_registry);
+    tcase_add_test(tc, test_device_memory_round_trip);
+    tcase_add_test(tc, test_copies_across_memories);
+    tcase_add_test(tc, test_add_and_mul_on_the_device);
+    tcase_add_test(tc, test_ops_without_a_shader_are_refused);
+    tcase_add_test(tc, test_scheduler_splits_between_device_and_cpu);
+    suite_add_tcase(s, tc);
+    return s;
+}
