@@ -7,9 +7,10 @@
 // `make VULKAN=1` (full/Makefile); the shaders are vulkan/*.comp, compiled to
 // SPIR-V by glslc at build time and read from MG_VK_SHADER_DIR.
 //
-// What it runs so far: ADD and MUL of F32 tensors (rows contiguous, the
-// second operand broadcast). supports_op says no to everything else, so the
-// scheduler keeps those nodes on the CPU; -ngl is not wired to it yet.
+// What it runs so far, F32 only: ADD and MUL (the second operand broadcast),
+// SILU, RMS_NORM and MUL_MAT (see each shader's conditions in the supports_*
+// functions below). supports_op says no to everything else, so the scheduler
+// keeps those nodes on the CPU; -ngl is not wired to it yet.
 #define _POSIX_C_SOURCE 200809L
 #include "backend.h"
 
@@ -40,8 +41,9 @@ static void vk_abort(void) {
     abort();
 }
 
-enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_COUNT };
-static const char * const vk_op_shader[VK_OP_COUNT] = {"add.spv", "mul.spv"};
+enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_COUNT };
+static const char * const vk_op_shader[VK_OP_COUNT] = {"add.spv", "mul.spv", "silu.spv", "rms_norm.spv",
+                                                       "mul_mat.spv"};
 
 enum { VK_BINDINGS = 4 };           // src0, src1, src2, dst: one layout for every shader
 enum { VK_PUSH_BYTES = 128 };       // the minimum every device guarantees
@@ -348,9 +350,12 @@ static bool load_pipeline(struct vk_device * d, enum vk_op op) {
 // The shader of a node, or -1 if none runs it.
 static int op_of(const struct mg_tensor * t) {
     switch (t->op) {
-        case MG_OP_ADD: return VK_OP_ADD;
-        case MG_OP_MUL: return VK_OP_MUL;
-        default:        return -1;
+        case MG_OP_ADD:      return VK_OP_ADD;
+        case MG_OP_MUL:      return VK_OP_MUL;
+        case MG_OP_SILU:     return VK_OP_SILU;
+        case MG_OP_RMS_NORM: return VK_OP_RMS_NORM;
+        case MG_OP_MUL_MAT:  return VK_OP_MUL_MAT;
+        default:             return -1;
     }
 }
 
@@ -359,18 +364,58 @@ static bool is_view_op(enum mg_op op) {
            op == MG_OP_TRANSPOSE;
 }
 
-// binary.comp's conditions: F32 everywhere, rows contiguous, b repeats into
-// a, d has a's shape, and every index fits the shader's 32-bit arithmetic.
-static bool binary_supported(const struct mg_tensor * t) {
+static bool all_f32(const struct mg_tensor * t, int n_src) {
+    if (t->type != MG_TYPE_F32) return false;
+    for (int i = 0; i < n_src; i++) {
+        if (t->src[i]->type != MG_TYPE_F32) return false;
+    }
+    return true;
+}
+
+static bool rows_contiguous(const struct mg_tensor * t) { return t->nb[0] == 4; }
+
+static bool fully_contiguous(const struct mg_tensor * t) {
+    return t->nb[0] == 4 && t->nb[1] == 4 * (size_t) t->ne[0] && t->nb[2] == t->nb[1] * (size_t) t->ne[1] &&
+           t->nb[3] == t->nb[2] * (size_t) t->ne[2];
+}
+
+// The shaders index with 32-bit unsigned integers, and a dispatch has at most
+// 65535 groups per dimension (the least every device allows).
+static bool fits_u32(const struct mg_tensor * t) { return mg_nbytes(t) < UINT32_MAX; }
+static bool fits_groups(int64_t n) { return (n + VK_GROUP - 1) / VK_GROUP <= 65535; }
+
+// binary.comp: b repeats into a, d has a's shape.
+static bool supports_binary(const struct mg_tensor * t) {
     const struct mg_tensor * a = t->src[0], * b = t->src[1];
-    if (t->type != MG_TYPE_F32 || a->type != MG_TYPE_F32 || b->type != MG_TYPE_F32) return false;
-    if (t->nb[0] != 4 || a->nb[0] != 4 || b->nb[0] != 4) return false;
+    if (!all_f32(t, 2) || !rows_contiguous(t) || !rows_contiguous(a) || !rows_contiguous(b)) return false;
     for (int i = 0; i < MG_MAX_DIMS; i++) {
         if (a->ne[i] != t->ne[i] || b->ne[i] == 0 || a->ne[i] % b->ne[i] != 0) return false;
     }
-    const int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-    return n <= (int64_t) 65535 * VK_GROUP && mg_nbytes(a) < UINT32_MAX && mg_nbytes(b) < UINT32_MAX &&
-           mg_nbytes(t) < UINT32_MAX;
+    return fits_groups(mg_nelements(t)) && fits_u32(a) && fits_u32(b) && fits_u32(t);
+}
+
+// unary.comp and rms_norm.comp: contiguous in and out.
+static bool supports_rowwise(const struct mg_tensor * t) {
+    return all_f32(t, 1) && fully_contiguous(t) && fully_contiguous(t->src[0]) && fits_u32(t) &&
+           mg_nelements(t) == mg_nelements(t->src[0]);
+}
+
+// mul_mat.comp: F32 weights and activations, rows contiguous, ggml's broadcast.
+static bool supports_mul_mat(const struct mg_tensor * t) {
+    const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    return all_f32(t, 2) && rows_contiguous(a) && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 &&
+           a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) &&
+           fits_u32(a) && fits_u32(b) && fits_u32(t);
+}
+
+static bool supports(const struct mg_tensor * t) {
+    switch (op_of(t)) {
+        case VK_OP_ADD: case VK_OP_MUL: return supports_binary(t);
+        case VK_OP_SILU:                return supports_rowwise(t);
+        case VK_OP_RMS_NORM:            return supports_rowwise(t) && t->ne[1] * t->ne[2] * t->ne[3] <= 65535;
+        case VK_OP_MUL_MAT:             return supports_mul_mat(t);
+        default:                        return false;
+    }
 }
 
 // Which VkBuffer holds t, and t's first float in it.
@@ -386,44 +431,98 @@ static bool locate(const struct vk_device * d, const struct mg_tensor * t, VkBuf
     return true;
 }
 
-// One dispatch: descriptors for the node's buffers, its push constants, and
-// a barrier so that the next dispatch sees what this one wrote.
-static bool record_binary(struct vk_device * d, const struct mg_tensor * t, enum vk_op op) {
-    const struct mg_tensor * srcs[3] = {t->src[0], t->src[1], t};
-    VkBuffer                 bufs[3];
-    uint32_t                 first[3];
+// What one dispatch needs besides its buffers: the push constants (the
+// shader's Params block, in order) and how many workgroups.
+struct vk_dispatch {
+    uint32_t pc[VK_PUSH_BYTES / 4];
+    uint32_t n_pc;
+    uint32_t groups;
+};
+
+static void push(struct vk_dispatch * x, uint32_t v) { x->pc[x->n_pc++] = v; }
+
+// A tensor's strides in floats, dims 1..3 (dim 0 is 1: rows_contiguous).
+static void push_strides(struct vk_dispatch * x, const struct mg_tensor * t) {
+    for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) (t->nb[i] / 4));
+}
+
+static uint32_t groups_for(int64_t n) { return (uint32_t) ((n + VK_GROUP - 1) / VK_GROUP); }
+
+static void params_binary(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) t->ne[i]);
+    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) t->src[1]->ne[i]);
+    push(x, first[0]), push_strides(x, t->src[0]);
+    push(x, first[1]), push_strides(x, t->src[1]);
+    push(x, first[3]), push_strides(x, t);
+    x->groups = groups_for(mg_nelements(t));
+}
+
+static void params_unary(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    push(x, (uint32_t) mg_nelements(t)), push(x, first[0]), push(x, first[3]);
+    x->groups = groups_for(mg_nelements(t));
+}
+
+static void params_rms_norm(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    const float eps = mg_get_op_param_f32(t, 0);
+    uint32_t    eps_bits;
+    memcpy(&eps_bits, &eps, sizeof eps_bits);
+    push(x, (uint32_t) t->ne[0]), push(x, first[0]), push(x, first[3]), push(x, eps_bits);
+    x->groups = (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]);   // one workgroup per row
+}
+
+static void params_mul_mat(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    push(x, (uint32_t) a->ne[0]), push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]);
+    push(x, (uint32_t) t->ne[2]), push(x, (uint32_t) t->ne[3]);
+    push(x, first[0]), push_strides(x, a);
+    push(x, first[1]), push_strides(x, b);
+    push(x, first[3]), push_strides(x, t);
+    push(x, (uint32_t) (b->ne[2] / a->ne[2])), push(x, (uint32_t) (b->ne[3] / a->ne[3]));
+    x->groups = groups_for(mg_nelements(t));
+}
+
+static void params_of(const struct mg_tensor * t, enum vk_op op, const uint32_t * first, struct vk_dispatch * x) {
+    switch (op) {
+        case VK_OP_ADD: case VK_OP_MUL: params_binary(t, first, x); break;
+        case VK_OP_SILU:                params_unary(t, first, x); break;
+        case VK_OP_RMS_NORM:            params_rms_norm(t, first, x); break;
+        case VK_OP_MUL_MAT:             params_mul_mat(t, first, x); break;
+        case VK_OP_COUNT:               break;
+    }
+}
+
+// One dispatch: a descriptor set with the node's buffers (bindings 0-2 its
+// sources, 3 itself; a missing source gets the node's own buffer), its push
+// constants, and a barrier so that the next dispatch sees what this one wrote.
+static bool record_node(struct vk_device * d, const struct mg_tensor * t, enum vk_op op) {
+    VkBuffer bufs[VK_BINDINGS];
+    uint32_t first[VK_BINDINGS];
+    if (!locate(d, t, &bufs[3], &first[3])) return false;
     for (int i = 0; i < 3; i++) {
-        if (!locate(d, srcs[i], &bufs[i], &first[i])) return false;
+        bufs[i] = bufs[3], first[i] = first[3];
+        if (t->src[i] != NULL && !locate(d, t->src[i], &bufs[i], &first[i])) return false;
     }
     VkDescriptorSet                   set;
     const VkDescriptorSetAllocateInfo ai = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = d->desc_pool,
         .descriptorSetCount = 1, .pSetLayouts = &d->set_layout};
     VK_TRY(vkAllocateDescriptorSets(d->dev, &ai, &set), return false);
-    // Bindings 0, 1 and 3 (src2 is unused by binary.comp and gets d's buffer).
-    const VkDescriptorBufferInfo infos[VK_BINDINGS] = {
-        {bufs[0], 0, VK_WHOLE_SIZE}, {bufs[1], 0, VK_WHOLE_SIZE}, {bufs[2], 0, VK_WHOLE_SIZE}, {bufs[2], 0, VK_WHOLE_SIZE}};
-    VkWriteDescriptorSet writes[VK_BINDINGS];
+    VkDescriptorBufferInfo infos[VK_BINDINGS];
+    VkWriteDescriptorSet   writes[VK_BINDINGS];
     for (uint32_t i = 0; i < VK_BINDINGS; i++) {
+        infos[i]  = (VkDescriptorBufferInfo) {bufs[i], 0, VK_WHOLE_SIZE};
         writes[i] = (VkWriteDescriptorSet) {
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = i, .descriptorCount = 1,
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &infos[i]};
     }
     vkUpdateDescriptorSets(d->dev, VK_BINDINGS, writes, 0, NULL);
 
-    const struct mg_tensor * a = t->src[0], * b = t->src[1];
-    const uint32_t pc[20] = {
-        (uint32_t) t->ne[0], (uint32_t) t->ne[1], (uint32_t) t->ne[2], (uint32_t) t->ne[3],
-        (uint32_t) b->ne[0], (uint32_t) b->ne[1], (uint32_t) b->ne[2], (uint32_t) b->ne[3],
-        first[0], (uint32_t) (a->nb[1] / 4), (uint32_t) (a->nb[2] / 4), (uint32_t) (a->nb[3] / 4),
-        first[1], (uint32_t) (b->nb[1] / 4), (uint32_t) (b->nb[2] / 4), (uint32_t) (b->nb[3] / 4),
-        first[2], (uint32_t) (t->nb[1] / 4), (uint32_t) (t->nb[2] / 4), (uint32_t) (t->nb[3] / 4),
-    };
+    struct vk_dispatch x = {.n_pc = 0};
+    params_of(t, op, first, &x);
     vkCmdBindPipeline(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipelines[op]);
     vkCmdBindDescriptorSets(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &set, 0, NULL);
-    vkCmdPushConstants(d->cmd, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, pc);
-    const int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-    vkCmdDispatch(d->cmd, (uint32_t) ((n + VK_GROUP - 1) / VK_GROUP), 1, 1);
+    vkCmdPushConstants(d->cmd, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, x.n_pc * 4, x.pc);
+    vkCmdDispatch(d->cmd, x.groups, 1, 1);
     const VkMemoryBarrier barrier = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
         .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
@@ -456,13 +555,13 @@ static bool vk_backend_graph_compute(mg_backend_t backend, struct mg_cgraph * g)
         const struct mg_tensor * t = g->nodes[i];
         if (is_view_op(t->op)) continue;
         const int op = op_of(t);
-        if (op < 0 || !binary_supported(t)) {
+        if (op < 0 || !supports(t)) {
             mg_set_error("Vulkan: node %d '%s' (%s %s) has no shader yet", i, t->name, mg_op_name(t->op),
                          mg_type_name(t->type));
             vkEndCommandBuffer(d->cmd);
             return false;
         }
-        if (!load_pipeline(d, (enum vk_op) op) || !record_binary(d, t, (enum vk_op) op)) {
+        if (!load_pipeline(d, (enum vk_op) op) || !record_node(d, t, (enum vk_op) op)) {
             vkEndCommandBuffer(d->cmd);
             return false;
         }
@@ -515,7 +614,7 @@ static mg_backend_buffer_type_t vk_dev_get_buffer_type(mg_backend_dev_t dev) {
 static bool vk_dev_supports_op(mg_backend_dev_t dev, const struct mg_tensor * t) {
     (void) dev;
     if (is_view_op(t->op)) return true;   // nothing to compute
-    return op_of(t) >= 0 && binary_supported(t);
+    return supports(t);
 }
 
 static bool vk_dev_supports_buft(mg_backend_dev_t dev, mg_backend_buffer_type_t buft) {

@@ -13,6 +13,7 @@
 #include "ops.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 // The first Vulkan device; the test fails (it does not skip) without one:
@@ -134,6 +135,86 @@ START_TEST(test_add_and_mul_on_the_device) {
 }
 END_TEST
 
+// One op on the device and on the CPU, from the same inputs: every tensor of
+// the graph in one buffer of the backend's type, inputs set, graph computed,
+// the result read back. make_op builds the node from the leafs in[0..n_in).
+typedef struct mg_tensor * (*make_op_fn)(struct mg_context * ctx, struct mg_tensor ** in);
+
+static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values,
+                   float * out, size_t out_n) {
+    struct mg_context * ctx = mg_init((struct mg_init_params) {
+        .mem_size = 16 * mg_tensor_overhead() + mg_graph_overhead_custom(16), .no_alloc = true});
+    struct mg_tensor * in[4];
+    for (int i = 0; i < n_in; i++) in[i] = mg_new_tensor(ctx, MG_TYPE_F32, 4, ne[i]);
+    struct mg_tensor * t = make_op(ctx, in);
+    struct mg_cgraph * g = mg_new_graph_custom(ctx, 16);
+    mg_build_forward_expand(g, t);
+    ck_assert_uint_eq(mg_nbytes(t), out_n * sizeof(float));
+
+    size_t total = 0;
+    for (int i = 0; i < n_in; i++) total += (mg_nbytes(in[i]) + 255) / 256 * 256;
+    total += (mg_nbytes(t) + 255) / 256 * 256;
+    mg_backend_buffer_t buf  = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), total);
+    char *              base = mg_backend_buffer_get_base(buf);
+    size_t              used = 0;
+    for (int i = 0; i <= n_in; i++) {
+        struct mg_tensor * x = i < n_in ? in[i] : t;
+        ck_assert(mg_backend_tensor_alloc(buf, x, base + used));
+        used += (mg_nbytes(x) + 255) / 256 * 256;
+        if (i < n_in) mg_backend_tensor_set(x, values[i], 0, mg_nbytes(x));
+    }
+    mg_backend_t be = mg_backend_dev_init(dev);
+    ck_assert_msg(mg_backend_supports_op(be, t), "%s does not support %s", mg_backend_dev_name(dev), mg_op_name(t->op));
+    ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
+    mg_backend_tensor_get(t, out, 0, mg_nbytes(t));
+    mg_backend_free(be);
+    mg_backend_buffer_free(buf);
+    mg_free(ctx);
+}
+
+// The device's result within rel of the CPU's, element by element.
+static void expect_like_cpu(make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values, size_t out_n,
+                            float rel) {
+    float * on_dev = malloc(out_n * sizeof(float)), * on_cpu = malloc(out_n * sizeof(float));
+    run_op(vulkan_device(), make_op, n_in, ne, values, on_dev, out_n);
+    run_op(mg_backend_cpu_device(), make_op, n_in, ne, values, on_cpu, out_n);
+    for (size_t i = 0; i < out_n; i++) {
+        ck_assert_msg(fabsf(on_dev[i] - on_cpu[i]) <= rel * (1.0f + fabsf(on_cpu[i])), "[%zu] device %.9g, CPU %.9g", i,
+                      on_dev[i], on_cpu[i]);
+    }
+    free(on_dev);
+    free(on_cpu);
+}
+
+static float * random_values(size_t n, uint64_t seed) {
+    float * v = malloc(n * sizeof(float));
+    mg_test_fill_uniform(v, n, &seed, -2.0f, 2.0f);
+    return v;
+}
+
+static struct mg_tensor * make_silu(struct mg_context * ctx, struct mg_tensor ** in) { return mg_silu(ctx, in[0]); }
+static struct mg_tensor * make_rms_norm(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_rms_norm(ctx, in[0], 1e-6f);
+}
+static struct mg_tensor * make_mul_mat(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_mul_mat(ctx, in[0], in[1]);
+}
+
+START_TEST(test_silu_rms_norm_mul_mat_like_the_cpu) {
+    const int64_t ne_x[1][4] = {{1000, 3, 2, 1}};   // rows longer than a workgroup, several rows
+    float *       x[1]       = {random_values(6000, 1)};
+    expect_like_cpu(make_silu, 1, ne_x, x, 6000, 1e-6f);
+    expect_like_cpu(make_rms_norm, 1, ne_x, x, 6000, 1e-5f);
+    // a {K=96, M=40, 2 matrices} times b {K=96, N=5, 4 matrices}: each of a's serves two of b's.
+    const int64_t ne_ab[2][4] = {{96, 40, 2, 1}, {96, 5, 4, 1}};
+    float *       ab[2]       = {random_values(96 * 40 * 2, 2), random_values(96 * 5 * 4, 3)};
+    expect_like_cpu(make_mul_mat, 2, ne_ab, ab, 40 * 5 * 4, 1e-5f);
+    free(x[0]);
+    free(ab[0]);
+    free(ab[1]);
+}
+END_TEST
+
 // An op with no shader is refused by supports_op (the scheduler keeps it on
 // the CPU) and by graph_compute, naming the node.
 START_TEST(test_ops_without_a_shader_are_refused) {
@@ -141,7 +222,7 @@ START_TEST(test_ops_without_a_shader_are_refused) {
     struct mg_context * ctx = mg_init((struct mg_init_params) {
         .mem_size = 8 * mg_tensor_overhead() + mg_graph_overhead_custom(8), .no_alloc = true});
     struct mg_tensor * x = mg_new_tensor_1d(ctx, MG_TYPE_F32, 8);
-    struct mg_tensor * y = mg_set_name(mg_silu(ctx, x), "y");
+    struct mg_tensor * y = mg_set_name(mg_gelu(ctx, x), "y");
     struct mg_cgraph * g = mg_new_graph_custom(ctx, 8);
     mg_build_forward_expand(g, y);
     mg_backend_buffer_t buf = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), 256);
@@ -150,14 +231,14 @@ START_TEST(test_ops_without_a_shader_are_refused) {
     mg_backend_t be = mg_backend_dev_init(dev);
     ck_assert(!mg_backend_supports_op(be, y));
     ck_assert(!mg_backend_graph_compute(be, g));
-    ck_assert_msg(strstr(mg_last_error(), "'y' (SILU f32) has no shader yet") != NULL, "%s", mg_last_error());
+    ck_assert_msg(strstr(mg_last_error(), "'y' (GELU f32) has no shader yet") != NULL, "%s", mg_last_error());
     mg_backend_free(be);
     mg_backend_buffer_free(buf);
     mg_free(ctx);
 }
 END_TEST
 
-// x (input) + W (device) -> silu (CPU: no shader) -> * R (device) -> + itself:
+// x (input) + W (device) -> sqr (CPU: no shader) -> * R (device) -> + itself:
 // three splits, three copies; the result bit for bit the CPU's alone.
 struct split_graph {
     struct mg_context * ctx;
@@ -175,7 +256,7 @@ static void build_split_graph(struct split_graph * k, mg_backend_buffer_type_t w
     k->R = mg_set_name(mg_new_tensor_2d(k->ctx, MG_TYPE_F32, 64, 1), "R");
     k->x->flags |= MG_TENSOR_FLAG_INPUT;
     k->s = mg_set_name(mg_add(k->ctx, k->x, k->W), "s");
-    k->t = mg_set_name(mg_silu(k->ctx, k->s), "t");
+    k->t = mg_set_name(mg_sqr(k->ctx, k->s), "t");
     k->u = mg_set_name(mg_mul(k->ctx, k->t, k->R), "u");
     k->v = mg_set_name(mg_add(k->ctx, k->u, k->u), "v");
     k->v->flags |= MG_TENSOR_FLAG_OUTPUT;
@@ -219,9 +300,9 @@ START_TEST(test_scheduler_splits_between_device_and_cpu) {
     run_split_graph(&backends[1], 1, mg_backend_cpu_buffer_type(), x, W, R, v_cpu, &n_splits, &n_copies);
     ck_assert_int_eq(n_splits, 1);
     ck_assert_mem_eq(v_split, v_cpu, sizeof v_cpu);
-    for (int i = 0; i < 192; i++) {   // and the arithmetic, in plain C (SiLU's exp differs in its last bits)
-        const float s = x[i] + W[i], u = s / (1.0f + expf(-s)) * R[i % 64];
-        ck_assert_msg(fabsf(v_split[i] - (u + u)) <= 1e-5f * (1.0f + fabsf(u)), "v[%d] %g, %g", i, v_split[i], u + u);
+    for (int i = 0; i < 192; i++) {   // and the arithmetic, in plain C: every step correctly rounded
+        const float s = x[i] + W[i], u = s * s * R[i % 64];
+        ck_assert_msg(v_split[i] == u + u, "v[%d] %a, %a", i, v_split[i], u + u);
     }
     mg_backend_free(backends[0]);
     mg_backend_free(backends[1]);
@@ -236,6 +317,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_device_memory_round_trip);
     tcase_add_test(tc, test_copies_across_memories);
     tcase_add_test(tc, test_add_and_mul_on_the_device);
+    tcase_add_test(tc, test_silu_rms_norm_mul_mat_like_the_cpu);
     tcase_add_test(tc, test_ops_without_a_shader_are_refused);
     tcase_add_test(tc, test_scheduler_splits_between_device_and_cpu);
     suite_add_tcase(s, tc);
