@@ -306,6 +306,12 @@ static bool cut_splits(struct mg_sched * sched, const struct mg_cgraph * g) {
             struct mg_tensor ** copy = &sched->copy_of[slot * (size_t) sched->n_backends + (size_t) id];
             if (*copy == NULL) {
                 if ((*copy = dup_layout(sched, src, id)) == NULL) return false;
+                // The copy is made when the split starts, which the graph
+                // allocator does not see: it could give src's bytes to a later
+                // tensor before then. Marked as an output, src keeps them
+                // (ggml puts the copy in the graph instead).
+                struct mg_tensor * owner = src->view_src != NULL ? src->view_src : src;
+                if (!is_preallocated(owner)) owner->flags |= MG_TENSOR_FLAG_OUTPUT;
                 split->inputs[split->n_inputs] = src;
                 split->copies[split->n_inputs] = *copy;
                 split->n_inputs++;

@@ -6,6 +6,8 @@
 #include "arena.h"
 //@+ full backend
 #include "backend.h"
+#include "backend_sched.h"
+#include "offload.h"
 //@- full backend
 #include "galloc.h"
 //@+ full memory-model
@@ -48,6 +50,11 @@ struct mg_session {
     // The CPU backend runs the graph (backend.h): the plan above is its plan's.
     mg_backend_t            cpu;
     mg_backend_graph_plan_t cpu_plan;
+    // With -ngl: the device's backend, the scheduler over it and the CPU, and
+    // the weights moved to the device (put back by mg_session_free).
+    mg_backend_t            gpu;
+    struct mg_sched *       sched;
+    struct mg_offload *     offload;
     //@- full backend
 
     float *                 logits;   // what mg_get_logits returns
@@ -77,6 +84,52 @@ struct mg_session_params mg_session_default_params(void) {
         .kv_type   = MG_TYPE_F16,
     };
 }
+
+//@+ full backend
+// -ngl: the layers' weights to the device, its backend, and a scheduler over
+// it and the CPU (llama_context makes its ggml_backend_sched the same way).
+static bool offload_layers(struct mg_session * s) {
+    const struct mg_session_params * p = &s->params;
+    if (p->gpu_device == NULL) {
+        mg_set_error("-ngl %d: no device given to offload to", p->n_gpu_layers);
+        return false;
+    }
+    if (p->cb_eval != NULL) {
+        mg_set_error("-ngl %d: the eval callback (--dump-tensors) with offloaded layers is not yet supported",
+                     p->n_gpu_layers);
+        return false;
+    }
+    char cause[256];
+    if ((s->offload = mg_offload_weights(s->model, p->gpu_device, p->n_gpu_layers)) == NULL ||
+        (s->gpu = mg_backend_dev_init(p->gpu_device)) == NULL) {
+        snprintf(cause, sizeof cause, "%s", mg_last_error());
+        mg_set_error("-ngl %d: %s", p->n_gpu_layers, cause);
+        return false;
+    }
+    mg_backend_t backends[2] = {s->gpu, s->cpu};
+    s->sched = mg_sched_new(backends, 2, mg_qwen3_graph_size(s->model));
+    mg_trace(MG_TRACE_SCHED, "-ngl %d: %d weight tensors, %zu bytes, moved to %s", p->n_gpu_layers,
+             mg_offload_n_tensors(s->offload), mg_offload_bytes(s->offload), mg_backend_dev_name(p->gpu_device));
+    return s->sched != NULL;
+}
+
+// The graph planned by the scheduler instead of the graph allocator and the
+// CPU plan: its splits, its copies, its buffers (backend_sched.h).
+static bool build_graph_sched(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    if (!mg_sched_alloc_graph(s->sched, s->graph)) return false;
+    s->plan             = (struct mg_cplan) {0};
+    s->graph_n_tokens   = n_tokens;
+    s->graph_n_kv       = n_kv;
+    s->graph_all_logits = all_logits;
+    s->stats.n_graphs_built++;
+    s->stats.n_nodes = s->graph->n_nodes;
+    s->stats.n_kv    = n_kv;
+    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; %d splits, %d copies of %zu bytes", s->graph->n_nodes,
+             s->graph->n_leafs, mg_sched_n_splits(s->sched), mg_sched_n_copies(s->sched),
+             mg_sched_copy_bytes(s->sched));
+    return true;
+}
+//@- full backend
 
 struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params params) {
     if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
@@ -132,6 +185,10 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
         return NULL;
     }
     mg_backend_cpu_set_threadpool(s->cpu, s->threadpool, params.n_threads);
+    if (params.n_gpu_layers > 0 && !offload_layers(s)) {
+        mg_session_free(s);
+        return NULL;
+    }
     //@- full backend
     s->stats.kv_size = mg_kv_cache_bytes(s->kv);
     return s;
@@ -141,7 +198,10 @@ void mg_session_free(struct mg_session * s) {
     if (s == NULL) return;
     //@+ full backend
     if (s->cpu != NULL) mg_backend_graph_plan_free(s->cpu, s->cpu_plan);
+    mg_sched_free(s->sched);
+    mg_backend_free(s->gpu);
     mg_backend_free(s->cpu);
+    mg_offload_restore(s->offload);
     //@- full backend
     mg_kv_cache_free(s->kv);
     mg_threadpool_free(s->threadpool);
@@ -163,6 +223,9 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     if (s->graph_ctx == NULL) return false;
     s->graph      = mg_new_graph_custom(s->graph_ctx, mg_qwen3_graph_size(m));
     s->logits_out = mg_qwen3_build(s->graph_ctx, s->graph, m, s->kv, n_tokens, n_kv, all_logits, &s->in);
+    //@+ full backend
+    if (s->sched != NULL) return build_graph_sched(s, n_tokens, n_kv, all_logits);
+    //@- full backend
     if (!mg_gallocr_alloc_graph(s->galloc, s->graph)) return false;
 
 #if 0 //@old 09..09 session-plan
@@ -288,7 +351,10 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
     //@+ full backend
     // One call per graph: the CPU backend's plan_compute is mg_graph_compute
     // on the plan above, nothing added per node.
-    if (!mg_backend_graph_plan_compute(s->cpu, s->cpu_plan)) return false;
+    if (!(s->sched != NULL ? mg_sched_graph_compute(s->sched, s->graph)
+                           : mg_backend_graph_plan_compute(s->cpu, s->cpu_plan))) {
+        return false;
+    }
     //@- full backend
     //@+ full eval-callback-end
     }
@@ -298,7 +364,13 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
     s->stats.t_compute_ms += t2 - t1;
 
     const size_t row = (size_t) s->model->hp.n_vocab * sizeof(float);
+#if 0 //@old 09..09 logits-out
     memcpy(logits_dst, s->logits_out->data, row * (size_t) s->logits_out->ne[1]);
+#endif //@old logits-out
+    //@+ full backend
+    // From wherever the logits are: a device's memory when the output is offloaded.
+    mg_backend_tensor_get(s->logits_out, logits_dst, 0, row * (size_t) s->logits_out->ne[1]);
+    //@- full backend
 #if 0 //@old 09..09 n-past
     s->n_past += n_tokens;
 #endif //@old n-past

@@ -227,9 +227,19 @@ int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
     return n;
 }
 
-// -ngl and -dev, checked against the registry (backend.h). Offloading is
-// not built yet: with no GPU device in this build, -ngl N > 0 says so rather
-// than running on the CPU in silence (llama.cpp ignores it with a warning).
+// The device -ngl offloads to: -dev's, else the first that is not the CPU
+// (the registry lists GPUs first, as llama.cpp uses them), or NULL.
+static mg_backend_dev_t cli_gpu_device(const struct cli_engine_opts * e) {
+    if (e->device != NULL) return mg_backend_dev_by_name(e->device);
+    for (size_t i = 0; i < mg_backend_dev_count(); i++) {
+        if (mg_backend_dev_type(mg_backend_dev_get(i)) != MG_BACKEND_DEVICE_TYPE_CPU) return mg_backend_dev_get(i);
+    }
+    return NULL;
+}
+
+// -ngl and -dev, checked against the registry (backend.h). With no GPU
+// device in this build, -ngl N > 0 says so rather than running on the CPU
+// in silence (llama.cpp ignores it with a warning).
 static bool cli_devices_setup(const char * cmd, const struct cli_engine_opts * e) {
     if (e->n_gpu_layers < 0) {
         fprintf(stderr, "mg %s: -ngl must be 0 or more, got %d\n", cmd, e->n_gpu_layers);
@@ -253,13 +263,11 @@ static bool cli_devices_setup(const char * cmd, const struct cli_engine_opts * e
         have_gpu |= mg_backend_dev_type(mg_backend_dev_get(i)) != MG_BACKEND_DEVICE_TYPE_CPU;
     }
     if (!have_gpu) {
-        fprintf(stderr, "mg %s: -ngl %d: this mg has no GPU device, only the CPU (mg --list-devices; the Vulkan "
-                "backend is not yet built)\n", cmd, e->n_gpu_layers);
+        fprintf(stderr, "mg %s: -ngl %d: this mg has no GPU device, only the CPU (mg --list-devices; make "
+                "VULKAN=1 builds one with the Vulkan backend)\n", cmd, e->n_gpu_layers);
         return false;
     }
-    fprintf(stderr, "mg %s: -ngl %d%s%s: offloading layers to a device is not yet implemented (the CPU runs "
-            "everything; see backend_sched.h)\n", cmd, e->n_gpu_layers, dev != NULL ? " -dev " : "", dev != NULL ? e->device : "");
-    return false;
+    return true;
 }
 
 bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
@@ -308,6 +316,8 @@ struct mg_session_params cli_session_params(const struct cli_engine_opts * e) {
     p.n_threads  = e->n_threads;
     p.kv_type    = strcmp(e->kv_type, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
     p.flash_attn = e->flash_attn;
+    p.n_gpu_layers = e->n_gpu_layers;
+    p.gpu_device   = e->n_gpu_layers > 0 ? cli_gpu_device(e) : NULL;
     return p;
 }
 

@@ -10,7 +10,7 @@
 // What it runs so far, F32 only: ADD and MUL (the second operand broadcast),
 // SILU, RMS_NORM and MUL_MAT (see each shader's conditions in the supports_*
 // functions below). supports_op says no to everything else, so the scheduler
-// keeps those nodes on the CPU; -ngl is not wired to it yet.
+// keeps those nodes on the CPU (what -ngl offloads runs through it: offload.h).
 #define _POSIX_C_SOURCE 200809L
 #include "backend.h"
 

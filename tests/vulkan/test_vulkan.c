@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 // The first Vulkan device; the test fails (it does not skip) without one:
 // make test-vulkan is asked for on a machine that has a driver.
@@ -309,6 +310,77 @@ START_TEST(test_scheduler_splits_between_device_and_cpu) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// -ngl through the command line: an F32 model's logits with every layer
+// offloaded, and with one, against the CPU's.
+// ---------------------------------------------------------------------------
+
+static char dir[64];
+static void setup(void) { mg_test_make_dir(dir, sizeof dir, "vulkan"); }
+static void teardown(void) { mg_test_remove_dir(dir); }
+
+// mg logits ... -o NAME.bin with these extra flags; the floats read back.
+static float * logits_with(const char * name, const char * flags, size_t * n) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL,
+                                          "logits -m '%s' -p '床前明月光，疑是地上霜' --all -c 64 -t 2 -o '%s' %s",
+                                          mg_test_path_in(dir, "f32.gguf"), mg_test_path_in(dir, name), flags);
+    ck_assert_msg(r.status == 0, "mg logits %s: %s", flags, r.err);
+    mg_test_run_free(&r);
+    size_t bytes = 0;
+    float * v    = mg_test_read_file(mg_test_path_in(dir, name), &bytes);
+    ck_assert_ptr_nonnull(v);
+    *n = bytes / sizeof(float);
+    return v;
+}
+
+static float max_abs_diff(const float * a, const float * b, size_t n) {
+    float worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
+    return worst;
+}
+
+START_TEST(test_ngl_logits_like_the_cpu) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 --init scaled --untied "
+                                          "--seed 3 -o '%s'", mg_test_path_in(dir, "f32.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    // The F32 path end to end (weights, activations, cache): within 1e-3 of the CPU.
+    size_t n_cpu, n99, n1, n99b;
+    float * cpu  = logits_with("cpu.bin", "--kv-type f32", &n_cpu);
+    float * g99  = logits_with("g99.bin", "--kv-type f32 -ngl 99", &n99);
+    float * g1   = logits_with("g1.bin", "--kv-type f32 -ngl 1 -dev Vulkan0", &n1);
+    float * g99b = logits_with("g99b.bin", "--kv-type f32 -ngl 99", &n99b);
+    ck_assert_uint_eq(n99, n_cpu);
+    ck_assert_uint_eq(n1, n_cpu);
+    ck_assert_uint_gt(n_cpu, 6400);   // every position's logits
+    ck_assert_msg(max_abs_diff(cpu, g99, n_cpu) <= 1e-3f, "-ngl 99: %g", max_abs_diff(cpu, g99, n_cpu));
+    ck_assert_msg(max_abs_diff(cpu, g1, n_cpu) <= 1e-3f, "-ngl 1: %g", max_abs_diff(cpu, g1, n_cpu));
+    ck_assert_mem_eq(g99, g99b, n99 * sizeof(float));   // no reduction depends on timing: the same bits each run
+    // With the default F16 cache, a key that differs in its last float bit can
+    // round to the neighbouring F16 (a relative 5e-4): the logits move more.
+    size_t n16c, n16g;
+    float * c16 = logits_with("c16.bin", "", &n16c);
+    float * g16 = logits_with("g16.bin", "-ngl 99", &n16g);
+    ck_assert_msg(max_abs_diff(c16, g16, n16c) <= 2e-2f, "-ngl 99, F16 cache: %g", max_abs_diff(c16, g16, n16c));
+    free(cpu), free(g99), free(g1), free(g99b), free(c16), free(g16);
+}
+END_TEST
+
+// What offloading cannot do yet is refused with the reason.
+START_TEST(test_ngl_refusals) {
+    const char * q8 = mg_test_root("models/fortune-toy-q8_0.gguf");
+    mg_test_expect_mg_error(dir, "-ngl 99", "is q8_0: offloading needs F32 weights for now", "run -m '%s' -p hi -n 1 -ngl 99",
+                            q8);
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 -o '%s'",
+                                          mg_test_path_in(dir, "f32.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_eq(mkdir(mg_test_path_in(dir, "dump"), 0700), 0);
+    mg_test_expect_mg_error(dir, "-ngl 99", "--dump-tensors", "logits -m '%s' -p hi -ngl 99 --dump-tensors '%s'",
+                            mg_test_path_in(dir, "f32.gguf"), mg_test_path_in(dir, "dump"));
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s  = suite_create("vulkan");
     TCase * tc = tcase_create("vulkan");
@@ -321,5 +393,11 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_ops_without_a_shader_are_refused);
     tcase_add_test(tc, test_scheduler_splits_between_device_and_cpu);
     suite_add_tcase(s, tc);
+    TCase * cli = tcase_create("ngl");
+    tcase_set_timeout(cli, 300);
+    tcase_add_checked_fixture(cli, setup, teardown);
+    tcase_add_test(cli, test_ngl_logits_like_the_cpu);
+    tcase_add_test(cli, test_ngl_refusals);
+    suite_add_tcase(s, cli);
     return s;
 }
