@@ -704,7 +704,8 @@ bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
         free(us);
         us = NULL;
     }
-    const struct mg_dot_extras x = {.galloc = s->galloc, .node_us = us,
+    // A graph the scheduler planned (-ngl) has no offsets in the session's allocator.
+    const struct mg_dot_extras x = {.galloc = s->sched == NULL ? s->galloc : NULL, .node_us = us,
                                     .max_layers = layers != NULL && layers[0] != '\0' ? atoi(layers) : -1};
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s.dot", dir, name);
@@ -756,5 +757,12 @@ void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl) {
 }
 
 bool mg_session_dump_svg(const struct mg_session * s, const char * name) {
+    //@+ full backend
+    if (s->sched != NULL) {
+        if (getenv("MG_SVG") != NULL) fprintf(stderr, "MG_SVG: %s: the memory map of a graph run by the scheduler "
+                                                      "(-ngl) is not yet drawn\n", name);
+        return false;
+    }
+    //@- full backend
     return s->graph != NULL && mg_gallocr_dump_svg_env(s->galloc, s->graph, name);
 }

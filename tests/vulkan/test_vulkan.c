@@ -6,6 +6,7 @@
 // addition and multiplication are correctly rounded in Vulkan too, so the
 // results must be equal, not close), and a graph the scheduler splits
 // between the device and the CPU.
+#define _POSIX_C_SOURCE 200809L   // access, mkdir
 #include "harness.h"
 #include "arena.h"
 #include "backend.h"
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 // The first Vulkan device; the test fails (it does not skip) without one:
 // make test-vulkan is asked for on a machine that has a driver.
@@ -366,6 +368,29 @@ START_TEST(test_ngl_logits_like_the_cpu) {
 }
 END_TEST
 
+// mg run's greedy text with every layer on the device is the CPU's; the
+// drawings still work (the memory map of a scheduled graph says it is not drawn).
+START_TEST(test_ngl_run_text) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 --init scaled --untied "
+                                          "--seed 3 -o '%s'", mg_test_path_in(dir, "f32.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_eq(mkdir(mg_test_path_in(dir, "dot"), 0700), 0);
+    ck_assert_int_eq(mkdir(mg_test_path_in(dir, "svg"), 0700), 0);
+    const char * run = "run -m '%s' -p '床前明月光' -n 16 --temp 0 -c 64 --kv-type f32 %s";
+    struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, mg_test_path_in(dir, "f32.gguf"), "");
+    char flags[512];
+    snprintf(flags, sizeof flags, "-ngl 99 --dot '%s' --svg '%s'", mg_test_path_in(dir, "dot"), mg_test_path_in(dir, "svg"));
+    struct mg_test_run gpu = mg_test_run_mg(dir, NULL, NULL, run, mg_test_path_in(dir, "f32.gguf"), flags);
+    ck_assert_msg(cpu.status == 0 && gpu.status == 0, "%s\n%s", cpu.err, gpu.err);
+    ck_assert_str_eq(gpu.out, cpu.out);
+    ck_assert_msg(strstr(gpu.err, "not yet drawn") != NULL, "%s", gpu.err);
+    ck_assert_msg(access(mg_test_path_in(dir, "dot/decode.dot"), R_OK) == 0, "no decode.dot");
+    mg_test_run_free(&cpu);
+    mg_test_run_free(&gpu);
+}
+END_TEST
+
 // What offloading cannot do yet is refused with the reason.
 START_TEST(test_ngl_refusals) {
     const char * q8 = mg_test_root("models/fortune-toy-q8_0.gguf");
@@ -397,6 +422,7 @@ Suite * mg_test_suite(void) {
     tcase_set_timeout(cli, 300);
     tcase_add_checked_fixture(cli, setup, teardown);
     tcase_add_test(cli, test_ngl_logits_like_the_cpu);
+    tcase_add_test(cli, test_ngl_run_text);
     tcase_add_test(cli, test_ngl_refusals);
     suite_add_tcase(s, cli);
     return s;
