@@ -14,6 +14,7 @@
 #   make bench           speed of the full engine (see full/Makefile)
 #   make quant-table     every quantization of the demo model: size, PPL, KL, speed (see full/Makefile)
 #   make asan / tsan     the tests under AddressSanitizer+UBSan / ThreadSanitizer
+#   make test-vulkan     full/ with the Vulkan backend (its packages installed as root), tested on Mesa's lavapipe
 #   make check-solutions the exercises' reference solutions apply and earn full marks; the wrong ones score 0
 #   make fuzz            each libFuzzer harness (fuzz/) FUZZ_SECONDS seconds (default 20)
 #   make valgrind        every chapter's demo and a short mg run / mg chat under valgrind
@@ -27,7 +28,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test test-x86-levels test-aarch64 tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench quant-table asan tsan clean deps test-tools check-solutions \
+.PHONY: run test test-x86-levels test-aarch64 test-vulkan tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench quant-table asan tsan clean deps test-tools check-solutions \
         fuzz fuzz-deps valgrind test-fuzz-regressions $(CHAPTER_DIRS)
 
 run: deps
@@ -131,6 +132,12 @@ test-x86-levels: deps
 # The full engine cross-built for aarch64 and run under qemu-user (full/Makefile).
 test-aarch64: deps
 	$(MAKE) -C full test-aarch64
+
+# full/ with the Vulkan backend (make -C full VULKAN=1: installs libvulkan-dev,
+# glslc and mesa-vulkan-drivers when run as root), its tests on whatever Vulkan
+# driver there is: Mesa's lavapipe, on the CPU, in CI.
+test-vulkan: deps
+	$(MAKE) -C full VULKAN=1 test-vulkan
 
 # One step at a time (-j1): the speeds in the table are measured.
 quant-table:

@@ -4,6 +4,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "session.h"
 #include "arena.h"
+//@+ full backend
+#include "backend.h"
+#include "backend_sched.h"
+#include "offload.h"
+//@- full backend
 #include "galloc.h"
 //@+ full memory-model
 #include "gguf.h"
@@ -41,6 +46,16 @@ struct mg_session {
     struct mg_cplan        plan;
     void *                 work;
     size_t                 work_capacity;
+    //@+ full backend
+    // The CPU backend runs the graph (backend.h): the plan above is its plan's.
+    mg_backend_t            cpu;
+    mg_backend_graph_plan_t cpu_plan;
+    // With -ngl: the device's backend, the scheduler over it and the CPU, and
+    // the weights moved to the device (put back by mg_session_free).
+    mg_backend_t            gpu;
+    struct mg_sched *       sched;
+    struct mg_offload *     offload;
+    //@- full backend
 
     float *                 logits;   // what mg_get_logits returns
     size_t                  logits_capacity;
@@ -69,6 +84,52 @@ struct mg_session_params mg_session_default_params(void) {
         .kv_type   = MG_TYPE_F16,
     };
 }
+
+//@+ full backend
+// -ngl: the layers' weights to the device, its backend, and a scheduler over
+// it and the CPU (llama_context makes its ggml_backend_sched the same way).
+static bool offload_layers(struct mg_session * s) {
+    const struct mg_session_params * p = &s->params;
+    if (p->gpu_device == NULL) {
+        mg_set_error("-ngl %d: no device given to offload to", p->n_gpu_layers);
+        return false;
+    }
+    if (p->cb_eval != NULL) {
+        mg_set_error("-ngl %d: the eval callback (--dump-tensors) with offloaded layers is not yet supported",
+                     p->n_gpu_layers);
+        return false;
+    }
+    char cause[256];
+    if ((s->offload = mg_offload_weights(s->model, p->gpu_device, p->n_gpu_layers)) == NULL ||
+        (s->gpu = mg_backend_dev_init(p->gpu_device)) == NULL) {
+        snprintf(cause, sizeof cause, "%s", mg_last_error());
+        mg_set_error("-ngl %d: %s", p->n_gpu_layers, cause);
+        return false;
+    }
+    mg_backend_t backends[2] = {s->gpu, s->cpu};
+    s->sched = mg_sched_new(backends, 2, mg_qwen3_graph_size(s->model));
+    mg_trace(MG_TRACE_SCHED, "-ngl %d: %d weight tensors, %zu bytes, moved to %s", p->n_gpu_layers,
+             mg_offload_n_tensors(s->offload), mg_offload_bytes(s->offload), mg_backend_dev_name(p->gpu_device));
+    return s->sched != NULL;
+}
+
+// The graph planned by the scheduler instead of the graph allocator and the
+// CPU plan: its splits, its copies, its buffers (backend_sched.h).
+static bool build_graph_sched(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    if (!mg_sched_alloc_graph(s->sched, s->graph)) return false;
+    s->plan             = (struct mg_cplan) {0};
+    s->graph_n_tokens   = n_tokens;
+    s->graph_n_kv       = n_kv;
+    s->graph_all_logits = all_logits;
+    s->stats.n_graphs_built++;
+    s->stats.n_nodes = s->graph->n_nodes;
+    s->stats.n_kv    = n_kv;
+    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; %d splits, %d copies of %zu bytes", s->graph->n_nodes,
+             s->graph->n_leafs, mg_sched_n_splits(s->sched), mg_sched_n_copies(s->sched),
+             mg_sched_copy_bytes(s->sched));
+    return true;
+}
+//@- full backend
 
 struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params params) {
     if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
@@ -117,12 +178,31 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     }
     s->threadpool = mg_threadpool_new(params.n_threads);
     s->galloc     = mg_gallocr_new(0);
+    //@+ full backend
+    s->cpu = mg_backend_cpu_init();
+    if (s->cpu == NULL) {
+        mg_session_free(s);
+        return NULL;
+    }
+    mg_backend_cpu_set_threadpool(s->cpu, s->threadpool, params.n_threads);
+    if (params.n_gpu_layers > 0 && !offload_layers(s)) {
+        mg_session_free(s);
+        return NULL;
+    }
+    //@- full backend
     s->stats.kv_size = mg_kv_cache_bytes(s->kv);
     return s;
 }
 
 void mg_session_free(struct mg_session * s) {
     if (s == NULL) return;
+    //@+ full backend
+    if (s->cpu != NULL) mg_backend_graph_plan_free(s->cpu, s->cpu_plan);
+    mg_sched_free(s->sched);
+    mg_backend_free(s->gpu);
+    mg_backend_free(s->cpu);
+    mg_offload_restore(s->offload);
+    //@- full backend
     mg_kv_cache_free(s->kv);
     mg_threadpool_free(s->threadpool);
     mg_gallocr_free(s->galloc);
@@ -143,8 +223,12 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     if (s->graph_ctx == NULL) return false;
     s->graph      = mg_new_graph_custom(s->graph_ctx, mg_qwen3_graph_size(m));
     s->logits_out = mg_qwen3_build(s->graph_ctx, s->graph, m, s->kv, n_tokens, n_kv, all_logits, &s->in);
+    //@+ full backend
+    if (s->sched != NULL) return build_graph_sched(s, n_tokens, n_kv, all_logits);
+    //@- full backend
     if (!mg_gallocr_alloc_graph(s->galloc, s->graph)) return false;
 
+#if 0 //@old 09..09 session-plan
     s->plan = mg_graph_plan(s->graph, s->params.n_threads);
     if (s->plan.work_size > s->work_capacity) {
         free(s->work);
@@ -157,6 +241,15 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     }
     s->plan.work_data  = s->work;
     s->plan.threadpool = s->threadpool;
+#endif //@old session-plan
+    //@+ full backend
+    // The same plan, made by the CPU backend (backend_cpu.c), which keeps the
+    // one work buffer as this function did in chapter 09.
+    mg_backend_graph_plan_free(s->cpu, s->cpu_plan);
+    s->cpu_plan = mg_backend_graph_plan_create(s->cpu, s->graph);
+    if (s->cpu_plan == NULL) return false;
+    s->plan = *mg_backend_cpu_plan_cplan(s->cpu_plan);
+    //@- full backend
 
     s->graph_n_tokens   = n_tokens;
     s->graph_n_kv       = n_kv;
@@ -252,7 +345,17 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
         compute_observed(s);
     } else {
     //@- full eval-callback-run
+#if 0 //@old 09..09 session-compute
     mg_graph_compute(s->graph, &s->plan);
+#endif //@old session-compute
+    //@+ full backend
+    // One call per graph: the CPU backend's plan_compute is mg_graph_compute
+    // on the plan above, nothing added per node.
+    if (!(s->sched != NULL ? mg_sched_graph_compute(s->sched, s->graph)
+                           : mg_backend_graph_plan_compute(s->cpu, s->cpu_plan))) {
+        return false;
+    }
+    //@- full backend
     //@+ full eval-callback-end
     }
     //@- full eval-callback-end
@@ -261,7 +364,13 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
     s->stats.t_compute_ms += t2 - t1;
 
     const size_t row = (size_t) s->model->hp.n_vocab * sizeof(float);
+#if 0 //@old 09..09 logits-out
     memcpy(logits_dst, s->logits_out->data, row * (size_t) s->logits_out->ne[1]);
+#endif //@old logits-out
+    //@+ full backend
+    // From wherever the logits are: a device's memory when the output is offloaded.
+    mg_backend_tensor_get(s->logits_out, logits_dst, 0, row * (size_t) s->logits_out->ne[1]);
+    //@- full backend
 #if 0 //@old 09..09 n-past
     s->n_past += n_tokens;
 #endif //@old n-past
@@ -595,7 +704,8 @@ bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
         free(us);
         us = NULL;
     }
-    const struct mg_dot_extras x = {.galloc = s->galloc, .node_us = us,
+    // A graph the scheduler planned (-ngl) has no offsets in the session's allocator.
+    const struct mg_dot_extras x = {.galloc = s->sched == NULL ? s->galloc : NULL, .node_us = us,
                                     .max_layers = layers != NULL && layers[0] != '\0' ? atoi(layers) : -1};
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s.dot", dir, name);
@@ -629,7 +739,10 @@ void mg_session_memory_model(const struct mg_session * s, struct mg_memory_model
     mm->region[MG_MEM_GRAPH_HEADERS] = (struct mg_memory_region) {"graph tensor headers", NULL,
                                                                   s->graph_ctx ? mg_used_mem(s->graph_ctx) : 0};
     mm->region[MG_MEM_COMPUTE]       = (struct mg_memory_region) {"compute buffer", cb ? cb->data : NULL, cb ? cb->size : 0};
-    mm->region[MG_MEM_WORK]          = (struct mg_memory_region) {"work buffer", s->work, s->work_capacity};
+    void * work      = NULL;
+    size_t work_size = 0;
+    mg_backend_cpu_work_buffer(s->cpu, &work, &work_size);
+    mm->region[MG_MEM_WORK]          = (struct mg_memory_region) {"work buffer", work, work_size};
     mm->region[MG_MEM_KV]            = (struct mg_memory_region) {"KV cache", s->kv->buf->data, s->kv->buf->size};
     mg_memory_model_count(mm, m->ctx, MG_MEM_MODEL_HEADERS);
     if (s->graph_ctx != NULL) mg_memory_model_count(mm, s->graph_ctx, MG_MEM_GRAPH_HEADERS);
@@ -644,5 +757,12 @@ void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl) {
 }
 
 bool mg_session_dump_svg(const struct mg_session * s, const char * name) {
+    //@+ full backend
+    if (s->sched != NULL) {
+        if (getenv("MG_SVG") != NULL) fprintf(stderr, "MG_SVG: %s: the memory map of a graph run by the scheduler "
+                                                      "(-ngl) is not yet drawn\n", name);
+        return false;
+    }
+    //@- full backend
     return s->graph != NULL && mg_gallocr_dump_svg_env(s->galloc, s->graph, name);
 }

@@ -29,6 +29,13 @@ struct mg_session_params {
     //@+ full flash-attn
     bool         flash_attn;   // attention with an online softmax (mg_flash_attn)
     //@- full flash-attn
+    //@+ full backend
+    // -ngl: the weights of the last n_gpu_layers layers in gpu_device's memory
+    // (offload.h), and the graph run by the scheduler over that device's
+    // backend and the CPU (backend_sched.h). 0: the CPU alone, as before.
+    int                      n_gpu_layers;
+    struct mg_backend_device * gpu_device;
+    //@- full backend
     //@+ full eval-callback
     // Shown every node of every graph right after it is computed (its data is
     // valid during the call only: the allocator reuses the memory), as

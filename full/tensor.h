@@ -206,6 +206,9 @@ struct mg_tensor {
     //@+ full repack
     const void * repacked;         // a weight's copy in the tile's layout, read by mul_mat only (repack.h), or NULL
     //@- full repack
+    //@+ full backend
+    struct mg_backend_buffer * buffer;   // the backend buffer that holds data (backend.h), NULL: host memory of ours
+    //@- full backend
 
     char name[MG_MAX_NAME];
 };

@@ -29,6 +29,9 @@ static const struct {
     {MG_TRACE_BPE,     "bpe"},
     {MG_TRACE_SAMPLE,  "sample"},
     //@- 09 trace-infer
+    //@+ full trace-sched
+    {MG_TRACE_SCHED,   "sched"},
+    //@- full trace-sched
 };
 enum { N_CATEGORIES = sizeof(categories) / sizeof(categories[0]) };
 

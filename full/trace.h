@@ -33,6 +33,9 @@ enum mg_trace_category {
     MG_TRACE_BPE     = 1 << 7,   // the tokenizer: special tokens, pieces, every merge
     MG_TRACE_SAMPLE  = 1 << 8,   // the sampler's candidates after each stage
     //@- 09 trace-infer
+    //@+ full trace-sched
+    MG_TRACE_SCHED   = 1 << 9,   // the scheduler: backend per node, splits, copies between backends
+    //@- full trace-sched
 };
 
 // Turn categories on from a comma-separated list ("alloc,graph", "all", "");

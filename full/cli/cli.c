@@ -2,6 +2,7 @@
 // cli.c - option parsing and the pieces every mg command shares.
 #define _XOPEN_SOURCE 700   // realpath
 #include "cli.h"
+#include "backend.h"
 #include "memmap.h"
 #include "npy.h"
 #include "outfile.h"
@@ -218,10 +219,55 @@ int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
         {NULL, "--dot", CLI_OUT_DIR, &e->dot, "write Graphviz drawings of the graphs into this directory"},
         {NULL, "--svg", CLI_OUT_DIR, &e->svg, "write the compute buffer's memory maps (SVG) into this directory"},
         {NULL, "--dot-layers", CLI_INT, &e->dot_layers, "with --dot: draw only the first N layers, each in a box"},
+        {"-ngl", "--n-gpu-layers", CLI_INT, &e->n_gpu_layers, "layers to put on a GPU device (default 0; needs one: mg --list-devices)"},
+        {"-dev", "--device", CLI_STRING, &e->device, "the GPU device for -ngl, by name (mg --list-devices)"},
     };
     const int n = (int) (sizeof(rows) / sizeof(rows[0]));
     memcpy(out, rows, sizeof(rows));
     return n;
+}
+
+// The device -ngl offloads to: -dev's, else the first that is not the CPU
+// (the registry lists GPUs first, as llama.cpp uses them), or NULL.
+static mg_backend_dev_t cli_gpu_device(const struct cli_engine_opts * e) {
+    if (e->device != NULL) return mg_backend_dev_by_name(e->device);
+    for (size_t i = 0; i < mg_backend_dev_count(); i++) {
+        if (mg_backend_dev_type(mg_backend_dev_get(i)) != MG_BACKEND_DEVICE_TYPE_CPU) return mg_backend_dev_get(i);
+    }
+    return NULL;
+}
+
+// -ngl and -dev, checked against the registry (backend.h). With no GPU
+// device in this build, -ngl N > 0 says so rather than running on the CPU
+// in silence (llama.cpp ignores it with a warning).
+static bool cli_devices_setup(const char * cmd, const struct cli_engine_opts * e) {
+    if (e->n_gpu_layers < 0) {
+        fprintf(stderr, "mg %s: -ngl must be 0 or more, got %d\n", cmd, e->n_gpu_layers);
+        return false;
+    }
+    mg_backend_dev_t dev = NULL;
+    if (e->device != NULL) {
+        if ((dev = mg_backend_dev_by_name(e->device)) == NULL) {
+            fprintf(stderr, "mg %s: -dev %s: %s\n", cmd, e->device, mg_last_error());
+            return false;
+        }
+        if (mg_backend_dev_type(dev) == MG_BACKEND_DEVICE_TYPE_CPU) {
+            fprintf(stderr, "mg %s: -dev %s: the CPU runs whatever no device takes; -dev names a GPU device "
+                    "(mg --list-devices)\n", cmd, e->device);
+            return false;
+        }
+    }
+    if (e->n_gpu_layers == 0 && dev == NULL) return true;
+    bool have_gpu = false;
+    for (size_t i = 0; i < mg_backend_dev_count(); i++) {
+        have_gpu |= mg_backend_dev_type(mg_backend_dev_get(i)) != MG_BACKEND_DEVICE_TYPE_CPU;
+    }
+    if (!have_gpu) {
+        fprintf(stderr, "mg %s: -ngl %d: this mg has no GPU device, only the CPU (mg --list-devices; make "
+                "VULKAN=1 builds one with the Vulkan backend)\n", cmd, e->n_gpu_layers);
+        return false;
+    }
+    return true;
 }
 
 bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
@@ -241,6 +287,7 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         fprintf(stderr, "mg %s: --kv-type must be f16 or f32, got '%s'\n", cmd, e->kv_type);
         return false;
     }
+    if (!cli_devices_setup(cmd, e)) return false;
     if (e->trace != NULL && !mg_trace_set(e->trace)) {
         fprintf(stderr, "mg %s: --trace: %s\n", cmd, mg_last_error());
         return false;
@@ -269,6 +316,8 @@ struct mg_session_params cli_session_params(const struct cli_engine_opts * e) {
     p.n_threads  = e->n_threads;
     p.kv_type    = strcmp(e->kv_type, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
     p.flash_attn = e->flash_attn;
+    p.n_gpu_layers = e->n_gpu_layers;
+    p.gpu_device   = e->n_gpu_layers > 0 ? cli_gpu_device(e) : NULL;
     return p;
 }
 

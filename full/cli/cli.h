@@ -82,6 +82,8 @@ struct cli_engine_opts {
     bool         flash_attn;
     bool         no_repack;  // keep Q4_0/Q4_K weights in the file's layout (MG_NO_REPACK=1)
     bool         draws;      // the command writes --dot/--svg drawings (mg run); set before parsing
+    int          n_gpu_layers;   // -ngl: layers whose weights and cache go to a GPU device (0: none)
+    const char * device;         // -dev: which GPU device (backend.h's registry names)
 };
 
 struct cli_engine_opts cli_engine_defaults(void);

@@ -1,5 +1,6 @@
 //@file full
 // main.c - mg: one binary, one command per job (like git).
+#include "backend.h"
 #include "cli.h"
 #include "cpu_level.h"
 #include "outfile.h"
@@ -27,7 +28,7 @@ static const struct {
 enum { N_COMMANDS = sizeof(commands) / sizeof(commands[0]) };
 
 static void usage(FILE * f) {
-    fprintf(f, "usage: mg COMMAND [options]     (mg COMMAND --help for its options; mg --version)\n\ncommands:\n");
+    fprintf(f, "usage: mg COMMAND [options]     (mg COMMAND --help for its options; mg --version; mg --list-devices)\n\ncommands:\n");
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].help);
 }
 
@@ -43,12 +44,37 @@ static int print_version(void) {
     return 0;
 }
 
+// The devices of the registry (backend.h), in llama.cpp's words and format
+// (common_print_available_devices): GPU devices only, since the CPU is
+// always there; "(none)" for a build that has only the CPU.
+static int print_devices(void) {
+    const size_t mib = 1024 * 1024;
+    printf("Available devices:\n");
+    int n_listed = 0;
+    for (size_t i = 0; i < mg_backend_dev_count(); i++) {
+        mg_backend_dev_t dev = mg_backend_dev_get(i);
+        if (mg_backend_dev_type(dev) == MG_BACKEND_DEVICE_TYPE_CPU) continue;
+        size_t free_bytes = 0, total = 0;
+        mg_backend_dev_memory(dev, &free_bytes, &total);
+        printf("  %s: %s (%zu MiB, %zu MiB free)\n", mg_backend_dev_name(dev), mg_backend_dev_description(dev),
+               total / mib, free_bytes / mib);
+        n_listed++;
+    }
+    if (n_listed == 0) printf("  (none)\n");
+#ifdef MG_VULKAN
+    mg_backend_dev_count();   // enumerated by now; say what Vulkan found when it found nothing
+    if (n_listed == 0) fprintf(stderr, "mg: Vulkan: %s\n", mg_backend_vulkan_status());
+#endif
+    return 0;
+}
+
 int main(int argc, char ** argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
     }
     if (strcmp(argv[1], "--version") == 0) return print_version();
+    if (strcmp(argv[1], "--list-devices") == 0) return print_devices();
     mg_outfile_remove_on_signal();   // Ctrl-C or kill mid-write: no temporary file left behind
     for (int i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);

@@ -1,0 +1,104 @@
+//@file full
+// offload.c - the weights of -ngl's layers in a device buffer (offload.h).
+#include "offload.h"
+
+#include <stdlib.h>
+
+struct moved {
+    struct mg_tensor * t;
+    void *             host_data;   // where its bytes were (the mapped file), put back by restore
+};
+
+struct mg_offload {
+    mg_backend_buffer_t buf;
+    struct moved *      moved;
+    int                 n;
+    size_t              bytes;
+};
+
+enum { LAYER_TENSORS = 11 };
+
+// The weights of layer il, in the order of struct mg_layer (q_norm, k_norm may be absent).
+static int layer_tensors(const struct mg_layer * l, struct mg_tensor ** out) {
+    struct mg_tensor * all[LAYER_TENSORS] = {l->attn_norm, l->wq,       l->wk,      l->wv,     l->wo,      l->q_norm,
+                                             l->k_norm,    l->ffn_norm, l->ffn_gate, l->ffn_up, l->ffn_down};
+    int n = 0;
+    for (int i = 0; i < LAYER_TENSORS; i++) {
+        if (all[i] != NULL) out[n++] = all[i];
+    }
+    return n;
+}
+
+// What -ngl n moves: layers n_layer-n .. n_layer-1, then the output when n > n_layer.
+static int tensors_to_move(const struct mg_model * m, int n_gpu_layers, struct mg_tensor ** out) {
+    const int first = m->hp.n_layer > n_gpu_layers ? m->hp.n_layer - n_gpu_layers : 0;
+    int       n     = 0;
+    for (int il = first; il < m->hp.n_layer; il++) n += layer_tensors(&m->layers[il], out + n);
+    if (n_gpu_layers > m->hp.n_layer) {
+        out[n++] = m->output_norm;
+        if (m->output != m->tok_embd) out[n++] = m->output;
+    }
+    return n;
+}
+
+// The device runs what it has shaders for; a weight it could not multiply
+// would only be copied back to the CPU at every step, so it is refused.
+static bool check_types(struct mg_tensor ** ts, int n, mg_backend_dev_t dev) {
+    for (int i = 0; i < n; i++) {
+        if (ts[i]->type != MG_TYPE_F32) {
+            mg_set_error("%s is %s: offloading needs F32 weights for now (%s has F32 shaders only; F16 and "
+                         "quantized types are not yet there)", ts[i]->name, mg_type_name(ts[i]->type),
+                         mg_backend_dev_name(dev));
+            return false;
+        }
+    }
+    return true;
+}
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev, int n_gpu_layers) {
+    struct mg_tensor ** ts = malloc(((size_t) m->hp.n_layer * LAYER_TENSORS + 2) * sizeof *ts);
+    struct mg_offload * o  = calloc(1, sizeof *o);
+    if (ts == NULL || o == NULL) {
+        free(ts);
+        free(o);
+        mg_set_error("out of memory");
+        return NULL;
+    }
+    const int n = tensors_to_move(m, n_gpu_layers, ts);
+    mg_backend_buffer_type_t buft  = mg_backend_dev_buffer_type(dev);
+    const size_t             align = mg_backend_buft_get_alignment(buft);
+    for (int i = 0; i < n; i++) o->bytes += align_up(mg_nbytes(ts[i]), align);
+    if (!check_types(ts, n, dev) || (o->moved = calloc((size_t) n + 1, sizeof *o->moved)) == NULL ||
+        (o->buf = mg_backend_buft_alloc_buffer(buft, o->bytes)) == NULL) {
+        free(ts);
+        free(o->moved);
+        free(o);
+        return NULL;
+    }
+    char * at = mg_backend_buffer_get_base(o->buf);
+    for (int i = 0; i < n; i++) {
+        void * host = ts[i]->data;
+        if (!mg_backend_tensor_alloc(o->buf, ts[i], at)) abort();   // sized above: cannot happen
+        mg_backend_tensor_set(ts[i], host, 0, mg_nbytes(ts[i]));
+        o->moved[o->n++] = (struct moved) {ts[i], host};
+        at += align_up(mg_nbytes(ts[i]), align);
+    }
+    free(ts);
+    return o;
+}
+
+void mg_offload_restore(struct mg_offload * o) {
+    if (o == NULL) return;
+    for (int i = 0; i < o->n; i++) {
+        o->moved[i].t->data   = o->moved[i].host_data;
+        o->moved[i].t->buffer = NULL;
+    }
+    mg_backend_buffer_free(o->buf);
+    free(o->moved);
+    free(o);
+}
+
+int    mg_offload_n_tensors(const struct mg_offload * o) { return o->n; }
+size_t mg_offload_bytes(const struct mg_offload * o) { return o->bytes; }

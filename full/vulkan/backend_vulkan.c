@@ -1,0 +1,696 @@
+//@file full
+// backend_vulkan.c - a backend on any Vulkan device (a GPU, or Mesa's lavapipe
+// on the CPU for the tests), through Vulkan's C API: the devices in the
+// registry, buffers in device memory reached through a staging buffer, and
+// graphs recorded into one command buffer of compute dispatches
+// (ggml-vulkan/ggml-vulkan.cpp, in C and much smaller). Built only with
+// `make VULKAN=1` (full/Makefile); the shaders are vulkan/*.comp, compiled to
+// SPIR-V by glslc at build time and read from MG_VK_SHADER_DIR.
+//
+// What it runs so far, F32 only: ADD and MUL (the second operand broadcast),
+// SILU, RMS_NORM and MUL_MAT (see each shader's conditions in the supports_*
+// functions below). supports_op says no to everything else, so the scheduler
+// keeps those nodes on the CPU (what -ngl offloads runs through it: offload.h).
+#define _POSIX_C_SOURCE 200809L
+#include "backend.h"
+
+#include <vulkan/vulkan.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef MG_VK_SHADER_DIR
+#error "MG_VK_SHADER_DIR must name the directory of the compiled shaders (full/Makefile sets it)"
+#endif
+
+// One failing Vulkan call: say which, with its VkResult, and fail.
+#define VK_TRY(call, fail)                                                          \
+    do {                                                                            \
+        const VkResult vk_try_result = (call);                                      \
+        if (vk_try_result != VK_SUCCESS) {                                          \
+            mg_set_error("Vulkan: %s failed (VkResult %d)", #call, vk_try_result);  \
+            fail;                                                                   \
+        }                                                                           \
+    } while (0)
+
+// A device error inside a function that cannot report one (set/get/clear
+// return nothing in the interface, as in ggml): stop with the reason.
+static void vk_abort(void) {
+    fprintf(stderr, "mg: %s\n", mg_last_error());
+    abort();
+}
+
+enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_COUNT };
+static const char * const vk_op_shader[VK_OP_COUNT] = {"add.spv", "mul.spv", "silu.spv", "rms_norm.spv",
+                                                       "mul_mat.spv"};
+
+enum { VK_BINDINGS = 4 };           // src0, src1, src2, dst: one layout for every shader
+enum { VK_PUSH_BYTES = 128 };       // the minimum every device guarantees
+enum { VK_MAX_SETS = 4096 };        // descriptor sets (dispatches) per graph
+enum { VK_GROUP = 256 };            // local_size_x of the shaders
+
+struct vk_device {
+    // Found at enumeration.
+    VkPhysicalDevice           phys;
+    VkPhysicalDeviceProperties props;
+    uint32_t                   queue_family;
+    size_t                     memory_total;
+    char                       name[16];   // "Vulkan0"
+
+    // Made on first use (open_device).
+    VkDevice              dev;
+    VkQueue               queue;
+    VkCommandPool         cmd_pool;
+    VkCommandBuffer       cmd;
+    VkFence               fence;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout      pipeline_layout;
+    VkDescriptorPool      desc_pool;
+    VkPipeline            pipelines[VK_OP_COUNT];
+    VkBuffer              staging;      // host-visible memory every transfer goes through
+    VkDeviceMemory        staging_mem;
+    void *                staging_map;
+    size_t                staging_size;
+
+    struct mg_backend_buffer_type buft;
+    struct mg_backend_device      device;
+};
+
+enum { VK_MAX_DEVICES = 8 };
+static VkInstance       vk_instance;
+static struct vk_device vk_devices[VK_MAX_DEVICES];
+static int              vk_n_devices;
+static char             vk_status[256] = "not enumerated";
+
+// ---------------------------------------------------------------------------
+// The device: queue, command buffer, pipeline layout, made on first use
+// ---------------------------------------------------------------------------
+
+static bool find_memory_type(const struct vk_device * d, uint32_t type_bits, VkMemoryPropertyFlags want, uint32_t * out) {
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(d->phys, &mp);
+    for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
+        if ((type_bits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & want) == want) {
+            *out = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+// A buffer and its memory, bound (device-local for tensors, host-visible for staging).
+static bool make_buffer(struct vk_device * d, size_t size, VkMemoryPropertyFlags want, VkBuffer * buf,
+                        VkDeviceMemory * mem) {
+    const VkBufferCreateInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size  = size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    VK_TRY(vkCreateBuffer(d->dev, &bi, NULL, buf), return false);
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(d->dev, *buf, &req);
+    uint32_t type = 0;
+    if (!find_memory_type(d, req.memoryTypeBits, want, &type)) {
+        vkDestroyBuffer(d->dev, *buf, NULL);
+        mg_set_error("Vulkan: %s has no memory type with flags 0x%x", d->name, (unsigned) want);
+        return false;
+    }
+    const VkMemoryAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size, .memoryTypeIndex = type};
+    const VkResult r = vkAllocateMemory(d->dev, &ai, NULL, mem);
+    if (r != VK_SUCCESS) {
+        vkDestroyBuffer(d->dev, *buf, NULL);
+        mg_set_error("Vulkan: %s: cannot allocate %zu bytes of device memory (VkResult %d)", d->name, size, r);
+        return false;
+    }
+    VK_TRY(vkBindBufferMemory(d->dev, *buf, *mem, 0), return false);
+    return true;
+}
+
+static bool make_pipeline_layout(struct vk_device * d) {
+    VkDescriptorSetLayoutBinding bindings[VK_BINDINGS];
+    for (uint32_t i = 0; i < VK_BINDINGS; i++) {
+        bindings[i] = (VkDescriptorSetLayoutBinding) {
+            .binding = i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    }
+    const VkDescriptorSetLayoutCreateInfo li = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, .bindingCount = VK_BINDINGS, .pBindings = bindings};
+    VK_TRY(vkCreateDescriptorSetLayout(d->dev, &li, NULL, &d->set_layout), return false);
+    const VkPushConstantRange   push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VK_PUSH_BYTES};
+    const VkPipelineLayoutCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &d->set_layout,
+        .pushConstantRangeCount = 1, .pPushConstantRanges = &push};
+    VK_TRY(vkCreatePipelineLayout(d->dev, &pi, NULL, &d->pipeline_layout), return false);
+    const VkDescriptorPoolSize      size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_MAX_SETS * VK_BINDINGS};
+    const VkDescriptorPoolCreateInfo dp  = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = VK_MAX_SETS, .poolSizeCount = 1,
+        .pPoolSizes = &size};
+    VK_TRY(vkCreateDescriptorPool(d->dev, &dp, NULL, &d->desc_pool), return false);
+    return true;
+}
+
+static bool open_device(struct vk_device * d) {
+    if (d->dev != VK_NULL_HANDLE) return true;
+    const float                   priority = 1.0f;
+    const VkDeviceQueueCreateInfo qi       = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = d->queue_family, .queueCount = 1,
+        .pQueuePriorities = &priority};
+    const VkDeviceCreateInfo di = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
+    VK_TRY(vkCreateDevice(d->phys, &di, NULL, &d->dev), return false);
+    vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
+    const VkCommandPoolCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = d->queue_family};
+    VK_TRY(vkCreateCommandPool(d->dev, &ci, NULL, &d->cmd_pool), return false);
+    const VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = d->cmd_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+    VK_TRY(vkAllocateCommandBuffers(d->dev, &ai, &d->cmd), return false);
+    const VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VK_TRY(vkCreateFence(d->dev, &fi, NULL, &d->fence), return false);
+    return make_pipeline_layout(d);
+}
+
+// ---------------------------------------------------------------------------
+// Commands: recorded into the one command buffer, submitted, waited for.
+// Everything is synchronous, as the CPU backend is (no synchronize needed).
+// ---------------------------------------------------------------------------
+
+static bool begin_commands(struct vk_device * d) {
+    const VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    VK_TRY(vkResetCommandBuffer(d->cmd, 0), return false);
+    VK_TRY(vkBeginCommandBuffer(d->cmd, &bi), return false);
+    return true;
+}
+
+static bool submit_and_wait(struct vk_device * d) {
+    VK_TRY(vkEndCommandBuffer(d->cmd), return false);
+    const VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &d->cmd};
+    VK_TRY(vkQueueSubmit(d->queue, 1, &si, d->fence), return false);
+    VK_TRY(vkWaitForFences(d->dev, 1, &d->fence, VK_TRUE, UINT64_MAX), return false);
+    VK_TRY(vkResetFences(d->dev, 1, &d->fence), return false);
+    return true;
+}
+
+// The staging buffer, at least size bytes (it only grows).
+static bool staging_reserve(struct vk_device * d, size_t size) {
+    if (size <= d->staging_size) return true;
+    if (d->staging != VK_NULL_HANDLE) {
+        vkUnmapMemory(d->dev, d->staging_mem);
+        vkDestroyBuffer(d->dev, d->staging, NULL);
+        vkFreeMemory(d->dev, d->staging_mem, NULL);
+        d->staging = VK_NULL_HANDLE, d->staging_size = 0;
+    }
+    if (!make_buffer(d, size, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, &d->staging,
+                     &d->staging_mem)) {
+        return false;
+    }
+    VK_TRY(vkMapMemory(d->dev, d->staging_mem, 0, VK_WHOLE_SIZE, 0, &d->staging_map), return false);
+    d->staging_size = size;
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Buffers: device memory. tensor->data is a fake address, base + offset, as
+// in ggml-vulkan (vk_ptr_base): it orders tensors and measures offsets, and
+// is never dereferenced.
+// ---------------------------------------------------------------------------
+
+static char * const vk_fake_base = (char *) 0x1000;
+
+struct vk_buffer {
+    struct vk_device * d;
+    VkBuffer           buf;
+    VkDeviceMemory     mem;
+};
+
+static size_t offset_of(const struct mg_tensor * t) { return (size_t) ((const char *) t->data - vk_fake_base); }
+
+static void vk_buffer_free(mg_backend_buffer_t buf) {
+    struct vk_buffer * b = buf->context;
+    vkDestroyBuffer(b->d->dev, b->buf, NULL);
+    vkFreeMemory(b->d->dev, b->mem, NULL);
+    free(b);
+    free(buf);
+}
+
+static void * vk_buffer_get_base(mg_backend_buffer_t buf) {
+    (void) buf;
+    return vk_fake_base;
+}
+
+// Host -> staging -> device (ggml_vk_buffer_write through its staging buffer).
+static void vk_buffer_set_tensor(mg_backend_buffer_t buf, struct mg_tensor * t, const void * data, size_t offset,
+                                 size_t size) {
+    struct vk_buffer * b = buf->context;
+    if (!staging_reserve(b->d, size) || !begin_commands(b->d)) vk_abort();
+    memcpy(b->d->staging_map, data, size);
+    const VkBufferCopy region = {0, offset_of(t) + offset, size};
+    vkCmdCopyBuffer(b->d->cmd, b->d->staging, b->buf, 1, &region);
+    if (!submit_and_wait(b->d)) vk_abort();
+}
+
+static void vk_buffer_get_tensor(mg_backend_buffer_t buf, const struct mg_tensor * t, void * data, size_t offset,
+                                 size_t size) {
+    struct vk_buffer * b = buf->context;
+    if (!staging_reserve(b->d, size) || !begin_commands(b->d)) vk_abort();
+    const VkBufferCopy region = {offset_of(t) + offset, 0, size};
+    vkCmdCopyBuffer(b->d->cmd, b->buf, b->d->staging, 1, &region);
+    if (!submit_and_wait(b->d)) vk_abort();
+    memcpy(data, b->d->staging_map, size);
+}
+
+static void vk_buffer_clear(mg_backend_buffer_t buf, uint8_t value) {
+    struct vk_buffer * b = buf->context;
+    if (!begin_commands(b->d)) vk_abort();
+    vkCmdFillBuffer(b->d->cmd, b->buf, 0, VK_WHOLE_SIZE, 0x01010101u * value);
+    if (!submit_and_wait(b->d)) vk_abort();
+}
+
+static const char * vk_buft_get_name(mg_backend_buffer_type_t buft) {
+    return ((struct vk_device *) buft->context)->name;
+}
+
+static mg_backend_buffer_t vk_buft_alloc_buffer(mg_backend_buffer_type_t buft, size_t size) {
+    struct vk_device * d = buft->context;
+    if (!open_device(d)) return NULL;
+    struct vk_buffer *         b   = calloc(1, sizeof *b);
+    struct mg_backend_buffer * buf = malloc(sizeof *buf);
+    // A whole number of 4-byte words (vkCmdFillBuffer's unit), at least one.
+    const size_t rounded = size < 4 ? 4 : (size + 3) / 4 * 4;
+    if (b == NULL || buf == NULL ||
+        !make_buffer(d, rounded, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &b->buf, &b->mem)) {
+        free(b);
+        free(buf);
+        return NULL;
+    }
+    b->d = d;
+    *buf = (struct mg_backend_buffer) {
+        .iface   = {vk_buffer_free, vk_buffer_get_base, vk_buffer_set_tensor, vk_buffer_get_tensor, vk_buffer_clear},
+        .buft    = buft,
+        .context = b,
+        .size    = size,
+    };
+    return buf;
+}
+
+// Tensors start where a storage-buffer descriptor could start (at least 64).
+static size_t vk_buft_get_alignment(mg_backend_buffer_type_t buft) {
+    const struct vk_device * d = buft->context;
+    const size_t             a = (size_t) d->props.limits.minStorageBufferOffsetAlignment;
+    return a > 64 ? a : 64;
+}
+
+static bool vk_buft_is_host(mg_backend_buffer_type_t buft) {
+    (void) buft;
+    return false;
+}
+
+// ---------------------------------------------------------------------------
+// Pipelines and the ops
+// ---------------------------------------------------------------------------
+
+static bool load_pipeline(struct vk_device * d, enum vk_op op) {
+    if (d->pipelines[op] != VK_NULL_HANDLE) return true;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", MG_VK_SHADER_DIR, vk_op_shader[op]);
+    FILE * f = fopen(path, "rb");
+    if (f == NULL) {
+        mg_set_error("Vulkan: cannot open the shader %s (built by make VULKAN=1)", path);
+        return false;
+    }
+    uint32_t code[16384];
+    const size_t n = fread(code, 1, sizeof code, f);
+    fclose(f);
+    if (n == 0 || n % 4 != 0 || n == sizeof code) {
+        mg_set_error("Vulkan: %s is not a SPIR-V module of at most %zu bytes", path, sizeof code - 4);
+        return false;
+    }
+    const VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = n, .pCode = code};
+    VkShaderModule module;
+    VK_TRY(vkCreateShaderModule(d->dev, &mi, NULL, &module), return false);
+    const VkComputePipelineCreateInfo pi = {
+        .sType  = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage  = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                   .module = module, .pName = "main"},
+        .layout = d->pipeline_layout,
+    };
+    const VkResult r = vkCreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &pi, NULL, &d->pipelines[op]);
+    vkDestroyShaderModule(d->dev, module, NULL);
+    VK_TRY(r, return false);
+    return true;
+}
+
+// The shader of a node, or -1 if none runs it.
+static int op_of(const struct mg_tensor * t) {
+    switch (t->op) {
+        case MG_OP_ADD:      return VK_OP_ADD;
+        case MG_OP_MUL:      return VK_OP_MUL;
+        case MG_OP_SILU:     return VK_OP_SILU;
+        case MG_OP_RMS_NORM: return VK_OP_RMS_NORM;
+        case MG_OP_MUL_MAT:  return VK_OP_MUL_MAT;
+        default:             return -1;
+    }
+}
+
+static bool is_view_op(enum mg_op op) {
+    return op == MG_OP_NONE || op == MG_OP_VIEW || op == MG_OP_RESHAPE || op == MG_OP_PERMUTE ||
+           op == MG_OP_TRANSPOSE;
+}
+
+static bool all_f32(const struct mg_tensor * t, int n_src) {
+    if (t->type != MG_TYPE_F32) return false;
+    for (int i = 0; i < n_src; i++) {
+        if (t->src[i]->type != MG_TYPE_F32) return false;
+    }
+    return true;
+}
+
+static bool rows_contiguous(const struct mg_tensor * t) { return t->nb[0] == 4; }
+
+static bool fully_contiguous(const struct mg_tensor * t) {
+    return t->nb[0] == 4 && t->nb[1] == 4 * (size_t) t->ne[0] && t->nb[2] == t->nb[1] * (size_t) t->ne[1] &&
+           t->nb[3] == t->nb[2] * (size_t) t->ne[2];
+}
+
+// The shaders index with 32-bit unsigned integers, and a dispatch has at most
+// 65535 groups per dimension (the least every device allows).
+static bool fits_u32(const struct mg_tensor * t) { return mg_nbytes(t) < UINT32_MAX; }
+static bool fits_groups(int64_t n) { return (n + VK_GROUP - 1) / VK_GROUP <= 65535; }
+
+// binary.comp: b repeats into a, d has a's shape.
+static bool supports_binary(const struct mg_tensor * t) {
+    const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    if (!all_f32(t, 2) || !rows_contiguous(t) || !rows_contiguous(a) || !rows_contiguous(b)) return false;
+    for (int i = 0; i < MG_MAX_DIMS; i++) {
+        if (a->ne[i] != t->ne[i] || b->ne[i] == 0 || a->ne[i] % b->ne[i] != 0) return false;
+    }
+    return fits_groups(mg_nelements(t)) && fits_u32(a) && fits_u32(b) && fits_u32(t);
+}
+
+// unary.comp and rms_norm.comp: contiguous in and out.
+static bool supports_rowwise(const struct mg_tensor * t) {
+    return all_f32(t, 1) && fully_contiguous(t) && fully_contiguous(t->src[0]) && fits_u32(t) &&
+           mg_nelements(t) == mg_nelements(t->src[0]);
+}
+
+// mul_mat.comp: F32 weights and activations, rows contiguous, ggml's broadcast.
+static bool supports_mul_mat(const struct mg_tensor * t) {
+    const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    return all_f32(t, 2) && rows_contiguous(a) && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 &&
+           a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) &&
+           fits_u32(a) && fits_u32(b) && fits_u32(t);
+}
+
+static bool supports(const struct mg_tensor * t) {
+    switch (op_of(t)) {
+        case VK_OP_ADD: case VK_OP_MUL: return supports_binary(t);
+        case VK_OP_SILU:                return supports_rowwise(t);
+        case VK_OP_RMS_NORM:            return supports_rowwise(t) && t->ne[1] * t->ne[2] * t->ne[3] <= 65535;
+        case VK_OP_MUL_MAT:             return supports_mul_mat(t);
+        default:                        return false;
+    }
+}
+
+// Which VkBuffer holds t, and t's first float in it.
+static bool locate(const struct vk_device * d, const struct mg_tensor * t, VkBuffer * buf, uint32_t * first) {
+    const struct mg_tensor *  owner = t->view_src != NULL ? t->view_src : t;
+    const mg_backend_buffer_t b     = owner->buffer;
+    if (b == NULL || b->buft != &d->buft) {
+        mg_set_error("Vulkan: tensor '%s' is not in %s memory", t->name, d->name);
+        return false;
+    }
+    *buf   = ((struct vk_buffer *) b->context)->buf;
+    *first = (uint32_t) (offset_of(t) / 4);
+    return true;
+}
+
+// What one dispatch needs besides its buffers: the push constants (the
+// shader's Params block, in order) and how many workgroups.
+struct vk_dispatch {
+    uint32_t pc[VK_PUSH_BYTES / 4];
+    uint32_t n_pc;
+    uint32_t groups;
+};
+
+static void push(struct vk_dispatch * x, uint32_t v) { x->pc[x->n_pc++] = v; }
+
+// A tensor's strides in floats, dims 1..3 (dim 0 is 1: rows_contiguous).
+static void push_strides(struct vk_dispatch * x, const struct mg_tensor * t) {
+    for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) (t->nb[i] / 4));
+}
+
+static uint32_t groups_for(int64_t n) { return (uint32_t) ((n + VK_GROUP - 1) / VK_GROUP); }
+
+static void params_binary(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) t->ne[i]);
+    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) t->src[1]->ne[i]);
+    push(x, first[0]), push_strides(x, t->src[0]);
+    push(x, first[1]), push_strides(x, t->src[1]);
+    push(x, first[3]), push_strides(x, t);
+    x->groups = groups_for(mg_nelements(t));
+}
+
+static void params_unary(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    push(x, (uint32_t) mg_nelements(t)), push(x, first[0]), push(x, first[3]);
+    x->groups = groups_for(mg_nelements(t));
+}
+
+static void params_rms_norm(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    const float eps = mg_get_op_param_f32(t, 0);
+    uint32_t    eps_bits;
+    memcpy(&eps_bits, &eps, sizeof eps_bits);
+    push(x, (uint32_t) t->ne[0]), push(x, first[0]), push(x, first[3]), push(x, eps_bits);
+    x->groups = (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]);   // one workgroup per row
+}
+
+static void params_mul_mat(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    push(x, (uint32_t) a->ne[0]), push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]);
+    push(x, (uint32_t) t->ne[2]), push(x, (uint32_t) t->ne[3]);
+    push(x, first[0]), push_strides(x, a);
+    push(x, first[1]), push_strides(x, b);
+    push(x, first[3]), push_strides(x, t);
+    push(x, (uint32_t) (b->ne[2] / a->ne[2])), push(x, (uint32_t) (b->ne[3] / a->ne[3]));
+    x->groups = groups_for(mg_nelements(t));
+}
+
+static void params_of(const struct mg_tensor * t, enum vk_op op, const uint32_t * first, struct vk_dispatch * x) {
+    switch (op) {
+        case VK_OP_ADD: case VK_OP_MUL: params_binary(t, first, x); break;
+        case VK_OP_SILU:                params_unary(t, first, x); break;
+        case VK_OP_RMS_NORM:            params_rms_norm(t, first, x); break;
+        case VK_OP_MUL_MAT:             params_mul_mat(t, first, x); break;
+        case VK_OP_COUNT:               break;
+    }
+}
+
+// One dispatch: a descriptor set with the node's buffers (bindings 0-2 its
+// sources, 3 itself; a missing source gets the node's own buffer), its push
+// constants, and a barrier so that the next dispatch sees what this one wrote.
+static bool record_node(struct vk_device * d, const struct mg_tensor * t, enum vk_op op) {
+    VkBuffer bufs[VK_BINDINGS];
+    uint32_t first[VK_BINDINGS];
+    if (!locate(d, t, &bufs[3], &first[3])) return false;
+    for (int i = 0; i < 3; i++) {
+        bufs[i] = bufs[3], first[i] = first[3];
+        if (t->src[i] != NULL && !locate(d, t->src[i], &bufs[i], &first[i])) return false;
+    }
+    VkDescriptorSet                   set;
+    const VkDescriptorSetAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = d->desc_pool,
+        .descriptorSetCount = 1, .pSetLayouts = &d->set_layout};
+    VK_TRY(vkAllocateDescriptorSets(d->dev, &ai, &set), return false);
+    VkDescriptorBufferInfo infos[VK_BINDINGS];
+    VkWriteDescriptorSet   writes[VK_BINDINGS];
+    for (uint32_t i = 0; i < VK_BINDINGS; i++) {
+        infos[i]  = (VkDescriptorBufferInfo) {bufs[i], 0, VK_WHOLE_SIZE};
+        writes[i] = (VkWriteDescriptorSet) {
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = i, .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &infos[i]};
+    }
+    vkUpdateDescriptorSets(d->dev, VK_BINDINGS, writes, 0, NULL);
+
+    struct vk_dispatch x = {.n_pc = 0};
+    params_of(t, op, first, &x);
+    vkCmdBindPipeline(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipelines[op]);
+    vkCmdBindDescriptorSets(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &set, 0, NULL);
+    vkCmdPushConstants(d->cmd, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, x.n_pc * 4, x.pc);
+    vkCmdDispatch(d->cmd, x.groups, 1, 1);
+    const VkMemoryBarrier barrier = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkCmdPipelineBarrier(d->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                         &barrier, 0, NULL, 0, NULL);
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// The backend
+// ---------------------------------------------------------------------------
+
+static const char * vk_backend_get_name(mg_backend_t backend) {
+    return ((struct vk_device *) backend->device->context)->name;
+}
+
+static void vk_backend_free(mg_backend_t backend) { free(backend); }
+
+// The whole graph in one command buffer: one dispatch per node that
+// computes something, a barrier after each, one submit, one wait.
+static bool vk_backend_graph_compute(mg_backend_t backend, struct mg_cgraph * g) {
+    struct vk_device * d = backend->device->context;
+    if (g->n_nodes > VK_MAX_SETS) {
+        mg_set_error("Vulkan: a graph of %d nodes (at most %d per compute)", g->n_nodes, VK_MAX_SETS);
+        return false;
+    }
+    VK_TRY(vkResetDescriptorPool(d->dev, d->desc_pool, 0), return false);
+    if (!begin_commands(d)) return false;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct mg_tensor * t = g->nodes[i];
+        if (is_view_op(t->op)) continue;
+        const int op = op_of(t);
+        if (op < 0 || !supports(t)) {
+            mg_set_error("Vulkan: node %d '%s' (%s %s) has no shader yet", i, t->name, mg_op_name(t->op),
+                         mg_type_name(t->type));
+            vkEndCommandBuffer(d->cmd);
+            return false;
+        }
+        if (!load_pipeline(d, (enum vk_op) op) || !record_node(d, t, (enum vk_op) op)) {
+            vkEndCommandBuffer(d->cmd);
+            return false;
+        }
+    }
+    return submit_and_wait(d);
+}
+
+static mg_backend_t vk_dev_init_backend(mg_backend_dev_t dev) {
+    if (!open_device(dev->context)) return NULL;
+    struct mg_backend * be = malloc(sizeof *be);
+    if (be == NULL) {
+        mg_set_error("cannot allocate a Vulkan backend");
+        return NULL;
+    }
+    *be = (struct mg_backend) {
+        .iface   = {vk_backend_get_name, vk_backend_free, vk_backend_graph_compute, NULL, NULL, NULL, NULL},
+        .device  = dev,
+        .context = NULL,
+    };
+    return be;
+}
+
+// ---------------------------------------------------------------------------
+// The device in the registry
+// ---------------------------------------------------------------------------
+
+static const char * vk_dev_get_name(mg_backend_dev_t dev) { return ((struct vk_device *) dev->context)->name; }
+
+static const char * vk_dev_get_description(mg_backend_dev_t dev) {
+    return ((struct vk_device *) dev->context)->props.deviceName;   // "llvmpipe (LLVM 15.0.6, 256 bits)"
+}
+
+// The device-local heaps. Without VK_EXT_memory_budget there is no "free"
+// figure; ggml-vulkan reports the heap size for both then, and so do we.
+static void vk_dev_get_memory(mg_backend_dev_t dev, size_t * free_bytes, size_t * total) {
+    const struct vk_device * d = dev->context;
+    *free_bytes = d->memory_total;
+    *total      = d->memory_total;
+}
+
+static enum mg_backend_dev_type vk_dev_get_type(mg_backend_dev_t dev) {
+    (void) dev;
+    return MG_BACKEND_DEVICE_TYPE_GPU;   // its own memory, whatever the hardware (lavapipe is a CPU)
+}
+
+static mg_backend_buffer_type_t vk_dev_get_buffer_type(mg_backend_dev_t dev) {
+    return &((struct vk_device *) dev->context)->buft;
+}
+
+static bool vk_dev_supports_op(mg_backend_dev_t dev, const struct mg_tensor * t) {
+    (void) dev;
+    if (is_view_op(t->op)) return true;   // nothing to compute
+    return supports(t);
+}
+
+static bool vk_dev_supports_buft(mg_backend_dev_t dev, mg_backend_buffer_type_t buft) {
+    return buft == &((struct vk_device *) dev->context)->buft;
+}
+
+static size_t device_local_bytes(VkPhysicalDevice phys) {
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(phys, &mp);
+    size_t total = 0;
+    for (uint32_t i = 0; i < mp.memoryHeapCount; i++) {
+        if (mp.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) total += (size_t) mp.memoryHeaps[i].size;
+    }
+    return total;
+}
+
+// A queue family that runs compute shaders, or false.
+static bool compute_queue_family(VkPhysicalDevice phys, uint32_t * out) {
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, NULL);
+    VkQueueFamilyProperties families[16];
+    if (n > 16) n = 16;
+    vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, families);
+    for (uint32_t i = 0; i < n; i++) {
+        if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+            *out = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void add_device(VkPhysicalDevice phys) {
+    struct vk_device * d = &vk_devices[vk_n_devices];
+    uint32_t           family;
+    if (!compute_queue_family(phys, &family)) return;
+    d->phys         = phys;
+    d->queue_family = family;
+    vkGetPhysicalDeviceProperties(phys, &d->props);
+    d->memory_total = device_local_bytes(phys);
+    snprintf(d->name, sizeof d->name, "Vulkan%d", vk_n_devices);
+    d->buft = (struct mg_backend_buffer_type) {
+        .iface   = {vk_buft_get_name, vk_buft_alloc_buffer, vk_buft_get_alignment, vk_buft_is_host},
+        .device  = &d->device,
+        .context = d,
+    };
+    d->device = (struct mg_backend_device) {
+        .iface   = {vk_dev_get_name, vk_dev_get_description, vk_dev_get_memory, vk_dev_get_type, vk_dev_init_backend,
+                    vk_dev_get_buffer_type, vk_dev_supports_op, vk_dev_supports_buft},
+        .context = d,
+    };
+    mg_backend_dev_register(&d->device);
+    vk_n_devices++;
+}
+
+// Called once by the registry (backend.c): an instance, and every physical
+// device with a compute queue, in the driver's order. Unlike llama.cpp, CPU
+// devices (lavapipe) are listed too: they are how this backend is tested.
+void mg_backend_vulkan_register_devices(void) {
+    const VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "minigml", .apiVersion = VK_API_VERSION_1_1};
+    const VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+    VkResult r = vkCreateInstance(&ii, NULL, &vk_instance);
+    if (r != VK_SUCCESS) {
+        snprintf(vk_status, sizeof vk_status, "no Vulkan driver (vkCreateInstance: VkResult %d)", r);
+        return;
+    }
+    uint32_t         n = VK_MAX_DEVICES;
+    VkPhysicalDevice phys[VK_MAX_DEVICES];
+    r = vkEnumeratePhysicalDevices(vk_instance, &n, phys);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+        snprintf(vk_status, sizeof vk_status, "vkEnumeratePhysicalDevices: VkResult %d", r);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) add_device(phys[i]);
+    snprintf(vk_status, sizeof vk_status, "%d device%s", vk_n_devices, vk_n_devices == 1 ? "" : "s");
+}
+
+const char * mg_backend_vulkan_status(void) { return vk_status; }

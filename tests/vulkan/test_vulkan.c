@@ -1,0 +1,429 @@
+// test_vulkan.c - the Vulkan backend (full/vulkan/backend_vulkan.c), built
+// and run only by make VULKAN=1 test-vulkan, on whatever Vulkan driver the
+// machine has (Mesa's lavapipe in CI): the device in the registry, device
+// memory through the staging buffer, copies across memories, ADD and MUL
+// computed by shaders against the same arithmetic done here in plain C (IEEE
+// addition and multiplication are correctly rounded in Vulkan too, so the
+// results must be equal, not close), and a graph the scheduler splits
+// between the device and the CPU.
+#define _POSIX_C_SOURCE 200809L   // access, mkdir
+#include "harness.h"
+#include "arena.h"
+#include "backend.h"
+#include "backend_sched.h"
+#include "ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// The first Vulkan device; the test fails (it does not skip) without one:
+// make test-vulkan is asked for on a machine that has a driver.
+static mg_backend_dev_t vulkan_device(void) {
+    mg_backend_dev_t dev = mg_backend_dev_by_name("Vulkan0");
+    ck_assert_msg(dev != NULL, "no Vulkan device: %s (install mesa-vulkan-drivers for lavapipe)",
+                  mg_backend_vulkan_status());
+    return dev;
+}
+
+START_TEST(test_device_in_the_registry) {
+    mg_backend_dev_t dev = vulkan_device();
+    ck_assert_int_eq(mg_backend_dev_type(dev), MG_BACKEND_DEVICE_TYPE_GPU);
+    ck_assert(strlen(mg_backend_dev_description(dev)) > 0);
+    size_t free_bytes = 0, total = 0;
+    mg_backend_dev_memory(dev, &free_bytes, &total);
+    ck_assert_uint_gt(total, 0);
+    // The CPU is still last, after every Vulkan device.
+    ck_assert_ptr_eq(mg_backend_dev_get(mg_backend_dev_count() - 1), mg_backend_cpu_device());
+    mg_backend_buffer_type_t buft = mg_backend_dev_buffer_type(dev);
+    ck_assert(!mg_backend_buft_is_host(buft));
+    ck_assert(mg_backend_dev_supports_buft(dev, buft));
+    ck_assert(!mg_backend_dev_supports_buft(dev, mg_backend_cpu_buffer_type()));
+    ck_assert(!mg_backend_dev_supports_buft(mg_backend_cpu_device(), buft));
+}
+END_TEST
+
+START_TEST(test_device_memory_round_trip) {
+    mg_backend_buffer_t buf = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(vulkan_device()), 4096);
+    ck_assert_msg(buf != NULL, "%s", mg_last_error());
+    struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = 4 * mg_tensor_overhead(), .no_alloc = true});
+    struct mg_tensor *  t   = mg_new_tensor_1d(ctx, MG_TYPE_F32, 256);
+    char *              base = mg_backend_buffer_get_base(buf);
+    ck_assert(mg_backend_tensor_alloc(buf, t, base + 1024));
+    float in[256], out[256];
+    for (int i = 0; i < 256; i++) in[i] = (float) i * 0.5f - 17.0f;
+    mg_backend_tensor_set(t, in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    mg_backend_tensor_get(t, out, 0, sizeof out);
+    ck_assert_mem_eq(in, out, sizeof in);
+    mg_backend_tensor_get(t, out, 10 * sizeof(float), sizeof(float));   // one float, at an offset
+    ck_assert_float_eq(out[0], in[10]);
+
+    mg_backend_buffer_clear(buf, 0x5a);
+    unsigned char bytes[1024];
+    mg_backend_tensor_get(t, bytes, 0, sizeof bytes);
+    for (size_t i = 0; i < sizeof bytes; i++) ck_assert_uint_eq(bytes[i], 0x5a);
+    mg_free(ctx);
+    mg_backend_buffer_free(buf);
+}
+END_TEST
+
+// Host -> device -> device -> host: every path of mg_backend_tensor_copy.
+START_TEST(test_copies_across_memories) {
+    mg_backend_buffer_type_t vk  = mg_backend_dev_buffer_type(vulkan_device());
+    mg_backend_buffer_t      d1  = mg_backend_buft_alloc_buffer(vk, 256);
+    mg_backend_buffer_t      d2  = mg_backend_buft_alloc_buffer(vk, 256);
+    mg_backend_buffer_t      h   = mg_backend_buft_alloc_buffer(mg_backend_cpu_buffer_type(), 512);
+    struct mg_context *      ctx = mg_init((struct mg_init_params) {.mem_size = 8 * mg_tensor_overhead(), .no_alloc = true});
+    struct mg_tensor * src = mg_new_tensor_1d(ctx, MG_TYPE_F32, 32), * a = mg_new_tensor_1d(ctx, MG_TYPE_F32, 32);
+    struct mg_tensor * b = mg_new_tensor_1d(ctx, MG_TYPE_F32, 32), * back = mg_new_tensor_1d(ctx, MG_TYPE_F32, 32);
+    ck_assert(mg_backend_tensor_alloc(h, src, mg_backend_buffer_get_base(h)));
+    ck_assert(mg_backend_tensor_alloc(h, back, (char *) mg_backend_buffer_get_base(h) + 256));
+    ck_assert(mg_backend_tensor_alloc(d1, a, mg_backend_buffer_get_base(d1)));
+    ck_assert(mg_backend_tensor_alloc(d2, b, mg_backend_buffer_get_base(d2)));
+    float in[32];
+    for (int i = 0; i < 32; i++) in[i] = 1.0f / (float) (i + 1);
+    mg_backend_tensor_set(src, in, 0, sizeof in);
+    mg_backend_tensor_copy(src, a);
+    mg_backend_tensor_copy(a, b);
+    mg_backend_tensor_copy(b, back);
+    ck_assert_mem_eq(back->data, in, sizeof in);
+    mg_free(ctx);
+    mg_backend_buffer_free(d1);
+    mg_backend_buffer_free(d2);
+    mg_backend_buffer_free(h);
+}
+END_TEST
+
+// s = a + b, p = s * r (r one row, repeated over the rows of s), on the device.
+START_TEST(test_add_and_mul_on_the_device) {
+    mg_backend_dev_t    dev = vulkan_device();
+    struct mg_context * ctx = mg_init((struct mg_init_params) {
+        .mem_size = 16 * mg_tensor_overhead() + mg_graph_overhead_custom(16), .no_alloc = true});
+    struct mg_tensor * a = mg_new_tensor_2d(ctx, MG_TYPE_F32, 300, 7);   // more than one group of 256
+    struct mg_tensor * b = mg_new_tensor_2d(ctx, MG_TYPE_F32, 300, 7);
+    struct mg_tensor * r = mg_new_tensor_2d(ctx, MG_TYPE_F32, 300, 1);
+    struct mg_tensor * s = mg_add(ctx, a, b);
+    struct mg_tensor * p = mg_mul(ctx, s, r);
+    struct mg_cgraph * g = mg_new_graph_custom(ctx, 16);
+    mg_build_forward_expand(g, p);
+
+    mg_backend_buffer_t buf  = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), 5 * 8448);
+    char *              base = mg_backend_buffer_get_base(buf);
+    struct mg_tensor *  all[] = {a, b, r, s, p};
+    for (int i = 0; i < 5; i++) ck_assert(mg_backend_tensor_alloc(buf, all[i], base + i * 8448));
+
+    static float av[2100], bv[2100], rv[300], pv[2100];
+    for (int i = 0; i < 2100; i++) av[i] = (float) (i % 97) * 0.37f - 9.0f, bv[i] = 1.0f / (float) (i + 3);
+    for (int i = 0; i < 300; i++) rv[i] = (float) (i % 13) - 6.5f;
+    mg_backend_tensor_set(a, av, 0, sizeof av);
+    mg_backend_tensor_set(b, bv, 0, sizeof bv);
+    mg_backend_tensor_set(r, rv, 0, sizeof rv);
+
+    mg_backend_t be = mg_backend_dev_init(dev);
+    ck_assert_msg(be != NULL, "%s", mg_last_error());
+    ck_assert_str_eq(mg_backend_name(be), "Vulkan0");
+    ck_assert(mg_backend_supports_op(be, s) && mg_backend_supports_op(be, p));
+    ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
+    mg_backend_tensor_get(p, pv, 0, sizeof pv);
+    for (int i = 0; i < 2100; i++) {
+        const float sum = av[i] + bv[i];
+        ck_assert_msg(pv[i] == sum * rv[i % 300], "p[%d] = %a, not %a", i, pv[i], sum * rv[i % 300]);
+    }
+    mg_backend_free(be);
+    mg_backend_buffer_free(buf);
+    mg_free(ctx);
+}
+END_TEST
+
+// One op on the device and on the CPU, from the same inputs: every tensor of
+// the graph in one buffer of the backend's type, inputs set, graph computed,
+// the result read back. make_op builds the node from the leafs in[0..n_in).
+typedef struct mg_tensor * (*make_op_fn)(struct mg_context * ctx, struct mg_tensor ** in);
+
+static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values,
+                   float * out, size_t out_n) {
+    struct mg_context * ctx = mg_init((struct mg_init_params) {
+        .mem_size = 16 * mg_tensor_overhead() + mg_graph_overhead_custom(16), .no_alloc = true});
+    struct mg_tensor * in[4];
+    for (int i = 0; i < n_in; i++) in[i] = mg_new_tensor(ctx, MG_TYPE_F32, 4, ne[i]);
+    struct mg_tensor * t = make_op(ctx, in);
+    struct mg_cgraph * g = mg_new_graph_custom(ctx, 16);
+    mg_build_forward_expand(g, t);
+    ck_assert_uint_eq(mg_nbytes(t), out_n * sizeof(float));
+
+    size_t total = 0;
+    for (int i = 0; i < n_in; i++) total += (mg_nbytes(in[i]) + 255) / 256 * 256;
+    total += (mg_nbytes(t) + 255) / 256 * 256;
+    mg_backend_buffer_t buf  = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), total);
+    char *              base = mg_backend_buffer_get_base(buf);
+    size_t              used = 0;
+    for (int i = 0; i <= n_in; i++) {
+        struct mg_tensor * x = i < n_in ? in[i] : t;
+        ck_assert(mg_backend_tensor_alloc(buf, x, base + used));
+        used += (mg_nbytes(x) + 255) / 256 * 256;
+        if (i < n_in) mg_backend_tensor_set(x, values[i], 0, mg_nbytes(x));
+    }
+    mg_backend_t be = mg_backend_dev_init(dev);
+    ck_assert_msg(mg_backend_supports_op(be, t), "%s does not support %s", mg_backend_dev_name(dev), mg_op_name(t->op));
+    ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
+    mg_backend_tensor_get(t, out, 0, mg_nbytes(t));
+    mg_backend_free(be);
+    mg_backend_buffer_free(buf);
+    mg_free(ctx);
+}
+
+// The device's result within rel of the CPU's, element by element.
+static void expect_like_cpu(make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values, size_t out_n,
+                            float rel) {
+    float * on_dev = malloc(out_n * sizeof(float)), * on_cpu = malloc(out_n * sizeof(float));
+    run_op(vulkan_device(), make_op, n_in, ne, values, on_dev, out_n);
+    run_op(mg_backend_cpu_device(), make_op, n_in, ne, values, on_cpu, out_n);
+    for (size_t i = 0; i < out_n; i++) {
+        ck_assert_msg(fabsf(on_dev[i] - on_cpu[i]) <= rel * (1.0f + fabsf(on_cpu[i])), "[%zu] device %.9g, CPU %.9g", i,
+                      on_dev[i], on_cpu[i]);
+    }
+    free(on_dev);
+    free(on_cpu);
+}
+
+static float * random_values(size_t n, uint64_t seed) {
+    float * v = malloc(n * sizeof(float));
+    mg_test_fill_uniform(v, n, &seed, -2.0f, 2.0f);
+    return v;
+}
+
+static struct mg_tensor * make_silu(struct mg_context * ctx, struct mg_tensor ** in) { return mg_silu(ctx, in[0]); }
+static struct mg_tensor * make_rms_norm(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_rms_norm(ctx, in[0], 1e-6f);
+}
+static struct mg_tensor * make_mul_mat(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_mul_mat(ctx, in[0], in[1]);
+}
+
+START_TEST(test_silu_rms_norm_mul_mat_like_the_cpu) {
+    const int64_t ne_x[1][4] = {{1000, 3, 2, 1}};   // rows longer than a workgroup, several rows
+    float *       x[1]       = {random_values(6000, 1)};
+    expect_like_cpu(make_silu, 1, ne_x, x, 6000, 1e-6f);
+    expect_like_cpu(make_rms_norm, 1, ne_x, x, 6000, 1e-5f);
+    // a {K=96, M=40, 2 matrices} times b {K=96, N=5, 4 matrices}: each of a's serves two of b's.
+    const int64_t ne_ab[2][4] = {{96, 40, 2, 1}, {96, 5, 4, 1}};
+    float *       ab[2]       = {random_values(96 * 40 * 2, 2), random_values(96 * 5 * 4, 3)};
+    expect_like_cpu(make_mul_mat, 2, ne_ab, ab, 40 * 5 * 4, 1e-5f);
+    free(x[0]);
+    free(ab[0]);
+    free(ab[1]);
+}
+END_TEST
+
+// An op with no shader is refused by supports_op (the scheduler keeps it on
+// the CPU) and by graph_compute, naming the node.
+START_TEST(test_ops_without_a_shader_are_refused) {
+    mg_backend_dev_t    dev = vulkan_device();
+    struct mg_context * ctx = mg_init((struct mg_init_params) {
+        .mem_size = 8 * mg_tensor_overhead() + mg_graph_overhead_custom(8), .no_alloc = true});
+    struct mg_tensor * x = mg_new_tensor_1d(ctx, MG_TYPE_F32, 8);
+    struct mg_tensor * y = mg_set_name(mg_gelu(ctx, x), "y");
+    struct mg_cgraph * g = mg_new_graph_custom(ctx, 8);
+    mg_build_forward_expand(g, y);
+    mg_backend_buffer_t buf = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), 256);
+    ck_assert(mg_backend_tensor_alloc(buf, x, mg_backend_buffer_get_base(buf)));
+    ck_assert(mg_backend_tensor_alloc(buf, y, (char *) mg_backend_buffer_get_base(buf) + 64));
+    mg_backend_t be = mg_backend_dev_init(dev);
+    ck_assert(!mg_backend_supports_op(be, y));
+    ck_assert(!mg_backend_graph_compute(be, g));
+    ck_assert_msg(strstr(mg_last_error(), "'y' (GELU f32) has no shader yet") != NULL, "%s", mg_last_error());
+    mg_backend_free(be);
+    mg_backend_buffer_free(buf);
+    mg_free(ctx);
+}
+END_TEST
+
+// x (input) + W (device) -> sqr (CPU: no shader) -> * R (device) -> + itself:
+// three splits, three copies; the result bit for bit the CPU's alone.
+struct split_graph {
+    struct mg_context * ctx;
+    struct mg_cgraph *  g;
+    struct mg_tensor *  x, *W, *R, *s, *t, *u, *v;
+    mg_backend_buffer_t weights;
+};
+
+static void build_split_graph(struct split_graph * k, mg_backend_buffer_type_t weights_buft, const float * W,
+                              const float * R) {
+    k->ctx = mg_init((struct mg_init_params) {.mem_size = 16 * mg_tensor_overhead() + mg_graph_overhead_custom(32),
+                                              .no_alloc = true});
+    k->x = mg_set_name(mg_new_tensor_2d(k->ctx, MG_TYPE_F32, 64, 3), "x");
+    k->W = mg_set_name(mg_new_tensor_2d(k->ctx, MG_TYPE_F32, 64, 3), "W");
+    k->R = mg_set_name(mg_new_tensor_2d(k->ctx, MG_TYPE_F32, 64, 1), "R");
+    k->x->flags |= MG_TENSOR_FLAG_INPUT;
+    k->s = mg_set_name(mg_add(k->ctx, k->x, k->W), "s");
+    k->t = mg_set_name(mg_sqr(k->ctx, k->s), "t");
+    k->u = mg_set_name(mg_mul(k->ctx, k->t, k->R), "u");
+    k->v = mg_set_name(mg_add(k->ctx, k->u, k->u), "v");
+    k->v->flags |= MG_TENSOR_FLAG_OUTPUT;
+    k->g = mg_new_graph_custom(k->ctx, 32);
+    mg_build_forward_expand(k->g, k->v);
+    k->weights = mg_backend_buft_alloc_buffer(weights_buft, 1024);
+    char * base = mg_backend_buffer_get_base(k->weights);
+    ck_assert(mg_backend_tensor_alloc(k->weights, k->W, base));
+    ck_assert(mg_backend_tensor_alloc(k->weights, k->R, base + 768));
+    mg_backend_tensor_set(k->W, W, 0, 64 * 3 * sizeof(float));
+    mg_backend_tensor_set(k->R, R, 0, 64 * sizeof(float));
+}
+
+// v of the graph above for input x, with the scheduler over backends[0..n).
+static void run_split_graph(mg_backend_t * backends, int n, mg_backend_buffer_type_t weights_buft, const float * x,
+                            const float * W, const float * R, float * v, int * n_splits, int * n_copies) {
+    struct split_graph k;
+    build_split_graph(&k, weights_buft, W, R);
+    struct mg_sched * sched = mg_sched_new(backends, n, 32);
+    ck_assert_msg(sched != NULL && mg_sched_alloc_graph(sched, k.g), "%s", mg_last_error());
+    *n_splits = mg_sched_n_splits(sched);
+    *n_copies = mg_sched_n_copies(sched);
+    mg_backend_tensor_set(k.x, x, 0, 64 * 3 * sizeof(float));
+    ck_assert_msg(mg_sched_graph_compute(sched, k.g), "%s", mg_last_error());
+    mg_backend_tensor_get(k.v, v, 0, 64 * 3 * sizeof(float));
+    mg_sched_free(sched);
+    mg_backend_buffer_free(k.weights);
+    mg_free(k.ctx);
+}
+
+START_TEST(test_scheduler_splits_between_device_and_cpu) {
+    mg_backend_dev_t dev = vulkan_device();
+    mg_backend_t     backends[2] = {mg_backend_dev_init(dev), mg_backend_cpu_init()};
+    float x[192], W[192], R[64], v_split[192], v_cpu[192];
+    for (int i = 0; i < 192; i++) x[i] = (float) (i % 29) * 0.21f - 3.0f, W[i] = (float) (i % 7) * -0.4f + 1.0f;
+    for (int i = 0; i < 64; i++) R[i] = 0.5f + (float) (i % 5);
+    int n_splits, n_copies;
+    run_split_graph(backends, 2, mg_backend_dev_buffer_type(dev), x, W, R, v_split, &n_splits, &n_copies);
+    ck_assert_int_eq(n_splits, 3);   // Vulkan0: s | CPU: t | Vulkan0: u v
+    ck_assert_int_eq(n_copies, 3);   // x to the device, s to the CPU, t back
+    run_split_graph(&backends[1], 1, mg_backend_cpu_buffer_type(), x, W, R, v_cpu, &n_splits, &n_copies);
+    ck_assert_int_eq(n_splits, 1);
+    ck_assert_mem_eq(v_split, v_cpu, sizeof v_cpu);
+    for (int i = 0; i < 192; i++) {   // and the arithmetic, in plain C: every step correctly rounded
+        const float s = x[i] + W[i], u = s * s * R[i % 64];
+        ck_assert_msg(v_split[i] == u + u, "v[%d] %a, %a", i, v_split[i], u + u);
+    }
+    mg_backend_free(backends[0]);
+    mg_backend_free(backends[1]);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
+// -ngl through the command line: an F32 model's logits with every layer
+// offloaded, and with one, against the CPU's.
+// ---------------------------------------------------------------------------
+
+static char dir[64];
+static void setup(void) { mg_test_make_dir(dir, sizeof dir, "vulkan"); }
+static void teardown(void) { mg_test_remove_dir(dir); }
+
+// mg logits ... -o NAME.bin with these extra flags; the floats read back.
+static float * logits_with(const char * name, const char * flags, size_t * n) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL,
+                                          "logits -m '%s' -p '床前明月光，疑是地上霜' --all -c 64 -t 2 -o '%s' %s",
+                                          mg_test_path_in(dir, "f32.gguf"), mg_test_path_in(dir, name), flags);
+    ck_assert_msg(r.status == 0, "mg logits %s: %s", flags, r.err);
+    mg_test_run_free(&r);
+    size_t bytes = 0;
+    float * v    = mg_test_read_file(mg_test_path_in(dir, name), &bytes);
+    ck_assert_ptr_nonnull(v);
+    *n = bytes / sizeof(float);
+    return v;
+}
+
+static float max_abs_diff(const float * a, const float * b, size_t n) {
+    float worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
+    return worst;
+}
+
+START_TEST(test_ngl_logits_like_the_cpu) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 --init scaled --untied "
+                                          "--seed 3 -o '%s'", mg_test_path_in(dir, "f32.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    // The F32 path end to end (weights, activations, cache): within 1e-3 of the CPU.
+    size_t n_cpu, n99, n1, n99b;
+    float * cpu  = logits_with("cpu.bin", "--kv-type f32", &n_cpu);
+    float * g99  = logits_with("g99.bin", "--kv-type f32 -ngl 99", &n99);
+    float * g1   = logits_with("g1.bin", "--kv-type f32 -ngl 1 -dev Vulkan0", &n1);
+    float * g99b = logits_with("g99b.bin", "--kv-type f32 -ngl 99", &n99b);
+    ck_assert_uint_eq(n99, n_cpu);
+    ck_assert_uint_eq(n1, n_cpu);
+    ck_assert_uint_gt(n_cpu, 6400);   // every position's logits
+    ck_assert_msg(max_abs_diff(cpu, g99, n_cpu) <= 1e-3f, "-ngl 99: %g", max_abs_diff(cpu, g99, n_cpu));
+    ck_assert_msg(max_abs_diff(cpu, g1, n_cpu) <= 1e-3f, "-ngl 1: %g", max_abs_diff(cpu, g1, n_cpu));
+    ck_assert_mem_eq(g99, g99b, n99 * sizeof(float));   // no reduction depends on timing: the same bits each run
+    // With the default F16 cache, a key that differs in its last float bit can
+    // round to the neighbouring F16 (a relative 5e-4): the logits move more.
+    size_t n16c, n16g;
+    float * c16 = logits_with("c16.bin", "", &n16c);
+    float * g16 = logits_with("g16.bin", "-ngl 99", &n16g);
+    ck_assert_msg(max_abs_diff(c16, g16, n16c) <= 2e-2f, "-ngl 99, F16 cache: %g", max_abs_diff(c16, g16, n16c));
+    free(cpu), free(g99), free(g1), free(g99b), free(c16), free(g16);
+}
+END_TEST
+
+// mg run's greedy text with every layer on the device is the CPU's; the
+// drawings still work (the memory map of a scheduled graph says it is not drawn).
+START_TEST(test_ngl_run_text) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 --init scaled --untied "
+                                          "--seed 3 -o '%s'", mg_test_path_in(dir, "f32.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_eq(mkdir(mg_test_path_in(dir, "dot"), 0700), 0);
+    ck_assert_int_eq(mkdir(mg_test_path_in(dir, "svg"), 0700), 0);
+    const char * run = "run -m '%s' -p '床前明月光' -n 16 --temp 0 -c 64 --kv-type f32 %s";
+    struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, mg_test_path_in(dir, "f32.gguf"), "");
+    char flags[512];
+    snprintf(flags, sizeof flags, "-ngl 99 --dot '%s' --svg '%s'", mg_test_path_in(dir, "dot"), mg_test_path_in(dir, "svg"));
+    struct mg_test_run gpu = mg_test_run_mg(dir, NULL, NULL, run, mg_test_path_in(dir, "f32.gguf"), flags);
+    ck_assert_msg(cpu.status == 0 && gpu.status == 0, "%s\n%s", cpu.err, gpu.err);
+    ck_assert_str_eq(gpu.out, cpu.out);
+    ck_assert_msg(strstr(gpu.err, "not yet drawn") != NULL, "%s", gpu.err);
+    ck_assert_msg(access(mg_test_path_in(dir, "dot/decode.dot"), R_OK) == 0, "no decode.dot");
+    mg_test_run_free(&cpu);
+    mg_test_run_free(&gpu);
+}
+END_TEST
+
+// What offloading cannot do yet is refused with the reason.
+START_TEST(test_ngl_refusals) {
+    const char * q8 = mg_test_root("models/fortune-toy-q8_0.gguf");
+    mg_test_expect_mg_error(dir, "-ngl 99", "is q8_0: offloading needs F32 weights for now", "run -m '%s' -p hi -n 1 -ngl 99",
+                            q8);
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 -o '%s'",
+                                          mg_test_path_in(dir, "f32.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_eq(mkdir(mg_test_path_in(dir, "dump"), 0700), 0);
+    mg_test_expect_mg_error(dir, "-ngl 99", "--dump-tensors", "logits -m '%s' -p hi -ngl 99 --dump-tensors '%s'",
+                            mg_test_path_in(dir, "f32.gguf"), mg_test_path_in(dir, "dump"));
+}
+END_TEST
+
+Suite * mg_test_suite(void) {
+    Suite * s  = suite_create("vulkan");
+    TCase * tc = tcase_create("vulkan");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_device_in_the_registry);
+    tcase_add_test(tc, test_device_memory_round_trip);
+    tcase_add_test(tc, test_copies_across_memories);
+    tcase_add_test(tc, test_add_and_mul_on_the_device);
+    tcase_add_test(tc, test_silu_rms_norm_mul_mat_like_the_cpu);
+    tcase_add_test(tc, test_ops_without_a_shader_are_refused);
+    tcase_add_test(tc, test_scheduler_splits_between_device_and_cpu);
+    suite_add_tcase(s, tc);
+    TCase * cli = tcase_create("ngl");
+    tcase_set_timeout(cli, 300);
+    tcase_add_checked_fixture(cli, setup, teardown);
+    tcase_add_test(cli, test_ngl_logits_like_the_cpu);
+    tcase_add_test(cli, test_ngl_run_text);
+    tcase_add_test(cli, test_ngl_refusals);
+    suite_add_tcase(s, cli);
+    return s;
+}
