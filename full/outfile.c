@@ -29,8 +29,25 @@ struct input {
 static struct input inputs[MAX_INPUTS];
 static int          n_inputs = 0;
 
+// The outputs already checked for this command: two flags may not name one
+// file, nor a file inside a folder another flag writes into under a name that
+// folder's writer uses (the second writer would replace the first one's file
+// at its rename).
+enum { MAX_OUTPUTS = 32 };
+
+struct output {
+    char  flag[64];
+    dev_t dir_dev;            // the folder the file is in, or the output folder itself
+    ino_t dir_ino;
+    char  base[256];          // the file's name in that folder; "" for an output folder
+};
+
+static struct output outputs[MAX_OUTPUTS];
+static int           n_outputs = 0;
+
 void mg_outfile_clear_inputs(void) {
-    n_inputs = 0;
+    n_inputs  = 0;
+    n_outputs = 0;
 }
 
 // The directory part of path ("." for a bare name), into out.
@@ -145,6 +162,86 @@ static bool dir_writable(const char * what, const char * path) {
     return true;
 }
 
+// Does path lead, by its own name or through its symlinks, into /dev or
+// /proc? /dev/stdout and /proc/self/fd/5 are links to whatever the shell
+// opened there: renamed over, a file redirected into (">> journal.log")
+// would lose everything it held.
+static bool names_a_descriptor(const char * path) {
+    char cur[PATH_MAX], link[PATH_MAX], dir[PATH_MAX];
+    copy_cut(cur, sizeof(cur), path);
+    for (int hop = 0; hop < 40; hop++) {   // the kernel's own limit on a chain of links
+        dir_of(cur, dir, sizeof(dir));
+        char * real = realpath(dir, NULL);
+        const bool special = real != NULL && (strncmp(real, "/dev", 4) == 0 || strncmp(real, "/proc", 5) == 0) &&
+                             (real[4] == '\0' || real[4] == '/' || real[5] == '\0' || real[5] == '/');
+        free(real);
+        if (special) return true;
+        const ssize_t n = readlink(cur, link, sizeof(link) - 1);
+        if (n < 0) return false;
+        link[n] = '\0';
+        if (link[0] == '/') {
+            copy_cut(cur, sizeof(cur), link);
+        } else {
+            char joined[2 * PATH_MAX + 2];
+            snprintf(joined, sizeof(joined), "%s/%s", dir, link);
+            copy_cut(cur, sizeof(cur), joined);
+        }
+    }
+    return false;
+}
+
+// Is st the file this command's standard input, output or error is (a
+// redirect)? Its name, of the three; NULL if none.
+static const char * standard_stream(const struct stat * st) {
+    static const char * const names[] = {"standard input", "standard output", "standard error"};
+    for (int fd = 0; fd < 3; fd++) {
+        struct stat s;
+        if (fstat(fd, &s) == 0 && S_ISREG(s.st_mode) && s.st_dev == st->st_dev && s.st_ino == st->st_ino) {
+            return names[fd];
+        }
+    }
+    return NULL;
+}
+
+// A name an output folder's writer uses: the tensor dumps' order.txt and
+// NAME.npy, the drawings' NAME.dot, and the memory maps prompt-alloc.svg and
+// decode-alloc.svg. A file of another name may share the folder
+// (--memory-map DIR/memory-map.svg beside --svg DIR).
+static bool folder_writes(const char * name) {
+    const size_t n = strlen(name);
+    return strcmp(name, "order.txt") == 0 || strcmp(name, "prompt-alloc.svg") == 0 ||
+           strcmp(name, "decode-alloc.svg") == 0 ||
+           (n > 4 && (strcmp(name + n - 4, ".dot") == 0 || strcmp(name + n - 4, ".npy") == 0));
+}
+
+// The output named here before, that would write the same file as this one
+// (dir, base) or the folder it is in; its flag, or NULL. Then remembered.
+static const char * output_taken(const char * flag, const char * path, bool is_dir) {
+    struct stat st;
+    dev_t       dev = 0;
+    ino_t       ino = 0;
+    const char * slash = strrchr(path, '/');
+    const char * base  = is_dir ? "" : slash ? slash + 1 : path;
+    if (is_dir) {
+        if (stat(path, &st) == 0) dev = st.st_dev, ino = st.st_ino;
+    } else {
+        stat_dir_of(path, &dev, &ino);
+    }
+    for (int i = 0; i < n_outputs; i++) {
+        const struct output * o = &outputs[i];
+        if (o->dir_dev != dev || o->dir_ino != ino) continue;
+        const char * in_folder = o->base[0] == '\0' ? base : base[0] == '\0' ? o->base : NULL;
+        if (in_folder != NULL ? folder_writes(in_folder) : strcmp(o->base, base) == 0) return o->flag;
+    }
+    if (n_outputs < MAX_OUTPUTS) {
+        struct output * o = &outputs[n_outputs++];
+        copy_cut(o->flag, sizeof(o->flag), flag ? flag : "the output");
+        copy_cut(o->base, sizeof(o->base), base);
+        o->dir_dev = dev, o->dir_ino = ino;
+    }
+    return NULL;
+}
+
 char * mg_outfile_check(const char * flag, const char * path) {
     char what[PATH_MAX + 64];
     named(flag, path, what, sizeof(what));
@@ -163,7 +260,14 @@ char * mg_outfile_check(const char * flag, const char * path) {
             mg_set_error("%s: cannot write there: %s", what, strerror(errno));
             return NULL;
         }
-        return dir_writable(what, path) ? strdup(path) : NULL;
+        if (!dir_writable(what, path)) return NULL;
+        const char * taken = output_taken(flag, path, false);
+        if (taken != NULL) {
+            mg_set_error("%s is also written by %s (the same file, or a file in its folder): one would replace the "
+                         "other", what, taken);
+            return NULL;
+        }
+        return strdup(path);
     }
     const char * input = input_named(&st);
     if (input != NULL) {
@@ -174,6 +278,17 @@ char * mg_outfile_check(const char * flag, const char * path) {
         mg_set_error("%s is %s; the output must be a regular file (or a new name)", what, file_kind(st.st_mode));
         return NULL;
     }
+    if (names_a_descriptor(path)) {
+        mg_set_error("%s is in /dev or /proc (a descriptor such as /dev/stdout); the output must be a file of its "
+                     "own (for the terminal, leave the flag out)", what);
+        return NULL;
+    }
+    const char * stream = standard_stream(&st);
+    if (stream != NULL) {
+        mg_set_error("%s is this command's %s (a redirect); writing it would replace what the command prints there",
+                     what, stream);
+        return NULL;
+    }
     // A symlink is written through: the temporary file and the rename happen beside its target.
     char * target = is_link ? realpath(path, NULL) : strdup(path);
     if (target == NULL) {
@@ -181,6 +296,13 @@ char * mg_outfile_check(const char * flag, const char * path) {
         return NULL;
     }
     if (!dir_writable(what, target)) {
+        free(target);
+        return NULL;
+    }
+    const char * taken = output_taken(flag, target, false);
+    if (taken != NULL) {
+        mg_set_error("%s is also written by %s (the same file, or a file in its folder): one would replace the other",
+                     what, taken);
         free(target);
         return NULL;
     }
@@ -207,6 +329,12 @@ bool mg_outfile_check_dir(const char * flag, const char * dir) {
     if (input != NULL) {
         mg_set_error("%s holds the input %s, which a file written there could replace; give a directory of its own",
                      what, input);
+        return false;
+    }
+    const char * taken = output_taken(flag, dir, true);
+    if (taken != NULL) {
+        mg_set_error("%s is also where %s writes: one would replace the other's files; give each its own place", what,
+                     taken);
         return false;
     }
     return true;

@@ -24,6 +24,13 @@
 //     replaced, its target untouched. A file output named on the command line
 //     that is a symlink is written through (its target replaced, the link
 //     kept), as cp does: mg_outfile_check returns the target's path.
+//   - An output under /dev or /proc (/dev/stdout, /proc/self/fd/5, or a
+//     symlink to one) is a descriptor the shell opened, and the file this
+//     command's stdin, stdout or stderr is redirected into is that stream's:
+//     renamed over, ">> journal.log" would lose everything it held. Refused.
+//   - Two outputs of one command may not be one file, nor a file that an
+//     output folder's writer would also write (DIR/order.txt beside
+//     --dump-tensors DIR): one would replace the other. Refused.
 //   - Everything that can be checked before the work is (the output's
 //     directory exists and is writable, the output is a regular file or a new
 //     name), so a refused output costs nothing and destroys nothing.

@@ -5,6 +5,7 @@
 #include "cpu_level.h"
 #include "outfile.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,6 +69,15 @@ static int print_devices(void) {
     return 0;
 }
 
+// A command's status, made a failure when what it printed did not all reach
+// stdout (a full disk, /dev/full, a closed pipe): rc 0 with a cut-off file
+// would read as success.
+static int stdout_written(const char * cmd, int status) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return status;
+    fprintf(stderr, "mg %s: cannot write the standard output: %s\n", cmd, strerror(errno));
+    return 1;
+}
+
 int main(int argc, char ** argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
@@ -77,7 +87,7 @@ int main(int argc, char ** argv) {
     if (strcmp(argv[1], "--list-devices") == 0) return print_devices();
     mg_outfile_remove_on_signal();   // Ctrl-C or kill mid-write: no temporary file left behind
     for (int i = 0; i < N_COMMANDS; i++) {
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) return stdout_written(argv[1], commands[i].run(argc - 1, argv + 1));
     }
     fprintf(stderr, "mg: unknown command '%s'\n\n", argv[1]);
     usage(stderr);

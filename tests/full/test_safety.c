@@ -793,6 +793,65 @@ START_TEST(test_json_value_limit) {
 }
 END_TEST
 
+// A second probe: an output named /dev/stdout or /proc/self/fd/N, or the file
+// the shell redirected stdout into, was renamed over (">> journal.log" lost
+// its lines); two output flags on one file, or a file inside another flag's
+// folder, lost one of them. Each is now an error before any work.
+static int sh(const char * fmt, ...) {
+    char    cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    const int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+START_TEST(test_output_is_a_descriptor_or_a_redirect) {
+    const char * journal = in_dir("journal.log");
+    write_file(journal, "1\n2\n3\n", 6);
+    const struct digest before = digest_of(journal);
+    ck_assert_int_eq(sh("'%s' run -m '%s' -p hello -n 2 --trace-json /dev/stdout >> '%s' 2> '%s'", mg_test_mg_bin(),
+                        model(), journal, in_dir("err")), 1);
+    expect_unchanged(journal, before);
+    ck_assert_int_eq(sh("'%s' logits -m '%s' -p hi -o /proc/self/fd/5 5>> '%s' 2> '%s'", mg_test_mg_bin(), model(),
+                        journal, in_dir("err")), 1);
+    expect_unchanged(journal, before);
+    ck_assert_int_eq(symlink("/dev/stderr", in_dir("link")), 0);
+    expect_error("in /dev or /proc", "--output", "logits -m '%s' -p hi -o '%s'", model(), in_dir("link"));
+    // The file stdout is redirected into: the text the command prints would be replaced.
+    ck_assert_int_eq(sh("'%s' logits -m '%s' -p hi -o '%s' >> '%s' 2> '%s'", mg_test_mg_bin(), model(), journal,
+                        journal, in_dir("err")), 1);
+    expect_unchanged(journal, before);
+    size_t n;
+    char * err = mg_test_read_file(in_dir("err"), &n);
+    ck_assert_msg(err != NULL && strstr(err, "standard output") != NULL, "%s", err ? err : "(no stderr)");
+    free(err);
+}
+END_TEST
+
+START_TEST(test_two_outputs_on_one_file) {
+    expect_error("also written by --trace-json", NULL, "run -m '%s' -p hello -n 2 --trace-json '%s' --memory-map '%s'",
+                 model(), in_dir("dup"), in_dir("dup"));
+    ck_assert_int_ne(access(in_dir("dup"), F_OK), 0);
+    ck_assert_int_eq(mkdir(in_dir("D"), 0755), 0);
+    expect_error("--dump-tensors", "--output", "logits -m '%s' -p hi -o '%s' --dump-tensors '%s'", model(),
+                 in_dir("D/order.txt"), in_dir("D"));
+    ck_assert_int_ne(access(in_dir("D/order.txt"), F_OK), 0);
+}
+END_TEST
+
+// What a command prints on stdout must get there: a full disk made rc 0
+// with a cut-off file.
+START_TEST(test_stdout_write_error_fails) {
+    ck_assert_int_eq(sh("'%s' info '%s' > /dev/full 2> '%s'", mg_test_mg_bin(), model(), in_dir("err")), 1);
+    size_t n;
+    char * err = mg_test_read_file(in_dir("err"), &n);
+    ck_assert_msg(err != NULL && strstr(err, "cannot write the standard output") != NULL, "%s", err ? err : "");
+    free(err);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -813,6 +872,9 @@ Suite * mg_test_suite(void) {
     tcase_add_test(outputs, test_no_symlink_followed_in_output_dirs);
     tcase_add_test(outputs, test_output_dirs_checked_first);
     tcase_add_test(outputs, test_every_output_flag_spares_every_input);
+    tcase_add_test(outputs, test_output_is_a_descriptor_or_a_redirect);
+    tcase_add_test(outputs, test_two_outputs_on_one_file);
+    tcase_add_test(outputs, test_stdout_write_error_fails);
     suite_add_tcase(s, outputs);
 
     TCase * sizes = tcase_create("sizes");
