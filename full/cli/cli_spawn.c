@@ -3,7 +3,7 @@
 //
 // A command string read by /bin/sh (the C library's pipe-to-a-command call) lets a file name with
 // a quote and $(...) in it run whatever it says. Here the program gets an
-// argv array (posix_spawnp: no shell reads it), its stdout comes back through
+// argv array (posix_spawn: no shell reads it), its stdout comes back through
 // a pipe, its stdin and stderr are /dev/null, and it runs in a process group
 // of its own, which is killed whole (grandchildren too) when the time is up.
 #define _POSIX_C_SOURCE 200809L   // posix_spawn, kill, clock_gettime
@@ -108,7 +108,13 @@ bool cli_run_child(const char * cmd, char * const * argv, double timeout_s, size
     if (rc == 0) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);   // its own group: killed whole
     if (rc == 0) rc = posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid = -1;
-    if (rc == 0) rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+    // A bare name that is a file here is that file (the option named a file,
+    // and cli_parse checked this one), not a program of the same name in PATH.
+    char here[4096];
+    const bool local = strchr(argv[0], '/') == NULL && access(argv[0], F_OK) == 0 &&
+                       snprintf(here, sizeof(here), "./%s", argv[0]) < (int) sizeof(here);
+    if (rc == 0) rc = local ? posix_spawn(&pid, here, &fa, &attr, argv, environ)
+                            : posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     close(pipe_fd[1]);

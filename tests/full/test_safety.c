@@ -852,6 +852,21 @@ START_TEST(test_stdout_write_error_fails) {
 }
 END_TEST
 
+// A rival named by a bare name that is a file in the current directory is
+// that file, not the program of that name in PATH (--llama-bench true ran
+// /usr/bin/true).
+START_TEST(test_rival_bare_name_is_the_local_file) {
+    const char * script = in_dir("true");
+    char         text[1024];
+    const int    n = snprintf(text, sizeof(text), "#!/bin/sh\ntouch '%s'\n", in_dir("ran"));
+    write_file(script, text, (size_t) n);
+    ck_assert_int_eq(chmod(script, 0755), 0);
+    sh("cd '%s' && '%s' bench -m '%s' -p 4 -n 4 -t 1 -r 1 --rounds 1 --llama-bench true > /dev/null 2>&1",
+       in_dir(""), mg_test_mg_bin(), model());
+    ck_assert_msg(access(in_dir("ran"), F_OK) == 0, "the local ./true did not run");
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -861,6 +876,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(rivals, test_rival_no_shell);
     tcase_add_test(rivals, test_rival_timeout);
     tcase_add_test(rivals, test_rival_unusable_output);
+    tcase_add_test(rivals, test_rival_bare_name_is_the_local_file);
     suite_add_tcase(s, rivals);
 
     TCase * outputs = tcase_create("outputs");
