@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char * usage =
     "usage: mg bench -m MODEL.gguf [-m MODEL2.gguf ...] [-p 64] [-n 64] [-d 0] [-t 1,2] [-fa 0] [-r 5]\n"
@@ -277,10 +278,18 @@ struct baseline {
 static struct baseline baselines[256];
 static int             n_baselines = 0;
 
+// A small text file of figures, opened: NULL for anything but a regular file
+// of at most 1 MiB (/dev/zero would feed fgets empty lines forever).
+static FILE * open_figures(const char * path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) return NULL;
+    return fopen(path, "r");
+}
+
 // False when the file cannot be read (a directory: fgets fails with EISDIR),
 // or holds no usable line: a reference that silently adds nothing is a wrong table.
 static bool load_baselines(const char * path) {
-    FILE * f = fopen(path, "r");
+    FILE * f = open_figures(path);
     if (f == NULL) return false;
     char line[512];
     while (fgets(line, sizeof(line), f) && n_baselines < 256) {
@@ -309,7 +318,7 @@ static double bandwidth_gbs[MAX_LIST + 1];   // by thread count; 0 = not measure
 
 // tools/bandwidth's output: lines "threads GB/s" (others are comments).
 static bool load_bandwidth(const char * path) {
-    FILE * f = fopen(path, "r");
+    FILE * f = open_figures(path);
     if (f == NULL) return false;
     char line[256];
     int threads, n = 0;
@@ -519,12 +528,12 @@ static bool bench_set_up(const char * cmd, struct bench_run * b) {
     b->kv_type = strcmp(o->kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
     if (o->no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
     if (o->baseline != NULL && !load_baselines(o->baseline)) {
-        fprintf(stderr, "mg %s: --baseline %s: cannot read it, or no line \"model test threads t/s\" in it\n", cmd,
+        fprintf(stderr, "mg %s: --baseline %s: not a text file of at most 1 MiB, or no line \"model test threads t/s\" in it\n", cmd,
                 o->baseline);
         return false;
     }
     if (o->bandwidth != NULL && !load_bandwidth(o->bandwidth)) {
-        fprintf(stderr, "mg %s: --bandwidth %s: cannot read it, or no line \"threads GB/s\" (GB/s > 0) in it\n", cmd,
+        fprintf(stderr, "mg %s: --bandwidth %s: not a text file of at most 1 MiB, or no line \"threads GB/s\" (GB/s > 0) in it\n", cmd,
                 o->bandwidth);
         return false;
     }

@@ -143,6 +143,29 @@ static void turn(struct chat * c, const char * system, const char * user) {
     free(text);
 }
 
+enum { MAX_MESSAGE = 1 << 20 };
+
+// One line of stdin into *line (NUL-terminated, the newline kept): its
+// length, -1 at the end (or a read error: ferror says), -2 for a line longer
+// than MAX_MESSAGE bytes (getline would grow without bound on /dev/zero).
+static ssize_t read_message(char ** line, size_t * cap) {
+    size_t n = 0;
+    for (int ch; (ch = getchar()) != EOF;) {
+        if (n + 2 > *cap) {
+            if (n >= MAX_MESSAGE) return -2;
+            const size_t bigger = *cap ? 2 * *cap : 256;
+            char *       p      = realloc(*line, bigger);
+            if (p == NULL) return -2;
+            *line = p, *cap = bigger;
+        }
+        (*line)[n++] = (char) ch;
+        if (ch == '\n') break;
+    }
+    if (n == 0) return -1;
+    (*line)[n] = '\0';
+    return (ssize_t) n;
+}
+
 int cmd_chat(int argc, char ** argv) {
     const char * cmd = "chat";
     struct cli_engine_opts   e   = cli_engine_defaults();
@@ -191,7 +214,13 @@ int cmd_chat(int argc, char ** argv) {
             printf("> ");
             fflush(stdout);
         }
-        ssize_t n = getline(&line, &cap, stdin);
+        ssize_t n = read_message(&line, &cap);
+        if (n == -2) {
+            fprintf(stderr, "mg %s: a message of more than %d bytes (no newline in them) on standard input: one "
+                            "message per line\n", cmd, MAX_MESSAGE);
+            read_error = -1;
+            break;
+        }
         if (n < 0) {
             read_error = ferror(stdin) ? errno : 0;
             break;
@@ -206,7 +235,7 @@ int cmd_chat(int argc, char ** argv) {
     }
     // getline's -1 is also a read error (stdin a directory: EISDIR): said, not taken for the end of the input.
     const int status = read_error != 0 ? 1 : 0;
-    if (status != 0) fprintf(stderr, "mg %s: cannot read the messages from standard input: %s\n", cmd, strerror(read_error));
+    if (read_error > 0) fprintf(stderr, "mg %s: cannot read the messages from standard input: %s\n", cmd, strerror(read_error));
     free(line);
     mg_sampler_free(c.sampler);
     mg_session_free(c.s);

@@ -867,6 +867,23 @@ START_TEST(test_rival_bare_name_is_the_local_file) {
 }
 END_TEST
 
+// Endless input is bounded: a chat message is at most 1 MiB (getline grew to
+// gigabytes on /dev/zero), and the figure files of bench are small text files
+// (fgets read /dev/zero forever).
+START_TEST(test_endless_input_is_bounded) {
+    ck_assert_int_eq(sh("timeout 60 '%s' chat -m '%s' < /dev/zero > /dev/null 2> '%s'", mg_test_mg_bin(), model(),
+                        in_dir("err")), 1);
+    size_t n;
+    char * err = mg_test_read_file(in_dir("err"), &n);
+    ck_assert_msg(err != NULL && strstr(err, "a message of more than 1048576 bytes") != NULL, "%s", err ? err : "");
+    free(err);
+    expect_error("--bandwidth /dev/zero", "at most 1 MiB", "bench -m '%s' -p 4 -n 4 -r 1 --bandwidth /dev/zero",
+                 model());
+    expect_error("--baseline /dev/zero", "at most 1 MiB", "bench -m '%s' -p 4 -n 4 -r 1 --baseline /dev/zero",
+                 model());
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -915,6 +932,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_invalid_utf8_rule);
     tcase_add_test(silent, test_trace_json_bounded);
     tcase_add_test(silent, test_json_value_limit);
+    tcase_add_test(silent, test_endless_input_is_bounded);
     suite_add_tcase(s, silent);
 
     return s;
