@@ -128,6 +128,15 @@ static bool count_tokens(const struct mg_json * vocab, const struct mg_json * ad
     for (size_t i = 0; added && i < added->n; i++) {
         if (token_id(mg_json_get(&added->items[i], "id"), max_tokens, &id) && id + 1 > *n) *n = id + 1;
     }
+    // Ids far past the number of tokens given make a vocabulary of holes
+    // (one id of 99999999 would ask for a hundred million placeholder tokens
+    // and gigabytes): real files have a few (padding to a multiple of 64 or 128).
+    const int64_t n_given = (int64_t) vocab->n + (added ? (int64_t) added->n : 0);
+    if (*n > 2 * n_given + 1024) {
+        mg_set_error("%s: the largest token id is %" PRId64 ", but only %" PRId64 " tokens are given: ids must run "
+                     "from 0 with few gaps", path, *n - 1, n_given);
+        return false;
+    }
     return true;
 }
 

@@ -660,10 +660,12 @@ START_TEST(test_mkmodel_checks_what_it_wrote) {
         "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\",\"ab\"]",   // the loader refuses merges[1]
         "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\"]",          // loads, but has no byte tokens
         "\"vocab\":{\"a\":0,\"b\":1,\"a\":2},\"merges\":[]",          // 'a' twice: id 0 or 2 unreachable
+        "\"vocab\":{\"a\":0,\"b\":99999999},\"merges\":[]",           // a hundred million holes
     };
-    static const char * const said[] = {"does not load", "cannot spell plain text", "the token 'a' is given twice"};
+    static const char * const said[] = {"does not load", "cannot spell plain text", "the token 'a' is given twice",
+                                        "the largest token id is 99999999"};
     ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         char json[1024];
         const int n = snprintf(json, sizeof(json),
                                "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":"
