@@ -496,13 +496,13 @@ void mg_unpack_q2_K(void * dst, const void * src, int64_t n, int64_t rows) {
 // for Q4_0 and Q8_0, above for the K-quants), not the arithmetic a layout
 // makes cheap, so this engine takes those orders and keeps the file's layout
 // in the copy (the matrices with 8 rows a tile: rows % 8, which every shape
-// here has). IQ4_NL is not done yet: it keeps vec_dot's order.
+// here has).
 // ---------------------------------------------------------------------------
 
 bool mg_repack_fits(const struct mg_tensor * t) {
     return fits_groups(t, MG_TYPE_Q4_0, MG_QK4_0) || fits_groups(t, MG_TYPE_Q8_0, MG_QK8_0) ||
            fits_groups(t, MG_TYPE_Q4_K, MG_QK_K) || fits_groups(t, MG_TYPE_Q5_K, MG_QK_K) ||
-           fits_groups(t, MG_TYPE_Q6_K, MG_QK_K);
+           fits_groups(t, MG_TYPE_Q6_K, MG_QK_K) || fits_groups(t, MG_TYPE_IQ4_NL, MG_QK4_NL);
 }
 
 // The order of ggml's repacked kernel for a type: its gemv, or its gemm for 4 columns.
@@ -510,6 +510,7 @@ static mg_vec_dot_fn neon_repacked_dot(enum mg_type type, bool gemm) {
     switch (type) {
         case MG_TYPE_Q4_0: return mg_gemv_q4_0_q8_0_neon;   // its gemm: the same steps
         case MG_TYPE_Q8_0: return gemm ? mg_gemm_q8_0_q8_0_neon : mg_gemv_q8_0_q8_0_neon;
+        case MG_TYPE_IQ4_NL: return mg_gemv_iq4_nl_q8_0_neon;   // its gemm: the same steps
         case MG_TYPE_Q4_K: return mg_dot_q4_K_8x4_q8_K;
         case MG_TYPE_Q5_K: return mg_dot_q5_K_8x4_q8_K;
         case MG_TYPE_Q6_K: return gemm ? mg_gemm_q6_K_8x4_q8_K : mg_gemv_q6_K_8x4_q8_K;

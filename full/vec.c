@@ -397,13 +397,17 @@ static void mg_vec_dot_cols_q4_1_q8_1(int64_t n, float * s, const void * x, cons
 }
 #endif
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q5_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q5_0_q8_0, n, s, x, y, ys, nc);
 }
+#endif
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q5_1_q8_1(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q5_1_q8_1, n, s, x, y, ys, nc);
 }
+#endif
 
 #if !defined(MG_NEON)
 static void mg_vec_dot_cols_q8_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
@@ -415,13 +419,17 @@ static void mg_vec_dot_cols_iq4_nl_q8_0(int64_t n, float * s, const void * x, co
     dot_cols(mg_vec_dot_iq4_nl_q8_0, n, s, x, y, ys, nc);
 }
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q2_K_q8_K, n, s, x, y, ys, nc);
 }
+#endif
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q3_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q3_K_q8_K, n, s, x, y, ys, nc);
 }
+#endif
 
 static void mg_vec_dot_cols_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q4_K_q8_K, n, s, x, y, ys, nc);
@@ -470,14 +478,22 @@ static void mg_vec_dot_tile_q4_0_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_ve
 #if !defined(MG_NEON)
 static void mg_vec_dot_tile_q4_1_q8_1(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_1_q8_1, TILE_PASS); }
 #endif
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q5_0_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q5_0_q8_0, TILE_PASS); }
+#endif
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q5_1_q8_1(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q5_1_q8_1, TILE_PASS); }
+#endif
 #if !defined(MG_NEON)
 static void mg_vec_dot_tile_q8_0_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q8_0_q8_0, TILE_PASS); }
 #endif
 static void mg_vec_dot_tile_iq4_nl_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_iq4_nl_q8_0, TILE_PASS); }
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q2_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q2_K_q8_K, TILE_PASS); }
+#endif
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q3_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q3_K_q8_K, TILE_PASS); }
+#endif
 static void mg_vec_dot_tile_q4_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_K_q8_K, TILE_PASS); }
 static void mg_vec_dot_tile_q5_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q5_K_q8_K, TILE_PASS); }
 #if !defined(MG_NEON)
@@ -560,13 +576,13 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
     },
     [MG_TYPE_Q5_0] = {
         .from_float = N(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
-        .vec_dot = K(mg_vec_dot_q5_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q5_0_q8_0),
-        .vec_dot_tile = K(mg_vec_dot_tile_q5_0_q8_0),
+        .vec_dot = N(mg_vec_dot_q5_0_q8_0), .vec_dot_cols = N(mg_vec_dot_cols_q5_0_q8_0),
+        .vec_dot_tile = N(mg_vec_dot_tile_q5_0_q8_0),
     },
     [MG_TYPE_Q5_1] = {
         .from_float = N(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
-        .vec_dot = K(mg_vec_dot_q5_1_q8_1), .vec_dot_cols = K(mg_vec_dot_cols_q5_1_q8_1),
-        .vec_dot_tile = K(mg_vec_dot_tile_q5_1_q8_1),
+        .vec_dot = N(mg_vec_dot_q5_1_q8_1), .vec_dot_cols = N(mg_vec_dot_cols_q5_1_q8_1),
+        .vec_dot_tile = N(mg_vec_dot_tile_q5_1_q8_1),
     },
     [MG_TYPE_Q8_0] = {
         .from_float = N(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
@@ -579,27 +595,27 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
         .vec_dot_tile = K(mg_vec_dot_tile_iq4_nl_q8_0),
     },
     [MG_TYPE_Q2_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
-        .vec_dot = K(mg_vec_dot_q2_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q2_K_q8_K),
-        .vec_dot_tile = K(mg_vec_dot_tile_q2_K_q8_K),
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = N(mg_vec_dot_q2_K_q8_K), .vec_dot_cols = N(mg_vec_dot_cols_q2_K_q8_K),
+        .vec_dot_tile = N(mg_vec_dot_tile_q2_K_q8_K),
     },
     [MG_TYPE_Q3_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
-        .vec_dot = K(mg_vec_dot_q3_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q3_K_q8_K),
-        .vec_dot_tile = K(mg_vec_dot_tile_q3_K_q8_K),
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = N(mg_vec_dot_q3_K_q8_K), .vec_dot_cols = N(mg_vec_dot_cols_q3_K_q8_K),
+        .vec_dot_tile = N(mg_vec_dot_tile_q3_K_q8_K),
     },
     [MG_TYPE_Q4_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = K(mg_vec_dot_q4_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q4_K_q8_K),
         .vec_dot_tile = K(mg_vec_dot_tile_q4_K_q8_K),
     },
     [MG_TYPE_Q5_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = K(mg_vec_dot_q5_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q5_K_q8_K),
         .vec_dot_tile = K(mg_vec_dot_tile_q5_K_q8_K),
     },
     [MG_TYPE_Q6_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = N(mg_vec_dot_q6_K_q8_K), .vec_dot_cols = N(mg_vec_dot_cols_q6_K_q8_K),
         .vec_dot_tile = N(mg_vec_dot_tile_q6_K_q8_K),
     },

@@ -20,10 +20,15 @@
 //   mg_vec_dot_f32_neon           ggml_vec_dot_f32 with simd-mappings.h's NEON mapping
 //   mg_vec_dot_f16_neon           ggml_vec_dot_f16: the products summed IN HALF PRECISION
 //   mg_quantize_row_q8_1_neon     quantize_row_q8_1: the same codes, s = d * their sum
+//   mg_quantize_row_q8_K_neon     quantize_row_q8_K_ref as GCC compiles it on ARM: each code
+//                                 the exact product rounded (a fused multiply-add)
 //   mg_vec_dot_q8_0_q8_0_neon     ggml_vec_dot_q8_0_q8_0 (arch/arm/quants.c), for Q8_0
 //                                 matrices llama.cpp does not repack (a tied output)
 //   mg_vec_dot_q4_1_q8_1_neon     ggml_vec_dot_q4_1_q8_1
-//   mg_vec_dot_q6_K_q8_K_neon     ggml_vec_dot_q6_K_q8_K (Q6_K matrices not repacked: a tied output)
+//   mg_vec_dot_q5_0_q8_0_neon     ggml_vec_dot_q5_0_q8_0, _q5_1_q8_1 (never repacked)
+//   mg_vec_dot_q2_K_q8_K_neon     ggml_vec_dot_q2_K_q8_K, _q3_K_q8_K (never repacked)
+//   mg_vec_dot_q6_K_q8_K_neon     ggml_vec_dot_q6_K_q8_K (Q6_K rows llama.cpp does not repack)
+//   mg_gemv_iq4_nl_q8_0_neon      ggml_gemv_iq4_nl_4x4_q8_0 and its gemm
 //   mg_gemv_q4_0_q8_0_neon        ggml_gemv_q4_0_4x4_q8_0 and ggml_gemm_q4_0_4x4_q8_0
 //   mg_gemv_q8_0_q8_0_neon        ggml_gemv_q8_0_4x4_q8_0 (arch/arm/repack.cpp)
 //   mg_gemm_q8_0_q8_0_neon        ggml_gemm_q8_0_4x4_q8_0
@@ -73,6 +78,39 @@ void mg_quantize_row_q8_1_neon(const float * x, void * vy, int64_t n) {
         for (int j = 0; j < MG_QK8_1; j++) sum += y[i].qs[j];
         y[i].d = mg_fp32_to_fp16(d);
         y[i].s = mg_fp32_to_fp16(d * (float) sum);
+    }
+}
+
+// quantize_row_q8_K: on ARM quantize_row_q8_K_ref (ggml-quants.c), and for
+// the repacked K-quants' groups of 4 rows ggml_quantize_mat_q8_K_4x4, which
+// compute the codes as nearest_int(iscale * x): its magic-number rounding
+// `fval + 12582912.f` inlined after the product, which GCC (-ffp-contract=fast)
+// fuses into one fmla / fmadd. So a code is the EXACT product rounded to the
+// nearest integer, not the rounded product: they part where iscale * x rounds
+// onto a half (-75.5 once in tiny2's first attention output). The reference
+// (mg_quantize_row_q8_K_ref) keeps the two roundings, as ggml's C spells it.
+void mg_quantize_row_q8_K_neon(const float * x, void * vy, int64_t n) {
+    struct mg_block_q8_K * y = vy;
+    for (int64_t i = 0; i < n / MG_QK_K; i++, x += MG_QK_K) {
+        float max = 0.0f, amax = 0.0f;
+        for (int j = 0; j < MG_QK_K; ++j) {
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max  = x[j];
+            }
+        }
+        memset(&y[i], 0, sizeof(y[i]));
+        if (amax == 0.0f) continue;
+        const float iscale = -127.f / max;
+        for (int j = 0; j < MG_QK_K; ++j) {
+            const float v = fmaf(iscale, x[j], 12582912.0f);   // 1.5 * 2^23: the integer in the low bits
+            int32_t     bits;
+            memcpy(&bits, &v, sizeof(bits));
+            const int q = (bits & 0x007fffff) - 0x00400000;
+            y[i].qs[j]  = (int8_t) (q < 127 ? q : 127);
+            y[i].bsums[j / 16] += y[i].qs[j];
+        }
+        y[i].d = 1 / iscale;
     }
 }
 
@@ -206,6 +244,78 @@ void mg_vec_dot_q4_1_q8_1_neon(int64_t n, float * s, const void * vx, const void
 }
 
 // ---------------------------------------------------------------------------
+// Q5_0, Q5_1: their codes unpacked to bytes in element order, then Q8_0's
+// and Q4_1's float steps (ggml_vec_dot_q5_0_q8_0, _q5_1_q8_1: the same lanes)
+// ---------------------------------------------------------------------------
+
+// Element j < 16: the low nibble of qs[j], j + 16 the high one; the fifth bit
+// is bit j of qh. minus: 16 for Q5_0 (signed codes), 0 for Q5_1.
+static void codes_q5(const uint8_t qh_bytes[4], const uint8_t qs[16], int minus, int8_t q[32]) {
+    uint32_t qh;
+    memcpy(&qh, qh_bytes, sizeof(qh));
+    for (int j = 0; j < 16; j++) {
+        q[j]      = (int8_t) (((qs[j] & 0xf) | (((qh >> j) & 1) << 4)) - minus);
+        q[j + 16] = (int8_t) (((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - minus);
+    }
+}
+
+// As mg_vec_dot_q8_0_q8_0_neon, with Q5_0 codes.
+void mg_vec_dot_q5_0_q8_0_neon(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q5_0 * x  = vx;
+    const struct mg_block_q8_0 * y  = vy;
+    const int64_t                nb = n / MG_QK8_0;
+    float32x4_t                  acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+    int64_t                      ib = 0;
+    int8_t                       q0[32], q1[32];
+    for (; ib + 1 < nb; ib += 2) {
+        codes_q5(x[ib].qh, x[ib].qs, 16, q0);
+        codes_q5(x[ib + 1].qh, x[ib + 1].qs, 16, q1);
+        const float d0 = mg_fp16_to_fp32(x[ib].d) * mg_fp16_to_fp32(y[ib].d);
+        const float d1 = mg_fp16_to_fp32(x[ib + 1].d) * mg_fp16_to_fp32(y[ib + 1].d);
+        acc0 = vaddq_f32(acc0, vmulq_n_f32(vcvtq_f32_s32(block_lanes_q8_0(q0, y[ib].qs)), d0));
+        acc1 = vaddq_f32(acc1, vmulq_n_f32(vcvtq_f32_s32(block_lanes_q8_0(q1, y[ib + 1].qs)), d1));
+    }
+    float sumf = vaddvq_f32(acc0) + vaddvq_f32(acc1);
+    for (; ib < nb; ib++) {
+        codes_q5(x[ib].qh, x[ib].qs, 16, q0);
+        const float d = mg_fp16_to_fp32(x[ib].d) * mg_fp16_to_fp32(y[ib].d);
+        sumf          = fmaf(d, (float) block_sum_q8_0(q0, y[ib].qs), sumf);
+    }
+    *s = sumf;
+}
+
+// ggml_vec_dot_q5_1_q8_1, NEON: as Q4_1's, but the mins in two floats, one
+// per accumulator (summs0 = fma(m0, s0, summs0)), added last:
+// ((vaddvq(even) + vaddvq(odd)) + summs0) + summs1.
+void mg_vec_dot_q5_1_q8_1_neon(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q5_1 * x  = vx;
+    const struct mg_block_q8_1 * y  = vy;
+    const int64_t                nb = n / MG_QK8_1;
+    float32x4_t                  acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+    float                        summs0 = 0.0f, summs1 = 0.0f;
+    int64_t                      ib = 0;
+    int8_t                       q0[32], q1[32];
+    for (; ib + 1 < nb; ib += 2) {
+        summs0 = fmaf(mg_fp16_to_fp32(x[ib].m), mg_fp16_to_fp32(y[ib].s), summs0);
+        summs1 = fmaf(mg_fp16_to_fp32(x[ib + 1].m), mg_fp16_to_fp32(y[ib + 1].s), summs1);
+        codes_q5(x[ib].qh, x[ib].qs, 0, q0);
+        codes_q5(x[ib + 1].qh, x[ib + 1].qs, 0, q1);
+        const float d0 = mg_fp16_to_fp32(x[ib].d) * mg_fp16_to_fp32(y[ib].d);
+        const float d1 = mg_fp16_to_fp32(x[ib + 1].d) * mg_fp16_to_fp32(y[ib + 1].d);
+        acc0 = vaddq_f32(acc0, vmulq_n_f32(vcvtq_f32_s32(block_lanes_q8_0(q0, y[ib].qs)), d0));
+        acc1 = vaddq_f32(acc1, vmulq_n_f32(vcvtq_f32_s32(block_lanes_q8_0(q1, y[ib + 1].qs)), d1));
+    }
+    float sumf = ((vaddvq_f32(acc0) + vaddvq_f32(acc1)) + summs0) + summs1;
+    for (; ib < nb; ib++) {
+        codes_q5(x[ib].qh, x[ib].qs, 0, q0);
+        const float d  = mg_fp16_to_fp32(x[ib].d) * mg_fp16_to_fp32(y[ib].d);
+        const float ms = mg_fp16_to_fp32(x[ib].m) * mg_fp16_to_fp32(y[ib].s);
+        sumf           = sumf + fmaf(d, (float) block_sum_q8_0(q0, y[ib].qs), ms);
+    }
+    *s = sumf;
+}
+
+// ---------------------------------------------------------------------------
 // K-quants x Q8_K
 // ---------------------------------------------------------------------------
 
@@ -236,6 +346,62 @@ static int32_t super_block_sum_q6_K(const struct mg_block_q6_K * x, const struct
         total += vaddvq_s32(lanes) * x->scales[g];
     }
     return total;
+}
+
+// ggml_vec_dot_q2_K_q8_K, NEON: per super-block two fused steps, the mins
+// first: sum = fma(M, -(dA * dmin), sum), then sum = fma(S, dA * d, sum);
+// S = sum of (sc & 15) * codes . activations per group of 16, M = sum of
+// (sc >> 4) * bsums (exact integers). Element 128h + 32k + l is bits 2k of
+// qs[32h + l].
+void mg_vec_dot_q2_K_q8_K_neon(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q2_K * x   = vx;
+    const struct mg_block_q8_K * y   = vy;
+    float                        sum = 0.0f;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        int32_t S = 0, M = 0;
+        for (int g = 0; g < 16; g++) {
+            int32_t dot = 0;
+            for (int e = 16 * g; e < 16 * g + 16; e++) {
+                dot += ((x[i].qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3) * y[i].qs[e];
+            }
+            S += (x[i].scales[g] & 0xf) * dot;
+            M += (x[i].scales[g] >> 4) * y[i].bsums[g];
+        }
+        const float d    = y[i].d * mg_fp16_to_fp32(x[i].d);
+        const float dmin = -(y[i].d * mg_fp16_to_fp32(x[i].dmin));
+        sum              = fmaf((float) M, dmin, sum);
+        sum              = fmaf((float) S, d, sum);
+    }
+    *s = sum;
+}
+
+// ggml_vec_dot_q3_K_q8_K, NEON: sum = fma(S, dA * d, sum) per super-block,
+// S the exact sum of scale * (code - 4 where the high bit is 0) * activation.
+void mg_vec_dot_q3_K_q8_K_neon(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q3_K * x   = vx;
+    const struct mg_block_q8_K * y   = vy;
+    float                        sum = 0.0f;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        int32_t         S  = 0;
+        const int8_t *  q8 = y[i].qs;
+        const uint8_t * q  = x[i].qs;
+        uint8_t         m  = 1;
+        int             is = 0;
+        for (int h = 0; h < 2; h++, q += 32) {   // mg_dequantize_row_q3_K's walk
+            for (int shift = 0; shift < 8; shift += 2, m <<= 1) {
+                for (int half = 0; half < 2; half++) {
+                    const int sc  = mg_q3_K_scale(x[i].scales, is++);
+                    int32_t   dot = 0;
+                    for (int l = 16 * half; l < 16 * half + 16; ++l) {
+                        dot += (((q[l] >> shift) & 3) - ((x[i].hmask[l] & m) ? 0 : 4)) * *q8++;
+                    }
+                    S += sc * dot;
+                }
+            }
+        }
+        sum = fmaf((float) S, y[i].d * mg_fp16_to_fp32(x[i].d), sum);
+    }
+    *s = sum;
 }
 
 // ggml_vec_dot_q6_K_q8_K, NEON: one float, per super-block
@@ -306,6 +472,25 @@ void mg_gemm_q8_0_q8_0_neon(int64_t n, float * s, const void * vx, const void * 
     *s = acc;
 }
 
+// ggml_gemv_iq4_nl_4x4_q8_0 and its gemm: per block acc = acc +
+// round((dA*dW) * S) (vmlaq_f32 after vmulq_f32: not fused).
+void mg_gemv_iq4_nl_q8_0_neon(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_iq4_nl * x   = vx;
+    const struct mg_block_q8_0 *   y   = vy;
+    float                          acc = 0.0f;
+    for (int64_t ib = 0; ib < n / MG_QK8_0; ib++) {
+        int8_t q[32];
+        for (int j = 0; j < 16; j++) {
+            q[j]      = mg_kvalues_iq4nl[x[ib].qs[j] & 0xf];
+            q[j + 16] = mg_kvalues_iq4nl[x[ib].qs[j] >> 4];
+        }
+        const float d = mg_fp16_to_fp32(y[ib].d) * mg_fp16_to_fp32(x[ib].d);
+        const float p = d * (float) block_sum_q8_0(q, y[ib].qs);
+        acc           = acc + p;
+    }
+    *s = acc;
+}
+
 // ---------------------------------------------------------------------------
 // Several columns, tiles: one dot at a time (bit-identical to vec_dot)
 // ---------------------------------------------------------------------------
@@ -323,6 +508,10 @@ NEON_COLS_AND_TILE(f16)
 NEON_COLS_AND_TILE(q8_0_q8_0)
 NEON_COLS_AND_TILE(q4_1_q8_1)
 NEON_COLS_AND_TILE(q6_K_q8_K)
+NEON_COLS_AND_TILE(q5_0_q8_0)
+NEON_COLS_AND_TILE(q5_1_q8_1)
+NEON_COLS_AND_TILE(q2_K_q8_K)
+NEON_COLS_AND_TILE(q3_K_q8_K)
 
 #else
 // Not an aarch64 NEON build: vec_simd.c records the kernels' features.

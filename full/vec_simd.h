@@ -118,7 +118,24 @@ void mg_gemm_tile_q2_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void *
 
 void mg_quantize_row_q8_0_neon(const float * x, void * y, int64_t n);
 void mg_quantize_row_q8_1_neon(const float * x, void * y, int64_t n);
+void mg_quantize_row_q8_K_neon(const float * x, void * y, int64_t n);
 void mg_vec_dot_q4_1_q8_1_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q5_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_q5_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q5_0_q8_0_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_q5_1_q8_1_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_q5_1_q8_1_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q5_1_q8_1_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_q2_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_q2_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q2_K_q8_K_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_q3_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_q3_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q3_K_q8_K_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
 void mg_vec_dot_q6_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y);
 void mg_vec_dot_cols_q6_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
 void mg_vec_dot_tile_q6_K_q8_K_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
@@ -145,4 +162,5 @@ void mg_vec_dot_tile_q8_0_q8_0_neon(int64_t n, float * s, size_t ss, const void 
 void mg_gemv_q4_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y);
 void mg_gemv_q8_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y);
 void mg_gemm_q8_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_gemv_iq4_nl_q8_0_neon(int64_t n, float * s, const void * x, const void * y);   // gemv and gemm
 #endif
