@@ -119,7 +119,7 @@ static bool is_known(const struct level_set * set, const char * key) {
 // only the cases whose key starts with one of them run, and only their models
 // are made. For emulated runs, where all 224 cases take too long: full/Makefile's
 // test-aarch64 (qemu-user) runs the fox prompt of every type of both shapes and
-// tiny2's chat prompt, both modes (84 cases, about two minutes): every kernel
+// tiny2's chat prompt, both modes (84 cases, a few minutes): every kernel
 // and repacked order, batches with a gemm part and a gemv rest, special
 // tokens. Unset, every case runs.
 static bool case_selected(const char * key) {
