@@ -7,16 +7,20 @@
 // The rules are vec_simd.c's: the integer part of a block is exact however
 // the lanes split it; the float part follows ggml's NEON code step by step,
 // each fused multiply-add where ggml's compiled code has one (fmla, vfmaq_*)
-// and a rounded product then a sum where it has two instructions. One trap
-// from that code: GCC's vmlaq_f32 / vmlaq_n_f32 are NOT fused (fmul, then
-// fadd), while vfmaq_f32 is, and a plain C `sum += a * b` in ggml (built with
-// -std=gnu11 / gnu++17, so -ffp-contract=fast) is one fmadd.
+// and a rounded product then a sum where it has two instructions. The trap
+// in that code: GCC's vmlaq_f32 / vmlaq_n_f32 / vmlsq_f32 are NOT fused (fmul,
+// then fadd), vfmaq_f32 is, and so are vaddq_f32(acc, vmulq_f32(a, b)) and a
+// plain C `sum += a * b` (ggml is built with -std=gnu11 / gnu++17, so
+// -ffp-contract=fast, and those intrinsics are C operators in arm_neon.h).
+// objdump -d of the built libggml-cpu.so settles each case. This file is
+// compiled with -ffp-contract=off: every fusion below is an explicit fmaf or
+// vfmaq_*.
 //
 // What is here, and the ggml function each one mirrors:
 //
 //   mg_quantize_row_q8_0_neon     quantize_row_q8_0 (arch/arm/quants.c): d = amax / 127,
-//                                 id = 1 / d, codes rounded to nearest EVEN (vcvtnq_s32_f32);
-//                                 the reference rounds ties away from zero (roundf)
+//                                 id = 1 / d, codes rounded to nearest even (vcvtnq_s32_f32);
+//                                 the scalar one takes x86's id = 127 / amax
 //   mg_vec_dot_f32_neon           ggml_vec_dot_f32 with simd-mappings.h's NEON mapping
 //   mg_vec_dot_f16_neon           ggml_vec_dot_f16: the products summed IN HALF PRECISION
 //   mg_quantize_row_q8_1_neon     quantize_row_q8_1: the same codes, s = d * their sum
