@@ -11,7 +11,7 @@
 //               Rapids)
 //     avx2      AVX2 + FMA + F16C, no AVX-512 (x86-64-v3)        GGML_AVX2 GGML_FMA GGML_F16C, AVX512 off
 //     neon      aarch64 with dot product and FP16 arithmetic     armv8.2-a+dotprod+fp16
-//               (no NEON twins are written yet: an aarch64 build is "scalar")
+//               (the kernels of vec_neon.c)
 //     scalar    every kernel the plain C of vec.c (-DMG_SCALAR,   -
 //               or a CPU with no SIMD twins yet)
 //     other     anything else (say AVX-512 without BF16)         -

@@ -62,35 +62,56 @@
 // The order, and when it applies
 // ---------------------------------------------------------------------------
 
-#if !defined(MG_SIMD) || defined(__AVX512F__)
+#if defined(MG_NEON)
+#define GEMM_LANES 4   // F32: tinyBLAS<4, float32x4_t, ...>; F16 has 8 half lanes (f16_lanes)
+#elif !defined(MG_SIMD) || defined(__AVX512F__)
 #define GEMM_LANES 16
 #else
 #define GEMM_LANES 8
 #endif
-#if !defined(MG_SIMD) || defined(__AVX512BF16__)
+#if defined(MG_NEON)
+#define GEMM_BF16_PAIRS 0
+#elif !defined(MG_SIMD) || defined(__AVX512BF16__)
 #define GEMM_BF16_PAIRS 1   // BF16 multiplies pairs of elements per lane (vdpbf16ps)
 #else
 #define GEMM_BF16_PAIRS 0
 #endif
 
+// llama.cpp's NEON build (armv8.2-a+dotprod+fp16) has tinyBLAS for F32 x F32
+// (4 float lanes, from 4 columns on: "if (n < 4) return false") and for F16 x
+// F16 with FP16 arithmetic (tinyBLAS<8, float16x8_t, ...>: 8 HALF lanes, each
+// vfmaq_f16 rounded to half, from 8 columns on), none for BF16; its hsum is
+// vaddvq_f32, neighbours first, the F16 lanes widened and low 4 + high 4 first.
+#if defined(MG_NEON)
+#define GEMM_F16_LANES 8
+#define GEMM_MIN_COLS(type) ((type) == MG_TYPE_F16 ? 8 : 4)
+#else
+#define GEMM_F16_LANES GEMM_LANES
+#define GEMM_MIN_COLS(type) 2
+#endif
+
 // Elements of k per multiply-add step (0: no kernel for the type).
 static inline int step_of(enum mg_type type) {
     switch (type) {
-        case MG_TYPE_F32:
-        case MG_TYPE_F16:  return GEMM_LANES;
+        case MG_TYPE_F32:  return GEMM_LANES;
+        case MG_TYPE_F16:  return GEMM_F16_LANES;
+#if defined(MG_NEON)
+        case MG_TYPE_BF16: return 0;
+#else
         case MG_TYPE_BF16: return GEMM_BF16_PAIRS ? 2 * GEMM_LANES : GEMM_LANES;
+#endif
         default:           return 0;
     }
 }
 
 struct mg_gemm_float_order mg_gemm_float_order(enum mg_type type) {
     const int step = step_of(type);
-    return (struct mg_gemm_float_order) {step > 0 ? GEMM_LANES : 0, step};
+    return (struct mg_gemm_float_order) {step > 0 ? (type == MG_TYPE_F16 ? GEMM_F16_LANES : GEMM_LANES) : 0, step};
 }
 
 bool mg_gemm_float_applies(enum mg_type type, int64_t m, int64_t n, int64_t k) {
     const int step = step_of(type);
-    return step > 0 && n >= 2 && k % step == 0 && m % 4 == 0;
+    return step > 0 && n >= GEMM_MIN_COLS(type) && k % step == 0 && m % 4 == 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -126,8 +147,36 @@ static float sum_lanes(float * acc, int lanes) {
     return acc[0];
 }
 
+#if defined(MG_NEON)
+#include <arm_neon.h>
+
+// One output of tinyBLAS on NEON: F32 lane t takes elements t, t + 4, ...
+// with vfmaq_f32 and hsum is vaddvq_f32 ((0 + 1) + (2 + 3)); F16 lane t of 8
+// takes t, t + 8, ... with vfmaq_f16 (rounded to half), and hsum widens the
+// 8 halves and adds lanes t and t + 4 in float before vaddvq_f32.
+static float neon_gemm_dot(enum mg_type type, int64_t k, const void * w_row, const void * x_col) {
+    if (type == MG_TYPE_F16) {
+        float16x8_t acc = vdupq_n_f16(0.0f);
+        for (int64_t l = 0; l < k; l += 8) {
+            acc = vfmaq_f16(acc, vld1q_f16((const __fp16 *) w_row + l), vld1q_f16((const __fp16 *) x_col + l));
+        }
+        return vaddvq_f32(vaddq_f32(vcvt_f32_f16(vget_low_f16(acc)), vcvt_f32_f16(vget_high_f16(acc))));
+    }
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t l = 0; l < k; l += 4) {
+        acc = vfmaq_f32(acc, vld1q_f32((const float *) w_row + l), vld1q_f32((const float *) x_col + l));
+    }
+    return vaddvq_f32(acc);
+}
+#endif
+
 void mg_gemm_float_dot(enum mg_type type, int64_t k, float * s, const void * w_row, const void * x_col) {
     const struct mg_gemm_float_order o = mg_gemm_float_order(type);
+#if defined(MG_NEON)
+    MG_ASSERT(o.step > 0 && k % o.step == 0);
+    *s = neon_gemm_dot(type, k, w_row, x_col);
+    return;
+#endif
     MG_ASSERT(o.step > 0 && k % o.step == 0);
     float acc[16] = {0};
     for (int64_t l = 0; l < k; l += o.step) {

@@ -37,10 +37,11 @@ float mg_expf_avx2(float x) {
 }
 
 float mg_level_expf(float x) {
-    return MG_GGML_LANES == 8 ? mg_expf_avx2(x) : mg_expf(x);
+    return MG_GGML_LANES == 16 ? mg_expf(x) : mg_expf_avx2(x);
 }
 
 float mg_level_sum_lanes(const float * x) {
+    if (MG_GGML_LANES == 4) return (x[0] + x[1]) + (x[2] + x[3]);   // faddp, faddp
     float t[8];
     if (MG_GGML_LANES == 16) {
         for (int i = 0; i < 8; i++) t[i] = x[i + 8] + x[i];   // _mm512_reduce_add_ps: upper 8 onto lower 8

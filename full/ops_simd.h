@@ -18,8 +18,11 @@
 // which vector exp that is (ggml_v_expf's AVX-512 and AVX2 versions round
 // differently), and how softmax adds one vector of exps in float before the
 // sum goes on in double. AVX-512 F + DQ: 16, as chapters 03-09 and the scalar
-// engine do; AVX2 + FMA: 8.
-#if defined(MG_SIMD) && !(defined(__AVX512F__) && defined(__AVX512DQ__))
+// engine do; AVX2 + FMA: 8; aarch64 NEON: 4 (float32x4_t), whose vector exp
+// rounds as the AVX2 one does (vec.h's two versions take the same steps).
+#if defined(MG_NEON)
+#define MG_GGML_LANES 4
+#elif defined(MG_SIMD) && !(defined(__AVX512F__) && defined(__AVX512DQ__))
 #define MG_GGML_LANES 8
 #else
 #define MG_GGML_LANES 16
@@ -29,10 +32,11 @@
 // mg_expf (the AVX-512 version), but the polynomial's last step leaves out the
 // 1, and the result is fma(j, 2^n, 2^n) rather than (j + 1) * 2^n.
 float mg_expf_avx2(float x);
-// The level's vector exp, one value: mg_expf, or mg_expf_avx2 where MG_GGML_LANES is 8.
+// The level's vector exp, one value: mg_expf, or mg_expf_avx2 where MG_GGML_LANES is 8 or 4.
 float mg_level_expf(float x);
 // MG_GGML_LANES floats summed in the order of the level's horizontal add
-// (GCC's _mm512_reduce_add_ps; AVX2: the halves, then pairs, as ggml writes it).
+// (GCC's _mm512_reduce_add_ps; AVX2: the halves, then pairs, as ggml writes it;
+// NEON: vaddvq_f32, neighbours first: (0 + 1) + (2 + 3)).
 float mg_level_sum_lanes(const float * x);
 
 // y[i] = e^(x[i] - shift), as ggml's softmax and SiLU loops compute it: the

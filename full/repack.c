@@ -107,7 +107,7 @@ bool mg_repack_q4_0_fits(const struct mg_tensor * t) {
 }
 
 bool mg_repack_enabled(void) {
-#if defined(MG_SIMD)
+#if defined(MG_SIMD) || defined(MG_NEON)
     const char * off = getenv("MG_NO_REPACK");
     return off == NULL || off[0] == '\0' || off[0] == '0';
 #else
@@ -160,6 +160,7 @@ void mg_unpack_q4_0(void * dst, const void * src, int64_t n, int64_t rows) {
 // one order, vec_dot's, for both). For tests: it mallocs.
 typedef void (*unpack_fn)(void * dst, const void * src, int64_t n, int64_t rows);
 
+#if !defined(MG_NEON)   // the NEON build's tiles read the file's layout (below)
 static void tile_ref(enum mg_type type, unpack_fn unpack, mg_vec_dot_fn gemv, mg_vec_dot_fn gemm, int64_t n,
                      float * s, size_t s_stride, const void * x, const void * y, size_t y_stride, int n_cols) {
     const size_t row_size = mg_row_size(type, n);
@@ -174,6 +175,7 @@ static void tile_ref(enum mg_type type, unpack_fn unpack, mg_vec_dot_fn gemv, mg
     }
     free(rows);
 }
+#endif
 
 // ---------------------------------------------------------------------------
 // Q4_K
@@ -320,6 +322,121 @@ static float dot_q2_K_pieces(int64_t n, const void * vx, const void * vy, int pe
     return acc - accm;
 }
 
+// ---------------------------------------------------------------------------
+// The float orders of llama.cpp's NEON repacked K-quant kernels (armv8.2-a +
+// dotprod: ggml_gemv_/ggml_gemm_q4_K_8x4_q8_K, q5_K_8x4, q6_K_8x4 in
+// ggml-cpu/arch/arm/repack.cpp; gemv and gemm add the same way per output).
+// Plain C, so every build can test them; the NEON build's tiles call them.
+// Which steps are fused was read off the compiled library (objdump: fmla,
+// or fmul then fadd/fsub), for GCC contracts some of ggml's intrinsics.
+//
+//   Q4_K, Q5_K  per 64 elements (two sub-blocks) acc = fma(d*dA, S, acc)
+//               (vfmaq_f32); per super-block, after those four, acc = acc -
+//               round(M * (dmin*dA)) (vmlsq_f32, which GCC does not fuse)
+//   Q6_K        per super-block, S the exact sum of scale * codes . activations:
+//               gemv acc = fma(S, d*dA, acc), gemm acc = acc + round(S * (d*dA))
+// ---------------------------------------------------------------------------
+
+// Q5_K's S[j], M[j] per sub-block of 32, as q4_K_sub_sums (the fifth bit
+// of element e is bit e / 32 of qh[e % 32]).
+static void q5_K_sub_sums(const struct mg_block_q5_K * x, const struct mg_block_q8_K * y, int32_t S[8], int32_t M[8]) {
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        mg_get_scale_min_k4(j, x->scales, &sc, &m);
+        int32_t dot = 0;
+        for (int l = 0; l < 32; l++) {
+            const uint8_t byte = x->qs[32 * (j / 2) + l];
+            const int     q    = (j % 2 ? byte >> 4 : byte & 0xf) + ((x->qh[l] >> j) & 1) * 16;
+            dot += q * y->qs[32 * j + l];
+        }
+        S[j] = sc * dot;
+        M[j] = m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    }
+}
+
+// One super-block of the Q4_K / Q5_K NEON order: four FMAs, one per 64
+// elements, then the mins subtracted once, their product rounded first.
+static float add_super_block_8x4(float acc, const int32_t S[8], const int32_t M[8], float d, float dmin) {
+    int32_t m = 0;
+    for (int p = 0; p < 8; p += 2) {
+        acc = fmaf(d, (float) (S[p] + S[p + 1]), acc);
+        m += M[p] + M[p + 1];
+    }
+    const float mins = (float) m * dmin;
+    return acc - mins;
+}
+
+void mg_dot_q4_K_8x4_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q4_K * x   = vx;
+    const struct mg_block_q8_K * y   = vy;
+    float                        acc = 0.0f;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        int32_t S[8], M[8];
+        q4_K_sub_sums(&x[i], &y[i], S, M);
+        acc = add_super_block_8x4(acc, S, M, mg_fp16_to_fp32(x[i].d) * y[i].d, mg_fp16_to_fp32(x[i].dmin) * y[i].d);
+    }
+    *s = acc;
+}
+
+void mg_dot_q5_K_8x4_q8_K(int64_t n, float * s, const void * vx, const void * vy) {
+    const struct mg_block_q5_K * x   = vx;
+    const struct mg_block_q8_K * y   = vy;
+    float                        acc = 0.0f;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        int32_t S[8], M[8];
+        q5_K_sub_sums(&x[i], &y[i], S, M);
+        acc = add_super_block_8x4(acc, S, M, mg_fp16_to_fp32(x[i].d) * y[i].d, mg_fp16_to_fp32(x[i].dmin) * y[i].d);
+    }
+    *s = acc;
+}
+
+// Q6_K: the exact sum of a super-block, codes - 32 (mg_dequantize_row_q6_K's layout).
+static int32_t q6_K_sum(const struct mg_block_q6_K * x, const struct mg_block_q8_K * y) {
+    int32_t total = 0;
+    for (int h = 0; h < 2; h++) {
+        const uint8_t * ql = x->ql + 64 * h;
+        const uint8_t * qh = x->qh + 32 * h;
+        const int8_t *  q8 = y->qs + 128 * h;
+        const int8_t *  sc = x->scales + 8 * h;
+        for (int l = 0; l < 32; l++) {
+            const int is = l / 16;
+            total += sc[is + 0] * (((ql[l] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32) * q8[l];
+            total += sc[is + 2] * (((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32) * q8[l + 32];
+            total += sc[is + 4] * (((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32) * q8[l + 64];
+            total += sc[is + 6] * (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32) * q8[l + 96];
+        }
+    }
+    return total;
+}
+
+// Q6_K's gemv writes acc + float(S) * (d*dA) as two vector intrinsics
+// (vaddq_f32, vmulq_f32), which GCC's arm_neon.h defines as plain C operators,
+// so -ffp-contract=fast fuses them into one fmla; its gemm uses vmlaq_f32,
+// which stays a rounded product and a sum. Both orders, then.
+static float dot_q6_K_8x4(int64_t n, const void * vx, const void * vy, bool fused) {
+    const struct mg_block_q6_K * x   = vx;
+    const struct mg_block_q8_K * y   = vy;
+    float                        acc = 0.0f;
+    for (int64_t i = 0; i < n / MG_QK_K; i++) {
+        const float S = (float) q6_K_sum(&x[i], &y[i]), d = mg_fp16_to_fp32(x[i].d) * y[i].d;
+        if (fused) {
+            acc = fmaf(S, d, acc);
+        } else {
+            const float w = S * d;
+            acc           = acc + w;
+        }
+    }
+    return acc;
+}
+
+void mg_gemv_q6_K_8x4_q8_K(int64_t n, float * s, const void * x, const void * y) {
+    *s = dot_q6_K_8x4(n, x, y, true);
+}
+
+void mg_gemm_q6_K_8x4_q8_K(int64_t n, float * s, const void * x, const void * y) {
+    *s = dot_q6_K_8x4(n, x, y, false);
+}
+
 void mg_gemv_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y) {
     *s = dot_q4_K_pieces(n, x, y, 8);
 }
@@ -369,6 +486,64 @@ void mg_unpack_q2_K(void * dst, const void * src, int64_t n, int64_t rows) {
 // ---------------------------------------------------------------------------
 // Either type
 
+#if defined(MG_NEON)
+// ---------------------------------------------------------------------------
+// aarch64 NEON: llama.cpp built for armv8.2-a+dotprod+fp16 (no i8mm, no SVE)
+// repacks, by ggml_repack_get_optimal_repack_type: Q4_0 -> q4_0_4x4 and
+// Q8_0 -> q8_0_4x4 (rows % 4), IQ4_NL -> iq4_nl_4x4, Q4_K, Q5_K, Q6_K ->
+// *_8x4 (rows % 8); Q2_K, Q3_K, Q4_1, Q5_0, Q5_1 keep the file's layout.
+// What that changes is the float order (ggml_gemv_*/ggml_gemm_*: vec_neon.c
+// for Q4_0 and Q8_0, above for the K-quants), not the arithmetic a layout
+// makes cheap, so this engine takes those orders and keeps the file's layout
+// in the copy (the matrices with 8 rows a tile: rows % 8, which every shape
+// here has).
+// ---------------------------------------------------------------------------
+
+bool mg_repack_fits(const struct mg_tensor * t) {
+    return fits_groups(t, MG_TYPE_Q4_0, MG_QK4_0) || fits_groups(t, MG_TYPE_Q8_0, MG_QK8_0) ||
+           fits_groups(t, MG_TYPE_Q4_K, MG_QK_K) || fits_groups(t, MG_TYPE_Q5_K, MG_QK_K) ||
+           fits_groups(t, MG_TYPE_Q6_K, MG_QK_K) || fits_groups(t, MG_TYPE_IQ4_NL, MG_QK4_NL);
+}
+
+// The order of ggml's repacked kernel for a type: its gemv, or its gemm for 4 columns.
+static mg_vec_dot_fn neon_repacked_dot(enum mg_type type, bool gemm) {
+    switch (type) {
+        case MG_TYPE_Q4_0: return mg_gemv_q4_0_q8_0_neon;   // its gemm: the same steps
+        case MG_TYPE_Q8_0: return gemm ? mg_gemm_q8_0_q8_0_neon : mg_gemv_q8_0_q8_0_neon;
+        case MG_TYPE_IQ4_NL: return mg_gemv_iq4_nl_q8_0_neon;   // its gemm: the same steps
+        case MG_TYPE_Q4_K: return mg_dot_q4_K_8x4_q8_K;
+        case MG_TYPE_Q5_K: return mg_dot_q5_K_8x4_q8_K;
+        case MG_TYPE_Q6_K: return gemm ? mg_gemm_q6_K_8x4_q8_K : mg_gemv_q6_K_8x4_q8_K;
+        default:           MG_ASSERT(false && "not repacked on NEON");
+    }
+}
+
+void mg_repack(void * dst, const struct mg_tensor * t) {
+    MG_ASSERT(mg_repack_fits(t));
+    memcpy(dst, t->data, mg_nbytes(t));
+}
+
+// Rows one at a time in the order of ggml's repacked kernels: their gemm
+// for a whole group of 4 columns (mul_mat hands a batch over in groups of 4
+// from its first column, as llama.cpp's forward_mul_mat does), their gemv
+// for the rest.
+void mg_repack_tile(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                    size_t y_stride, int n_cols) {
+    const mg_vec_dot_fn dot = neon_repacked_dot(type, n_cols == MG_VEC_DOT_MAX_COLS);
+    const size_t        row = mg_row_size(type, n);
+    for (int c = 0; c < n_cols; c++) {
+        for (int r = 0; r < TILE_ROWS; r++) {
+            dot(n, &s[(size_t) c * s_stride + (size_t) r], (const char *) x + (size_t) r * row,
+                (const char *) y + (size_t) c * y_stride);
+        }
+    }
+}
+
+void mg_repack_tile_ref(enum mg_type type, int64_t n, float * s, size_t s_stride, const void * x, const void * y,
+                        size_t y_stride, int n_cols) {
+    mg_repack_tile(type, n, s, s_stride, x, y, y_stride, n_cols);
+}
+#else
 bool mg_repack_fits(const struct mg_tensor * t) {
     return mg_repack_q4_0_fits(t) || mg_repack_q4_K_fits(t) || (MG_REPACK_Q2_K && mg_repack_q2_K_fits(t));
 }
@@ -410,3 +585,4 @@ void mg_repack_tile_ref(enum mg_type type, int64_t n, float * s, size_t s_stride
         tile_ref(MG_TYPE_Q4_0, mg_unpack_q4_0, vec_dot, vec_dot, n, s, s_stride, x, y, y_stride, n_cols);
     }
 }
+#endif // MG_NEON

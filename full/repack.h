@@ -58,6 +58,14 @@ void mg_gemm_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y);
 void mg_gemv_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y);
 void mg_gemm_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y);
 
+// The orders of llama.cpp's NEON repacked K-quant kernels (q4_K_8x4, q5_K_8x4,
+// q6_K_8x4; Q6_K's gemv and gemm differ), one row . one Q8_K column, in plain C
+// (repack.c says which steps are fused).
+void mg_dot_q4_K_8x4_q8_K(int64_t n, float * s, const void * x, const void * y);
+void mg_dot_q5_K_8x4_q8_K(int64_t n, float * s, const void * x, const void * y);
+void mg_gemv_q6_K_8x4_q8_K(int64_t n, float * s, const void * x, const void * y);
+void mg_gemm_q6_K_8x4_q8_K(int64_t n, float * s, const void * x, const void * y);
+
 // llama.cpp repacks Q2_K only where it has AVX-512 (ggml_cpu_has_avx512); its
 // AVX2 build keeps the file's layout and ggml_vec_dot_q2_K_q8_K's order.
 #if defined(__AVX512F__)

@@ -373,6 +373,7 @@ static void dot_cols(mg_vec_dot_fn vec_dot, int64_t n, float * s, const void * x
     for (int c = 0; c < n_cols; c++) vec_dot(n, &s[c], x, (const char *) y + (size_t) c * y_stride);
 }
 
+#if !defined(MG_NEON)   // the NEON build has its own (vec_neon.c)
 static void mg_vec_dot_cols_f32(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_f32, n, s, x, y, ys, nc);
 }
@@ -380,6 +381,7 @@ static void mg_vec_dot_cols_f32(int64_t n, float * s, const void * x, const void
 static void mg_vec_dot_cols_f16(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_f16, n, s, x, y, ys, nc);
 }
+#endif
 
 static void mg_vec_dot_cols_bf16(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_bf16, n, s, x, y, ys, nc);
@@ -389,33 +391,45 @@ static void mg_vec_dot_cols_q4_0_q8_0(int64_t n, float * s, const void * x, cons
     dot_cols(mg_vec_dot_q4_0_q8_0, n, s, x, y, ys, nc);
 }
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q4_1_q8_1(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q4_1_q8_1, n, s, x, y, ys, nc);
 }
+#endif
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q5_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q5_0_q8_0, n, s, x, y, ys, nc);
 }
+#endif
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q5_1_q8_1(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q5_1_q8_1, n, s, x, y, ys, nc);
 }
+#endif
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q8_0_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q8_0_q8_0, n, s, x, y, ys, nc);
 }
+#endif
 
 static void mg_vec_dot_cols_iq4_nl_q8_0(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_iq4_nl_q8_0, n, s, x, y, ys, nc);
 }
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q2_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q2_K_q8_K, n, s, x, y, ys, nc);
 }
+#endif
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q3_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q3_K_q8_K, n, s, x, y, ys, nc);
 }
+#endif
 
 static void mg_vec_dot_cols_q4_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q4_K_q8_K, n, s, x, y, ys, nc);
@@ -425,9 +439,11 @@ static void mg_vec_dot_cols_q5_K_q8_K(int64_t n, float * s, const void * x, cons
     dot_cols(mg_vec_dot_q5_K_q8_K, n, s, x, y, ys, nc);
 }
 
+#if !defined(MG_NEON)
 static void mg_vec_dot_cols_q6_K_q8_K(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_cols(mg_vec_dot_q6_K_q8_K, n, s, x, y, ys, nc);
 }
+#endif
 #endif
 //@- full dot-cols
 //@+ full dot-tile
@@ -453,20 +469,36 @@ void mg_vec_dot_tile_by_rows(mg_vec_dot_cols_fn vec_dot_cols, int64_t n, float *
 #define TILE_ARGS int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr, const void * y, size_t ys, int nc
 #define TILE_PASS n, s, ss, x, xs, nr, y, ys, nc
 
+#if !defined(MG_NEON)   // the NEON build has its own (vec_neon.c)
 static void mg_vec_dot_tile_f32(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_f32, TILE_PASS); }
 static void mg_vec_dot_tile_f16(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_f16, TILE_PASS); }
+#endif
 static void mg_vec_dot_tile_bf16(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_bf16, TILE_PASS); }
 static void mg_vec_dot_tile_q4_0_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_0_q8_0, TILE_PASS); }
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q4_1_q8_1(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_1_q8_1, TILE_PASS); }
+#endif
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q5_0_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q5_0_q8_0, TILE_PASS); }
+#endif
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q5_1_q8_1(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q5_1_q8_1, TILE_PASS); }
+#endif
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q8_0_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q8_0_q8_0, TILE_PASS); }
+#endif
 static void mg_vec_dot_tile_iq4_nl_q8_0(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_iq4_nl_q8_0, TILE_PASS); }
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q2_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q2_K_q8_K, TILE_PASS); }
+#endif
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q3_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q3_K_q8_K, TILE_PASS); }
+#endif
 static void mg_vec_dot_tile_q4_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q4_K_q8_K, TILE_PASS); }
 static void mg_vec_dot_tile_q5_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q5_K_q8_K, TILE_PASS); }
+#if !defined(MG_NEON)
 static void mg_vec_dot_tile_q6_K_q8_K(TILE_ARGS) { mg_vec_dot_tile_by_rows(mg_vec_dot_cols_q6_K_q8_K, TILE_PASS); }
+#endif
 
 #undef TILE_ARGS
 #undef TILE_PASS
@@ -503,22 +535,29 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
 // full/: every type of the quantization family, each with its multi-column
 // entry. K(f) is f's SIMD twin f##_simd when the build has them (MG_SIMD, see
 // vec_simd.h) and f itself otherwise, so one table serves both builds.
+// On aarch64 NEON (MG_NEON) N(f) is f's NEON twin (vec_neon.c) for the
+// types that have one, and K(f) stays the scalar kernel.
 #if defined(MG_SIMD)
 #define K(f) f##_simd
+#define N(f) f##_simd
+#elif defined(MG_NEON)
+#define K(f) f
+#define N(f) f##_neon
 #else
 #define K(f) f
+#define N(f) f
 #endif
 
 static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
     [MG_TYPE_F32] = {
         .from_float = NULL, .vec_dot_type = MG_TYPE_F32,
-        .vec_dot = K(mg_vec_dot_f32), .vec_dot_cols = K(mg_vec_dot_cols_f32),
-        .vec_dot_tile = K(mg_vec_dot_tile_f32),
+        .vec_dot = N(mg_vec_dot_f32), .vec_dot_cols = N(mg_vec_dot_cols_f32),
+        .vec_dot_tile = N(mg_vec_dot_tile_f32),
     },
     [MG_TYPE_F16] = {
         .from_float = K(mg_fp32_to_fp16_row), .vec_dot_type = MG_TYPE_F16,
-        .vec_dot = K(mg_vec_dot_f16), .vec_dot_cols = K(mg_vec_dot_cols_f16),
-        .vec_dot_tile = K(mg_vec_dot_tile_f16),
+        .vec_dot = N(mg_vec_dot_f16), .vec_dot_cols = N(mg_vec_dot_cols_f16),
+        .vec_dot_tile = N(mg_vec_dot_tile_f16),
     },
     [MG_TYPE_BF16] = {
         .from_float = K(mg_fp32_to_bf16_row), .vec_dot_type = MG_TYPE_BF16,
@@ -526,62 +565,63 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
         .vec_dot_tile = K(mg_vec_dot_tile_bf16),
     },
     [MG_TYPE_Q4_0] = {
-        .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
+        .from_float = N(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
         .vec_dot = K(mg_vec_dot_q4_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q4_0_q8_0),
         .vec_dot_tile = K(mg_vec_dot_tile_q4_0_q8_0),
     },
     [MG_TYPE_Q4_1] = {
-        .from_float = K(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
-        .vec_dot = K(mg_vec_dot_q4_1_q8_1), .vec_dot_cols = K(mg_vec_dot_cols_q4_1_q8_1),
-        .vec_dot_tile = K(mg_vec_dot_tile_q4_1_q8_1),
+        .from_float = N(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
+        .vec_dot = N(mg_vec_dot_q4_1_q8_1), .vec_dot_cols = N(mg_vec_dot_cols_q4_1_q8_1),
+        .vec_dot_tile = N(mg_vec_dot_tile_q4_1_q8_1),
     },
     [MG_TYPE_Q5_0] = {
-        .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
-        .vec_dot = K(mg_vec_dot_q5_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q5_0_q8_0),
-        .vec_dot_tile = K(mg_vec_dot_tile_q5_0_q8_0),
+        .from_float = N(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
+        .vec_dot = N(mg_vec_dot_q5_0_q8_0), .vec_dot_cols = N(mg_vec_dot_cols_q5_0_q8_0),
+        .vec_dot_tile = N(mg_vec_dot_tile_q5_0_q8_0),
     },
     [MG_TYPE_Q5_1] = {
-        .from_float = K(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
-        .vec_dot = K(mg_vec_dot_q5_1_q8_1), .vec_dot_cols = K(mg_vec_dot_cols_q5_1_q8_1),
-        .vec_dot_tile = K(mg_vec_dot_tile_q5_1_q8_1),
+        .from_float = N(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
+        .vec_dot = N(mg_vec_dot_q5_1_q8_1), .vec_dot_cols = N(mg_vec_dot_cols_q5_1_q8_1),
+        .vec_dot_tile = N(mg_vec_dot_tile_q5_1_q8_1),
     },
     [MG_TYPE_Q8_0] = {
-        .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
-        .vec_dot = K(mg_vec_dot_q8_0_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_q8_0_q8_0),
-        .vec_dot_tile = K(mg_vec_dot_tile_q8_0_q8_0),
+        .from_float = N(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
+        .vec_dot = N(mg_vec_dot_q8_0_q8_0), .vec_dot_cols = N(mg_vec_dot_cols_q8_0_q8_0),
+        .vec_dot_tile = N(mg_vec_dot_tile_q8_0_q8_0),
     },
     [MG_TYPE_IQ4_NL] = {
-        .from_float = K(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
+        .from_float = N(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
         .vec_dot = K(mg_vec_dot_iq4_nl_q8_0), .vec_dot_cols = K(mg_vec_dot_cols_iq4_nl_q8_0),
         .vec_dot_tile = K(mg_vec_dot_tile_iq4_nl_q8_0),
     },
     [MG_TYPE_Q2_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
-        .vec_dot = K(mg_vec_dot_q2_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q2_K_q8_K),
-        .vec_dot_tile = K(mg_vec_dot_tile_q2_K_q8_K),
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = N(mg_vec_dot_q2_K_q8_K), .vec_dot_cols = N(mg_vec_dot_cols_q2_K_q8_K),
+        .vec_dot_tile = N(mg_vec_dot_tile_q2_K_q8_K),
     },
     [MG_TYPE_Q3_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
-        .vec_dot = K(mg_vec_dot_q3_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q3_K_q8_K),
-        .vec_dot_tile = K(mg_vec_dot_tile_q3_K_q8_K),
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = N(mg_vec_dot_q3_K_q8_K), .vec_dot_cols = N(mg_vec_dot_cols_q3_K_q8_K),
+        .vec_dot_tile = N(mg_vec_dot_tile_q3_K_q8_K),
     },
     [MG_TYPE_Q4_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = K(mg_vec_dot_q4_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q4_K_q8_K),
         .vec_dot_tile = K(mg_vec_dot_tile_q4_K_q8_K),
     },
     [MG_TYPE_Q5_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
         .vec_dot = K(mg_vec_dot_q5_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q5_K_q8_K),
         .vec_dot_tile = K(mg_vec_dot_tile_q5_K_q8_K),
     },
     [MG_TYPE_Q6_K] = {
-        .from_float = K(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
-        .vec_dot = K(mg_vec_dot_q6_K_q8_K), .vec_dot_cols = K(mg_vec_dot_cols_q6_K_q8_K),
-        .vec_dot_tile = K(mg_vec_dot_tile_q6_K_q8_K),
+        .from_float = N(mg_quantize_row_q8_K), .vec_dot_type = MG_TYPE_Q8_K,
+        .vec_dot = N(mg_vec_dot_q6_K_q8_K), .vec_dot_cols = N(mg_vec_dot_cols_q6_K_q8_K),
+        .vec_dot_tile = N(mg_vec_dot_tile_q6_K_q8_K),
     },
 };
 #undef K
+#undef N
 //@- full cpu-table
 
 const struct mg_type_traits_cpu * mg_get_type_traits_cpu(enum mg_type type) {

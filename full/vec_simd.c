@@ -96,8 +96,9 @@
 #include "vec.h"
 
 // The features this file was compiled with, for cpu_level.c's check at start;
-// where no SIMD twin is compiled (vec_simd.h), the kernels are vec.c's.
-#if !defined(MG_SIMD)
+// where no SIMD twin is compiled (vec_simd.h), the kernels are vec.c's
+// (aarch64 NEON: vec_neon.c's, compiled with the same flags).
+#if !defined(MG_SIMD) && !defined(MG_NEON)
 #define MG_SCALAR_KERNELS 1
 #endif
 #define MG_CPU_FEATURES_DEFINE mg_cpu_features_kernels

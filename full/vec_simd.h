@@ -109,4 +109,58 @@ void mg_vec_dot_tile_q2_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const voi
                                       int nc);
 void mg_gemm_tile_q2_Kx8_q8_K_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
                                    int nc);
+#elif !defined(MG_SCALAR) && defined(__aarch64__) && defined(__ARM_NEON) && defined(__ARM_FEATURE_DOTPROD) && \
+    defined(__ARM_FEATURE_FP16_VECTOR_ARITHMETIC)
+// aarch64 with dot product and FP16 arithmetic (armv8.2-a+dotprod+fp16):
+// vec_neon.c's kernels, in the orders of llama.cpp's NEON build, for the
+// types that have one; the others keep vec.c's scalar kernels (vec.c's table).
+#define MG_NEON 1
+
+void mg_quantize_row_q8_0_neon(const float * x, void * y, int64_t n);
+void mg_quantize_row_q8_1_neon(const float * x, void * y, int64_t n);
+void mg_quantize_row_q8_K_neon(const float * x, void * y, int64_t n);
+void mg_vec_dot_q4_1_q8_1_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q5_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_q5_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q5_0_q8_0_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_q5_1_q8_1_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_q5_1_q8_1_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q5_1_q8_1_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_q2_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_q2_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q2_K_q8_K_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_q3_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_q3_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q3_K_q8_K_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_q6_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_q6_K_q8_K_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q6_K_q8_K_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q4_1_q8_1_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q4_1_q8_1_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_f32_neon      (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_f16_neon      (int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_q8_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_vec_dot_cols_f32_neon      (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_f16_neon      (int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_cols_q8_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_f32_neon      (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_f16_neon      (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+void mg_vec_dot_tile_q8_0_q8_0_neon(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                    const void * y, size_t ys, int nc);
+// The rows llama.cpp repacks on this target (repack.c): Q4_0 and Q8_0 rows .
+// one Q8_0 column in the order of ggml_gemv_q4_0_4x4_q8_0 / _q8_0_4x4_q8_0
+// (gemv: single tokens and a batch's n % 4 columns) and of their gemm (whole
+// groups of 4 columns).
+void mg_gemv_q4_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_gemv_q8_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_gemm_q8_0_q8_0_neon(int64_t n, float * s, const void * x, const void * y);
+void mg_gemv_iq4_nl_q8_0_neon(int64_t n, float * s, const void * x, const void * y);   // gemv and gemm
 #endif

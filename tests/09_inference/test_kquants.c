@@ -318,6 +318,13 @@ static struct dot_rows dot;   // dot_rows.h
 #else
 #define TABLE_KERNEL(f) f
 #endif
+// full/'s aarch64 NEON build (vec_neon.c) has twins for some of them only:
+// TABLE_KERNEL_N names those.
+#if defined(MG_NEON)
+#define TABLE_KERNEL_N(f) f##_neon
+#else
+#define TABLE_KERNEL_N(f) TABLE_KERNEL(f)
+#endif
 
 // The scalar kernel by name: its float order is what the order tests pin down
 // (the SIMD twins add in another order; tests/full/test_vec_simd.c checks them
@@ -359,11 +366,11 @@ static float prepare_dot(enum mg_type type, int64_t n, uint64_t seed, bool align
 START_TEST(test_cpu_traits_09) {
     const struct mg_type_traits_cpu * t = mg_get_type_traits_cpu(MG_TYPE_Q4_K);
     ck_assert_int_eq(t->vec_dot_type, MG_TYPE_Q8_K);
-    ck_assert(t->from_float == TABLE_KERNEL(mg_quantize_row_q8_K));
+    ck_assert(t->from_float == TABLE_KERNEL_N(mg_quantize_row_q8_K));
     ck_assert(t->vec_dot == TABLE_KERNEL(mg_vec_dot_q4_K_q8_K));
     t = mg_get_type_traits_cpu(MG_TYPE_Q6_K);
     ck_assert_int_eq(t->vec_dot_type, MG_TYPE_Q8_K);
-    ck_assert(t->vec_dot == TABLE_KERNEL(mg_vec_dot_q6_K_q8_K));
+    ck_assert(t->vec_dot == TABLE_KERNEL_N(mg_vec_dot_q6_K_q8_K));
     t = mg_get_type_traits_cpu(MG_TYPE_BF16);
     ck_assert_int_eq(t->vec_dot_type, MG_TYPE_BF16);
     ck_assert(t->from_float == TABLE_KERNEL(mg_fp32_to_bf16_row));

@@ -692,6 +692,13 @@ static struct dot_rows dot;   // dot_rows.h
 #else
 #define TABLE_KERNEL(f) f
 #endif
+// full/'s aarch64 NEON build (vec_neon.c) has twins for some of them only:
+// TABLE_KERNEL_N names those.
+#if defined(MG_NEON)
+#define TABLE_KERNEL_N(f) f##_neon
+#else
+#define TABLE_KERNEL_N(f) TABLE_KERNEL(f)
+#endif
 
 // The scalar kernel by name: its float order is what the order tests pin down
 // (the SIMD twins add in another order; tests/full/test_vec_simd.c checks them
@@ -721,13 +728,13 @@ START_TEST(test_cpu_traits) {
         mg_from_float_fn   from_float;
         mg_vec_dot_fn      vec_dot;
     } want[] = {
-        {MG_TYPE_Q4_1, MG_TYPE_Q8_1, TABLE_KERNEL(mg_quantize_row_q8_1), TABLE_KERNEL(mg_vec_dot_q4_1_q8_1)},
-        {MG_TYPE_Q5_0, MG_TYPE_Q8_0, TABLE_KERNEL(mg_quantize_row_q8_0), TABLE_KERNEL(mg_vec_dot_q5_0_q8_0)},
-        {MG_TYPE_Q5_1, MG_TYPE_Q8_1, TABLE_KERNEL(mg_quantize_row_q8_1), TABLE_KERNEL(mg_vec_dot_q5_1_q8_1)},
-        {MG_TYPE_Q2_K, MG_TYPE_Q8_K, TABLE_KERNEL(mg_quantize_row_q8_K), TABLE_KERNEL(mg_vec_dot_q2_K_q8_K)},
-        {MG_TYPE_Q3_K, MG_TYPE_Q8_K, TABLE_KERNEL(mg_quantize_row_q8_K), TABLE_KERNEL(mg_vec_dot_q3_K_q8_K)},
-        {MG_TYPE_Q5_K, MG_TYPE_Q8_K, TABLE_KERNEL(mg_quantize_row_q8_K), TABLE_KERNEL(mg_vec_dot_q5_K_q8_K)},
-        {MG_TYPE_IQ4_NL, MG_TYPE_Q8_0, TABLE_KERNEL(mg_quantize_row_q8_0), TABLE_KERNEL(mg_vec_dot_iq4_nl_q8_0)},
+        {MG_TYPE_Q4_1, MG_TYPE_Q8_1, TABLE_KERNEL_N(mg_quantize_row_q8_1), TABLE_KERNEL_N(mg_vec_dot_q4_1_q8_1)},
+        {MG_TYPE_Q5_0, MG_TYPE_Q8_0, TABLE_KERNEL_N(mg_quantize_row_q8_0), TABLE_KERNEL_N(mg_vec_dot_q5_0_q8_0)},
+        {MG_TYPE_Q5_1, MG_TYPE_Q8_1, TABLE_KERNEL_N(mg_quantize_row_q8_1), TABLE_KERNEL_N(mg_vec_dot_q5_1_q8_1)},
+        {MG_TYPE_Q2_K, MG_TYPE_Q8_K, TABLE_KERNEL_N(mg_quantize_row_q8_K), TABLE_KERNEL_N(mg_vec_dot_q2_K_q8_K)},
+        {MG_TYPE_Q3_K, MG_TYPE_Q8_K, TABLE_KERNEL_N(mg_quantize_row_q8_K), TABLE_KERNEL_N(mg_vec_dot_q3_K_q8_K)},
+        {MG_TYPE_Q5_K, MG_TYPE_Q8_K, TABLE_KERNEL_N(mg_quantize_row_q8_K), TABLE_KERNEL(mg_vec_dot_q5_K_q8_K)},
+        {MG_TYPE_IQ4_NL, MG_TYPE_Q8_0, TABLE_KERNEL_N(mg_quantize_row_q8_0), TABLE_KERNEL(mg_vec_dot_iq4_nl_q8_0)},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         const struct mg_type_traits_cpu * t = mg_get_type_traits_cpu(want[i].type);

@@ -550,6 +550,64 @@ START_TEST(test_model_q2_K) {
 }
 END_TEST
 
+// The float orders of llama.cpp's NEON repacked K-quant kernels (repack.c,
+// mg_dot_q4_K_8x4_q8_K, ...: plain C, so every build checks them) against the
+// scalar vec_dot on the same bytes: both compute the same exact integers per
+// sub-block and differ by float rounding only. Each of the at most 4 * blocks
+// + 10 roundings is within 2^-24 of a partial sum, and every partial sum is
+// bounded by mag = sum |a| (|d sc q| + |dmin m|) (the scaled codes and the
+// mins apart: they nearly cancel), so the two are within twice that.
+static double k_magnitude(enum mg_type type, const void * row, const struct mg_block_q8_K * y, int64_t n) {
+    float * w = malloc((size_t) n * sizeof(float));
+    float * a = malloc((size_t) n * sizeof(float));
+    ck_assert(w && a);
+    mg_get_type_traits(type)->to_float(row, w, n);
+    mg_get_type_traits(MG_TYPE_Q8_K)->to_float(y, a, n);
+    double mag = 0;
+    for (int64_t e = 0; e < n; e++) {
+        double min = 0;   // dmin * m of e's sub-block (Q4_K and Q5_K: d, dmin, scales[12] first)
+        if (type != MG_TYPE_Q6_K) {
+            const struct mg_block_q4_K * b = (const struct mg_block_q4_K *) ((const char *) row +
+                                                                             (size_t) (e / MG_QK_K) * mg_type_size(type));
+            uint8_t sc, m;
+            mg_get_scale_min_k4((int) (e % MG_QK_K / 32), b->scales, &sc, &m);
+            min = (double) mg_fp16_to_fp32(b->dmin) * m;
+        }
+        mag += fabs((double) a[e]) * (fabs((double) w[e] + min) + fabs(min));
+    }
+    free(w), free(a);
+    return mag;
+}
+
+START_TEST(test_neon_k_orders_near_vec_dot) {
+    const enum mg_type  types[] = {MG_TYPE_Q4_K, MG_TYPE_Q5_K, MG_TYPE_Q6_K, MG_TYPE_Q6_K};
+    const mg_vec_dot_fn neon[]  = {mg_dot_q4_K_8x4_q8_K, mg_dot_q5_K_8x4_q8_K, mg_gemv_q6_K_8x4_q8_K,
+                                   mg_gemm_q6_K_8x4_q8_K};
+    const mg_vec_dot_fn ref[]   = {mg_vec_dot_q4_K_q8_K, mg_vec_dot_q5_K_q8_K, mg_vec_dot_q6_K_q8_K,
+                                   mg_vec_dot_q6_K_q8_K};
+    uint64_t            rng     = 77;
+    for (int t = 0; t < 4; t++) {
+        for (int64_t nb = 1; nb <= 9; nb += 4) {
+            const int64_t n = nb * MG_QK_K;
+            float *       x = malloc((size_t) n * sizeof(float));
+            void *        w = malloc(mg_row_size(types[t], n));
+            struct mg_block_q8_K * y = malloc(mg_row_size(MG_TYPE_Q8_K, n));
+            ck_assert(x && w && y);
+            for (int64_t i = 0; i < n; i++) x[i] = mg_test_rand_normal(&rng) + 0.3f;   // mins at work
+            mg_get_type_traits(types[t])->from_float(x, w, n);
+            raw_q8_K(y, n, false, &rng);
+            float got, want;
+            neon[t](n, &got, w, y);
+            ref[t](n, &want, w, y);
+            const double tol = 2 * (4.0 * (double) nb + 10) * 0x1p-24 * k_magnitude(types[t], w, y, n);
+            ck_assert_msg(fabs((double) got - (double) want) <= tol, "%s (%d) n %lld: %.9g, vec_dot %.9g (tol %.3g)",
+                          mg_type_name(types[t]), t, (long long) n, got, want, tol);
+            free(x), free(w), free(y);
+        }
+    }
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s      = suite_create("repack");
     TCase * layout = tcase_create("layout");
@@ -565,6 +623,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(kernels, test_tile_vs_reference_q2_K);
     tcase_add_test(kernels, test_gemm_order_is_not_gemv_order);
     tcase_add_test(kernels, test_tile_raw_bytes);
+    tcase_add_test(kernels, test_neon_k_orders_near_vec_dot);
     tcase_add_test(kernels, test_mul_mat_all_columns);
     tcase_add_test(kernels, test_mul_mat_shapes);
     tcase_add_test(kernels, test_mul_mat_shapes_q4_K);
