@@ -360,9 +360,16 @@ static bool read_pre_tokenizer(struct mg_hf_vocab * v, const struct mg_json * to
             v->pre = pre_of_split(&steps->items[0], path);
             return v->pre != NULL && check_byte_level(&steps->items[1], false, path, "pre_tokenizer.pretokenizers[1]");
         }
+        const struct mg_json * digits = &steps->items[0];
+        // SmolLM, SmolLM2: every digit alone first, then GPT-2's ByteLevel regex
+        if (steps->n == 2 && json_is(mg_json_get(digits, "type"), "Digits") &&
+            json_flag(digits, "individual_digits", false) && json_is(mg_json_get(&steps->items[1], "type"), "ByteLevel")) {
+            v->pre = "smollm";
+            return check_byte_level(&steps->items[1], true, path, "pre_tokenizer.pretokenizers[1]");
+        }
     }
-    mg_set_error("%s: pre_tokenizer: only ByteLevel, or a Sequence of a regex Split and ByteLevel, is supported "
-                 "(found %s)", path, type && type->type == MG_JSON_STRING ? type->str
+    mg_set_error("%s: pre_tokenizer: only ByteLevel, or a Sequence of a regex Split (or Digits) and ByteLevel, is "
+                 "supported (found %s)", path, type && type->type == MG_JSON_STRING ? type->str
                                    : pre && pre->type != MG_JSON_NULL ? "no type" : "none");
     return false;
 }

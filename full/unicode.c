@@ -141,6 +141,7 @@ const char * mg_pretok_name(enum mg_pretok type) {
         case MG_PRETOK_QWEN2:   return "qwen2";
         //@+ full llama-bpe
         case MG_PRETOK_LLAMA3:  return "llama3";
+        case MG_PRETOK_SMOLLM:  return "smollm";
         //@- full llama-bpe
     }
     return "?";
@@ -367,6 +368,13 @@ static size_t match_number_run(const struct span * s, size_t pos) {
     return n;
 }
 
+//@+ full llama-bpe
+// \p{N} : one number code point (SmolLM's first regex).
+static size_t match_one_number(const struct span * s, size_t pos) {
+    return pos < s->end && is_number(mg_unicode_flags(s->cpts[pos])) ? 1 : 0;
+}
+//@- full llama-bpe
+
 // [0-9][0-9][0-9] : exactly three ASCII digits (other scripts' digits do not count).
 static size_t match_three_digits(const struct span * s, size_t pos) {
     if (pos + 3 > s->end) return 0;
@@ -379,7 +387,7 @@ static size_t match_three_digits(const struct span * s, size_t pos) {
 
 enum split_step { STEP_GPT2, STEP_QWEN2, STEP_PUNCT, STEP_NUMBERS, STEP_THREE_DIGITS,
                   //@+ full llama-bpe
-                  STEP_LLAMA3,
+                  STEP_LLAMA3, STEP_ONE_NUMBER,
                   //@- full llama-bpe
 };
 
@@ -395,6 +403,7 @@ static void apply_step(enum split_step step, const uint32_t * cpts, const struct
             case STEP_QWEN2:        split_qwen2(&s, 1, out); break;
             //@+ full llama-bpe
             case STEP_LLAMA3:       split_qwen2(&s, 3, out); break;
+            case STEP_ONE_NUMBER:   split_matches(&s, match_one_number, out); break;
             //@- full llama-bpe
             case STEP_PUNCT:        split_matches(&s, match_punct_run, out); break;
             case STEP_NUMBERS:      split_matches(&s, match_number_run, out); break;
@@ -410,6 +419,7 @@ void mg_pretokenize(enum mg_pretok type, const uint32_t * cpts, size_t n, struct
     static const enum split_step dflt[]  = { STEP_PUNCT, STEP_GPT2, STEP_NUMBERS, STEP_THREE_DIGITS };
     //@+ full llama-bpe
     static const enum split_step llama3[] = { STEP_LLAMA3 };
+    static const enum split_step smollm[] = { STEP_ONE_NUMBER, STEP_GPT2 };   // llama.cpp: LLAMA_VOCAB_PRE_TYPE_SMOLLM
     //@- full llama-bpe
 
     const enum split_step * steps = gpt2;
@@ -420,6 +430,7 @@ void mg_pretokenize(enum mg_pretok type, const uint32_t * cpts, size_t n, struct
         case MG_PRETOK_DEFAULT: steps = dflt;  n_steps = sizeof(dflt) / sizeof(dflt[0]); break;
         //@+ full llama-bpe
         case MG_PRETOK_LLAMA3:  steps = llama3; n_steps = 1; break;
+        case MG_PRETOK_SMOLLM:  steps = smollm; n_steps = 2; break;
         //@- full llama-bpe
     }
 

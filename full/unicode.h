@@ -107,6 +107,7 @@ int      mg_unicode_cpt_to_byte(uint32_t cpt);   // the inverse; -1 if cpt is no
 //   DEFAULT  [\p{P}\$\+<=>\^~\|]+   then GPT2   then \p{N}+   then [0-9][0-9][0-9]
 //@+ full llama-bpe
 //   LLAMA3   QWEN2's with \p{N}{1,3} for \p{N}: digits in groups of up to three
+//   SMOLLM   \p{N}   then GPT2: every digit a piece of its own first
 //@- full llama-bpe
 //
 // None of this uses a regex engine: like llama.cpp's hand-written matchers,
@@ -119,6 +120,7 @@ enum mg_pretok {
     MG_PRETOK_QWEN2,     // "qwen2" and its aliases (Qwen3 models)
     //@+ full llama-bpe
     MG_PRETOK_LLAMA3,    // "llama-bpe" and its aliases (Llama 3)
+    MG_PRETOK_SMOLLM,    // "smollm" (SmolLM, SmolLM2)
     //@- full llama-bpe
 };
 

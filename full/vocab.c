@@ -500,6 +500,7 @@ static const struct {
     { "midm-2.0",         MG_PRETOK_LLAMA3 },
     { "lfm2",             MG_PRETOK_LLAMA3 },
     { "jina-v5-nano",     MG_PRETOK_LLAMA3 },
+    { "smollm",           MG_PRETOK_SMOLLM },   // llama.cpp: LLAMA_VOCAB_PRE_TYPE_SMOLLM
     //@- full llama-bpe
 };
 
@@ -521,7 +522,7 @@ static bool pre_type_of(const char * pre, enum mg_pretok * type, const char * wh
         mg_set_error("%s: tokenizer.ggml.pre: unknown or unsupported pre-tokenizer type '%s' (supported: default, "
                      "gpt-2 and its aliases, qwen2 and its aliases"
                      //@+ full llama-bpe
-                     ", llama-bpe and its aliases"
+                     ", llama-bpe and its aliases, smollm"
                      //@- full llama-bpe
                      ")", where, pre);
     }

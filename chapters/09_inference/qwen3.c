@@ -314,7 +314,8 @@ static struct mg_tensor * input(struct mg_context * ctx, enum mg_type type, int6
     return mg_set_name(t, name);
 }
 
-// RMSNorm with a learned scale: (x / rms(x)) * w, named like llama.cpp's cb().
+// RMSNorm with a learned scale: (x / rms(x)) * w, named like llama.cpp's cb()
+// (llama.cpp: llm_graph_context::build_norm with LLM_NORM_RMS).
 static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * w, float eps,
                                const char * name, int il) {
     struct mg_tensor * n = mg_rms_norm(ctx, x, eps);
@@ -351,7 +352,8 @@ static struct mg_tensor * rotate(struct mg_context * ctx, const struct mg_model 
 }
 
 // Self-attention of one layer: Q, K, V projections, per-head norms, RoPE,
-// store K and V in the cache, attend over it, project back.
+// store K and V in the cache, attend over it, project back (llama.cpp:
+// build_qkv, ggml_rope_ext and build_attn).
 static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                     struct mg_kv_cache * kv, int il, struct mg_tensor * cur, int n_tokens, int n_kv,
                                     const struct mg_batch_inputs * in) {
@@ -381,7 +383,8 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     return mg_format_name(mg_mul_mat(ctx, l->wo, attn), "attn_out-%d", il);
 }
 
-// SwiGLU feed-forward: down(silu(gate(x)) * up(x)).
+// SwiGLU feed-forward: down(silu(gate(x)) * up(x)) (llama.cpp: build_ffn with
+// LLM_FFN_SILU, LLM_FFN_PAR).
 static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_layer * l, struct mg_tensor * cur,
                                        int il) {
     struct mg_tensor * gate = mg_format_name(mg_mul_mat(ctx, l->ffn_gate, cur), "ffn_gate-%d", il);

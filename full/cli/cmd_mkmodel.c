@@ -52,8 +52,9 @@ static const char * usage =
     "  sum4        the sum of four uniform 16-bit integers, centred, times one float scale (near normal):\n"
     "              integer arithmetic and one rounding, the same bytes on every machine\n"
     "--untied gives the model its own output matrix (output.weight, random like the rest) instead of\n"
-    "reading the logits through token_embd. --pre writes tokenizer.ggml.pre: gpt-2, qwen2 or llama-bpe (default:\n"
-    "the one tokenizer.json's regex names; qwen2 splits digits one by one, llama-bpe in threes, gpt-2 keeps runs). TYPE is the type of every matrix (f32, f16, bf16,\n"
+    "reading the logits through token_embd. --pre writes tokenizer.ggml.pre: gpt-2, qwen2, llama-bpe or smollm\n"
+    "(default: the one tokenizer.json names; qwen2 and smollm split digits one by one, llama-bpe in threes, gpt-2\n"
+    "keeps runs). TYPE is the type of every matrix (f32, f16, bf16,\n"
     "q8_0, q4_0, q4_k, q6_k, ...); a matrix whose rows do not split into TYPE's blocks falls back to q8_0 (f16\n"
     "when they do not split into 32s either). The vocabulary is read from DIR/tokenizer.json (and\n"
     "tokenizer_config.json, config.json when present; default: the project's data/minimind): the embedding\n"
@@ -398,9 +399,9 @@ static bool check_shape(const char * cmd, const struct preset * p) {
     }
     // Three of the pre-tokenizers vocab.c runs (pre_names[]), all for a byte-level BPE vocabulary.
     if (p->pre != NULL && strcmp(p->pre, "gpt-2") != 0 && strcmp(p->pre, "qwen2") != 0 &&
-        strcmp(p->pre, "llama-bpe") != 0) {
-        fprintf(stderr, "mg %s: --pre '%s': not a pre-tokenizer mkmodel writes (gpt-2, qwen2, llama-bpe)\n", cmd,
-                p->pre);
+        strcmp(p->pre, "llama-bpe") != 0 && strcmp(p->pre, "smollm") != 0) {
+        fprintf(stderr, "mg %s: --pre '%s': not a pre-tokenizer mkmodel writes (gpt-2, qwen2, llama-bpe, smollm)\n",
+                cmd, p->pre);
         return false;
     }
     if (strcmp(p->rng, "box-muller") != 0 && strcmp(p->rng, "sum4") != 0) {
@@ -489,7 +490,7 @@ int cmd_mkmodel(int argc, char ** argv) {
         {"-o", "--output", CLI_OUT_FILE, &out, "the GGUF file to write"},
         {NULL, "--vocab", CLI_IN_DIR, &vocab_dir, "directory with tokenizer.json (and tokenizer_config.json)"},
         {NULL, "--untied", CLI_FLAG, &flags.untied, "an output.weight of its own (default: tied to token_embd)"},
-        {NULL, "--pre", CLI_STRING, &flags.pre, "tokenizer.ggml.pre: gpt-2, qwen2 or llama-bpe (default: tokenizer.json's)"},
+        {NULL, "--pre", CLI_STRING, &flags.pre, "tokenizer.ggml.pre: gpt-2, qwen2, llama-bpe or smollm (default: tokenizer.json's)"},
         {NULL, "--rng", CLI_STRING, &flags.rng, "box-muller (default) or sum4 (the same bytes on every machine)"},
         {NULL, "--init", CLI_STRING, &flags.init, "weight sizes: flat (default, 0.02) or scaled (1/sqrt(fan-in))"},
     };

@@ -225,6 +225,9 @@ START_TEST(test_pre_tokenizer_choice) {
                "gpt-2");
     expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT(LLAMA3_JSON) ", " BYTE_LEVEL("false") "]}",
                "llama-bpe");                                                         // Llama 3
+    expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", \"individual_digits\": true}, "
+               BYTE_LEVEL("true") "]}",
+               "smollm");                                                            // SmolLM2
 
     // A regex of its own (a part of Llama 3's, \p{N}{1,3}, alone): refused, with the regex named.
     expect_refused("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT("\\\\p{N}{1,3}") ", " BYTE_LEVEL("false")

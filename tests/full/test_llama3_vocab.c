@@ -1,6 +1,7 @@
 // test_llama3_vocab.c - Llama 3's tokenizer (pre-tokenizer llama-bpe: Qwen2's
-// regex with digits in threes, and whole-piece tokens before any merge) against
-// llama.cpp's ids on the same vocabulary.
+// regex with digits in threes, and whole-piece tokens before any merge), and
+// SmolLM's (smollm: every digit alone, then GPT-2's regex), against llama.cpp's
+// ids on the same vocabularies.
 //
 // tests/fixtures/vocab/ggml-vocab-llama-bpe.gguf is Llama 3's real vocabulary
 // (128,000 tokens, 280,147 merges, 256 added), converted by our own
@@ -10,6 +11,9 @@
 // fixture's, then code, numbers, CJK, emoji, white-space runs, contractions),
 // its .out llama.cpp's ids for them (tools/llama-ref/llama_tok.c); both engines
 // tokenize without BOS and without parsing special tokens.
+// ggml-vocab-smollm-minimind.gguf is MiniMind's vocabulary with tokenizer.ggml.pre
+// "smollm" (no SmolLM tokenizer.json is at hand here: the pre-tokenizer is what
+// is tested), its .out llama.cpp's ids for the same 307 strings.
 #include "harness.h"
 #include "gguf.h"
 #include "unicode.h"
@@ -21,8 +25,8 @@
 
 enum { MAX_IDS = 1 << 14 };
 
-static struct mg_vocab * load_llama3(void) {
-    struct mg_gguf * g = mg_gguf_open(mg_test_fixture("vocab/ggml-vocab-llama-bpe.gguf"));
+static struct mg_vocab * load_fixture(const char * rel) {
+    struct mg_gguf * g = mg_gguf_open(mg_test_fixture(rel));
     ck_assert_msg(g != NULL, "%s", mg_last_error());
     struct mg_vocab * v = mg_vocab_load(g);
     ck_assert_msg(v != NULL, "%s", mg_last_error());
@@ -31,7 +35,7 @@ static struct mg_vocab * load_llama3(void) {
 }
 
 START_TEST(test_llama3_vocab_loads) {
-    struct mg_vocab * v = load_llama3();
+    struct mg_vocab * v = load_fixture("vocab/ggml-vocab-llama-bpe.gguf");
     ck_assert_int_eq(mg_vocab_n_tokens(v), 128256);
     ck_assert_str_eq(mg_vocab_pre(v), "llama-bpe");
     ck_assert(mg_vocab_add_bos(v));   // Llama 3 starts every text with <|begin_of_text|>
@@ -53,11 +57,30 @@ START_TEST(test_llama3_splits_digits_in_threes) {
 }
 END_TEST
 
-START_TEST(test_llama3_ids_equal_llama_cpp) {
-    struct mg_vocab * v = load_llama3();
+// SmolLM's: "\p{N}" cuts every digit out first, then GPT-2's regex splits the rest.
+START_TEST(test_smollm_splits_digits_then_gpt2) {
+    static const char text[] = "ab 123 x";
+    uint32_t cpts[32];
+    const size_t n = mg_utf8_to_cpts(text, strlen(text), cpts);
+    struct mg_pieces pieces = {0};
+    mg_pretokenize(MG_PRETOK_SMOLLM, cpts, n, &pieces);
+    static const size_t want[] = {2, 1, 1, 1, 1, 2};   // "ab" " " "1" "2" "3" " x"
+    ck_assert_uint_eq(pieces.n, 6);
+    for (size_t i = 0; i < pieces.n; i++) ck_assert_uint_eq(pieces.len[i], want[i]);
+    mg_pieces_free(&pieces);
+}
+END_TEST
+
+// Every string of the .inp tokenized as the .out says (llama.cpp's ids).
+static void check_fixture(const char * vocab_rel, const char * pre) {
+    struct mg_vocab * v = load_fixture(vocab_rel);
+    ck_assert_str_eq(mg_vocab_pre(v), pre);
+    char rel[128];
     size_t inp_len, out_len;
-    char * inp = mg_test_read_file(mg_test_fixture("vocab/ggml-vocab-llama-bpe.gguf.inp"), &inp_len);
-    char * out = mg_test_read_file(mg_test_fixture("vocab/ggml-vocab-llama-bpe.gguf.out"), &out_len);
+    snprintf(rel, sizeof(rel), "%s.inp", vocab_rel);
+    char * inp = mg_test_read_file(mg_test_fixture(rel), &inp_len);
+    snprintf(rel, sizeof(rel), "%s.out", vocab_rel);
+    char * out = mg_test_read_file(mg_test_fixture(rel), &out_len);
     ck_assert(inp != NULL && out != NULL);
     static const char sep[] = "\n__ggml_vocab_test__\n";
     static int32_t ids[MAX_IDS], want[MAX_IDS];
@@ -80,11 +103,20 @@ START_TEST(test_llama3_ids_equal_llama_cpp) {
                       n, n_want, n > 0 ? ids[0] : -1, n_want > 0 ? want[0] : -1);
         line = eol + 1;
     }
-    printf("llama-bpe: %d strings tokenized as llama.cpp does\n", n_cases);
+    printf("%s: %d strings tokenized as llama.cpp does\n", pre, n_cases);
     ck_assert_int_ge(n_cases, 300);
     free(inp);
     free(out);
     mg_vocab_free(v);
+}
+
+START_TEST(test_llama3_ids_equal_llama_cpp) {
+    check_fixture("vocab/ggml-vocab-llama-bpe.gguf", "llama-bpe");
+}
+END_TEST
+
+START_TEST(test_smollm_ids_equal_llama_cpp) {
+    check_fixture("vocab/ggml-vocab-smollm-minimind.gguf", "smollm");
 }
 END_TEST
 
@@ -95,6 +127,8 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_llama3_vocab_loads);
     tcase_add_test(tc, test_llama3_splits_digits_in_threes);
     tcase_add_test(tc, test_llama3_ids_equal_llama_cpp);
+    tcase_add_test(tc, test_smollm_splits_digits_then_gpt2);
+    tcase_add_test(tc, test_smollm_ids_equal_llama_cpp);
     suite_add_tcase(s, tc);
     return s;
 }
