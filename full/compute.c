@@ -664,6 +664,21 @@ static void rope_angles(float pos, int n_rot, float freq_base, float freq_scale,
     }
 }
 
+//@+ full rope-freqs
+// As rope_angles, each pair's angle divided by its factor first (Llama 3):
+// ggml_rope_cache_init hands rope_yarn theta/ff, which scales it by freq_scale.
+static void rope_angles_ff(float pos, int n_rot, float freq_base, float freq_scale, const float * ff,
+                           float * cos_out, float * sin_out) {
+    const float theta_scale = powf(freq_base, -2.0f / (float) n_rot);
+    float theta = pos;
+    for (int i = 0; i < n_rot / 2; i++) {
+        cos_out[i] = cosf(theta / ff[i] * freq_scale);
+        sin_out[i] = sinf(theta / ff[i] * freq_scale);
+        theta *= theta_scale;
+    }
+}
+//@- full rope-freqs
+
 // Rotate each pair (x0, x1) by its angle: (x0 cos - x1 sin, x0 sin + x1 cos),
 // each with one rounding less than written: llama.cpp's build lets GCC fuse
 // x0 cos with the subtraction and x0 sin with the addition (its default
@@ -688,6 +703,12 @@ static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * 
         if (i2 != angles_for) {
             const int32_t position = *(const int32_t *) ((const char *) pos->data + i2 * pos->nb[0]);
             rope_angles((float) position, n_rot, freq_base, freq_scale, cos_t, sin_t);
+            //@+ full rope-freqs
+            if (dst->src[2] != NULL) {   // Llama 3: the angles again, each divided by its pair's factor
+                rope_angles_ff((float) position, n_rot, freq_base, freq_scale, (const float *) dst->src[2]->data,
+                               cos_t, sin_t);
+            }
+            //@- full rope-freqs
             angles_for = i2;
         }
         const char * ra   = row_ptr(a, i1, i2, i3);

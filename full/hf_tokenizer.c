@@ -339,6 +339,9 @@ static const char gpt2_regex[] =
 static const char qwen2_regex[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char llama3_regex[] =   // Qwen2's with \p{N}{1,3} (Llama 3)
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 static bool json_is(const struct mg_json * v, const char * str) {
     return v != NULL && v->type == MG_JSON_STRING && v->len == strlen(str) && memcmp(v->str, str, v->len) == 0;
@@ -380,9 +383,10 @@ static const char * pre_of_split(const struct mg_json * split, const char * path
         return NULL;
     }
     if (json_is(regex, qwen2_regex)) return "qwen2";
+    if (json_is(regex, llama3_regex)) return "llama-bpe";
     if (json_is(regex, gpt2_regex)) return "gpt-2";
-    mg_set_error("%s: pre_tokenizer: the Split regex '%s' is neither Qwen2's nor GPT-2's, the two this engine "
-                 "can reproduce (tokenizer.ggml.pre 'qwen2' or 'gpt-2')", path, regex->str);
+    mg_set_error("%s: pre_tokenizer: the Split regex '%s' is not Qwen2's, Llama 3's or GPT-2's, the three this "
+                 "engine can reproduce (tokenizer.ggml.pre 'qwen2', 'llama-bpe' or 'gpt-2')", path, regex->str);
     return NULL;
 }
 
@@ -406,9 +410,16 @@ static bool read_pre_tokenizer(struct mg_hf_vocab * v, const struct mg_json * to
             v->pre = pre_of_split(&steps->items[0], path);
             return v->pre != NULL && check_byte_level(&steps->items[1], false, path, "pre_tokenizer.pretokenizers[1]");
         }
+        const struct mg_json * digits = &steps->items[0];
+        // SmolLM, SmolLM2: every digit alone first, then GPT-2's ByteLevel regex
+        if (steps->n == 2 && json_is(mg_json_get(digits, "type"), "Digits") &&
+            json_flag(digits, "individual_digits", false) && json_is(mg_json_get(&steps->items[1], "type"), "ByteLevel")) {
+            v->pre = "smollm";
+            return check_byte_level(&steps->items[1], true, path, "pre_tokenizer.pretokenizers[1]");
+        }
     }
-    mg_set_error("%s: pre_tokenizer: only ByteLevel, or a Sequence of a regex Split and ByteLevel, is supported "
-                 "(found %s)", path, type && type->type == MG_JSON_STRING ? type->str
+    mg_set_error("%s: pre_tokenizer: only ByteLevel, or a Sequence of a regex Split (or Digits) and ByteLevel, is "
+                 "supported (found %s)", path, type && type->type == MG_JSON_STRING ? type->str
                                    : pre && pre->type != MG_JSON_NULL ? "no type" : "none");
     return false;
 }

@@ -388,19 +388,20 @@ bool mg_kv_cache_seq_add(struct mg_kv_cache * kv, int seq, int p0, int p1, int d
 // (ggml_rope_ext_inplace); mg_rope always makes a new tensor, so the turned
 // rows land in the compute buffer and are copied back.
 static struct mg_tensor * rotate_keys(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int64_t n,
-                                      struct mg_tensor * shift, int n_rot, enum mg_rope_mode mode, float freq_base,
-                                      float freq_scale) {
+                                      struct mg_tensor * shift, struct mg_tensor * freq_factors, int n_rot,
+                                      enum mg_rope_mode mode, float freq_base, float freq_scale) {
     const struct mg_tensor * cache = kv->k[il];
     struct mg_tensor * k = mg_view_3d(ctx, kv->k[il], kv->head_dim, kv->n_head_kv, n,
                                       (size_t) kv->head_dim * mg_type_size(kv->type), cache->nb[1], 0);
     struct mg_tensor * k32 = k->type == MG_TYPE_F32 ? k : mg_cast(ctx, k, MG_TYPE_F32);   // F16 -> F32
-    struct mg_tensor * rot = mg_rope(ctx, k32, shift, n_rot, mode, freq_base, freq_scale);
+    struct mg_tensor * rot = mg_rope_ext(ctx, k32, shift, freq_factors, n_rot, mode, freq_base, freq_scale);
     mg_format_name(rot, "k_shifted-%d", il);
     return mg_format_name(mg_cpy(ctx, rot, k), "k_shift_store-%d", il);   // back into the cache, in its type
 }
 
 struct mg_tensor * mg_kv_cache_build_shift(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv,
-                                           int n_rot, enum mg_rope_mode mode, float freq_base, float freq_scale) {
+                                           struct mg_tensor * freq_factors, int n_rot, enum mg_rope_mode mode,
+                                           float freq_base, float freq_scale) {
     // llama.cpp turns every cell; the cells past the last used one hold
     // nothing to turn, so these stop there.
     const int64_t      n     = mg_kv_cache_cells_end(kv) > 0 ? mg_kv_cache_cells_end(kv) : 1;
@@ -408,7 +409,7 @@ struct mg_tensor * mg_kv_cache_build_shift(struct mg_context * ctx, struct mg_cg
     shift->flags |= MG_TENSOR_FLAG_INPUT;
     mg_set_name(shift, "k_shift");
     for (int il = 0; il < kv->n_layer; il++) {
-        mg_build_forward_expand(g, rotate_keys(ctx, kv, il, n, shift, n_rot, mode, freq_base, freq_scale));
+        mg_build_forward_expand(g, rotate_keys(ctx, kv, il, n, shift, freq_factors, n_rot, mode, freq_base, freq_scale));
     }
     return shift;
 }

@@ -144,12 +144,14 @@ bool mg_kv_cache_seq_add(struct mg_kv_cache * kv, int seq, int p0, int p1, int d
 
 // Add to g the K-shift of every layer (llama.cpp: build_graph_shift): the
 // cached keys of cells 0 .. cells_end-1, viewed as {head_dim, n_head_kv,
-// cells}, turned by RoPE with the model's n_rot, mode, base and scale and
+// cells}, turned by RoPE with the model's n_rot, mode, base, scale and
+// frequency factors (Llama 3's rope_freqs, or NULL), and
 // "positions" = each cell's shift, and written back. F16 keys are cast to
 // F32, turned and stored back (mg_rope reads F32). V is not touched.
 // Returns the I32 {cells} input to fill with mg_kv_cache_fill_shift.
 struct mg_tensor * mg_kv_cache_build_shift(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv,
-                                           int n_rot, enum mg_rope_mode mode, float freq_base, float freq_scale);
+                                           struct mg_tensor * freq_factors, int n_rot, enum mg_rope_mode mode,
+                                           float freq_base, float freq_scale);
 void mg_kv_cache_fill_shift(const struct mg_kv_cache * kv, struct mg_tensor * shift);   // 0 for empty cells
 void mg_kv_cache_reset_shift(struct mg_kv_cache * kv);                                  // after the graph ran
 // Is any used cell's shift not 0? (has_shift may outlive the cells it was

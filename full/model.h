@@ -20,7 +20,28 @@
 struct mg_gguf;
 struct mg_vocab;
 
+//@+ full arch
+// The architectures full/ runs (general.architecture). They share one block
+// (pre-norm attention, then a pre-norm SwiGLU feed-forward, each with a
+// residual) and differ inside attention (llama.cpp: src/models/llama.cpp,
+// qwen2.cpp, qwen3.cpp):
+//   llama  RoPE on pairs (2i, 2i+1); optional q/k/v biases; Llama 3's
+//          per-pair frequency factors (rope_freqs.weight)
+//   qwen2  NEOX RoPE (pairs i, i + D/2); q/k/v biases
+//   qwen3  NEOX RoPE; an RMS norm on every head of Q and K
+enum mg_arch {
+    MG_ARCH_LLAMA,
+    MG_ARCH_QWEN2,
+    MG_ARCH_QWEN3,
+};
+//@- full arch
+
 struct mg_model_hparams {
+    char  arch_name[16];     // general.architecture: the prefix of every key below ("qwen3")
+    //@+ full arch
+    enum mg_arch arch;
+    int   rope_type;         // enum mg_rope_mode: MG_ROPE_NORMAL for llama, MG_ROPE_NEOX for the Qwens
+    //@- full arch
     int   n_layer;           // qwen3.block_count
     int   n_embd;            // qwen3.embedding_length: E
     int   n_ff;              // qwen3.feed_forward_length: F
@@ -41,12 +62,17 @@ struct mg_layer {
     struct mg_tensor * wk;          // {E, D*Hkv}
     struct mg_tensor * wv;          // {E, D*Hkv}
     struct mg_tensor * wo;          // {D*H, E}
-    struct mg_tensor * q_norm;      // {D}, shared by all heads
+    struct mg_tensor * q_norm;      // {D}, shared by all heads (full/: NULL for llama and qwen2)
     struct mg_tensor * k_norm;      // {D}
     struct mg_tensor * ffn_norm;    // {E}
     struct mg_tensor * ffn_gate;    // {E, F}
     struct mg_tensor * ffn_up;      // {E, F}
     struct mg_tensor * ffn_down;    // {F, E}
+    //@+ full arch
+    struct mg_tensor * bq;          // {D*H} or NULL: attn_q.bias (qwen2; optional for llama and qwen3)
+    struct mg_tensor * bk;          // {D*Hkv} or NULL
+    struct mg_tensor * bv;          // {D*Hkv} or NULL
+    //@- full arch
 };
 
 struct mg_model {
@@ -61,6 +87,9 @@ struct mg_model {
     struct mg_tensor * output_norm;   // {E}
     struct mg_tensor * output;        // {E, n_vocab}: output.weight, or tok_embd when tied
     struct mg_layer *  layers;        // [n_layer]
+    //@+ full arch
+    struct mg_tensor * rope_freqs;    // {D/2} or NULL: Llama 3's frequency factors, one per rotated pair
+    //@- full arch
 
     int64_t n_params;
     size_t  n_weight_bytes;

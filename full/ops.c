@@ -238,6 +238,19 @@ struct mg_tensor * mg_rope(struct mg_context * ctx, struct mg_tensor * a, struct
 }
 //@- 06 attention-ops
 
+//@+ full rope-freqs
+struct mg_tensor * mg_rope_ext(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * pos,
+                               struct mg_tensor * freq_factors, int n_rot, enum mg_rope_mode mode, float freq_base,
+                               float freq_scale) {
+    struct mg_tensor * t = mg_rope(ctx, a, pos, n_rot, mode, freq_base, freq_scale);
+    if (freq_factors != NULL) {
+        MG_ASSERT(freq_factors->type == MG_TYPE_F32 && freq_factors->ne[0] >= n_rot / 2 && "one factor per pair");
+        t->src[2] = freq_factors;
+    }
+    return t;
+}
+//@- full rope-freqs
+
 //@+ 09 set-rows
 struct mg_tensor * mg_set_rows(struct mg_context * ctx, struct mg_tensor * dst, struct mg_tensor * src,
                                struct mg_tensor * idx) {

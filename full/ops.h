@@ -98,6 +98,14 @@ enum mg_rope_mode {
 struct mg_tensor * mg_rope(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * pos, int n_rot,
                            enum mg_rope_mode mode, float freq_base, float freq_scale);
 //@- 06 attention-ops
+//@+ full rope-freqs
+// mg_rope with a frequency factor per pair (F32 {n_rot/2}, or NULL): pair
+// i turns by its angle divided by freq_factors[i] (Llama 3's rope_freqs.weight;
+// ggml_rope_ext's src[2]).
+struct mg_tensor * mg_rope_ext(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * pos,
+                               struct mg_tensor * freq_factors, int n_rot, enum mg_rope_mode mode, float freq_base,
+                               float freq_scale);
+//@- full rope-freqs
 
 //@+ 09 set-rows
 // Row r of src goes to row idx[r] of dst (src F32, dst F32 or F16; idx I32,

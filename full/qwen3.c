@@ -27,7 +27,17 @@
 // Hyper-parameters
 // ---------------------------------------------------------------------------
 
-static bool get_u32_as_int(const struct mg_gguf * g, const char * key, bool required, int fallback, int * out) {
+// Every hyper-parameter key starts with the architecture's name:
+// "qwen3.block_count" (llama.cpp: LLM_KV with the arch's prefix, llama-arch.cpp).
+static const char * arch_key(char * buf, size_t size, const struct mg_model_hparams * hp, const char * suffix) {
+    snprintf(buf, size, "%s.%s", hp->arch_name, suffix);
+    return buf;
+}
+
+static bool get_u32_as_int(const struct mg_gguf * g, const struct mg_model_hparams * hp, const char * suffix,
+                           bool required, int fallback, int * out) {
+    char key[96];
+    arch_key(key, sizeof(key), hp, suffix);
     uint32_t v;
     if (mg_gguf_find_key(g, key) < 0) {
         if (required) {
@@ -46,7 +56,10 @@ static bool get_u32_as_int(const struct mg_gguf * g, const char * key, bool requ
     return true;
 }
 
-static bool get_f32(const struct mg_gguf * g, const char * key, bool required, float fallback, float * out) {
+static bool get_f32(const struct mg_gguf * g, const struct mg_model_hparams * hp, const char * suffix, bool required,
+                    float fallback, float * out) {
+    char key[96];
+    arch_key(key, sizeof(key), hp, suffix);
     if (mg_gguf_find_key(g, key) < 0) {
         if (required) {
             mg_set_error("%s: metadata key '%s' is missing", mg_gguf_path(g), key);
@@ -58,46 +71,97 @@ static bool get_f32(const struct mg_gguf * g, const char * key, bool required, f
     return mg_gguf_get_f32(g, key, out);
 }
 
-static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp) {
-    const char * arch;
-    uint64_t     arch_len;
-    if (!mg_gguf_get_str(g, "general.architecture", &arch, &arch_len)) return false;
+#if 0 //@old 09..09 one-arch
+static bool find_arch(const struct mg_gguf * g, const char * arch, uint64_t arch_len, struct mg_model_hparams * hp) {
     if (arch_len != 5 || memcmp(arch, "qwen3", 5) != 0) {
         mg_set_error("%s: architecture '%.*s' is not supported (this engine runs qwen3)", mg_gguf_path(g),
                      (int) (arch_len < 64 ? arch_len : 64), arch);
         return false;
     }
-    if (!get_u32_as_int(g, "qwen3.block_count", true, 0, &hp->n_layer) ||
-        !get_u32_as_int(g, "qwen3.context_length", true, 0, &hp->n_ctx_train) ||
-        !get_u32_as_int(g, "qwen3.embedding_length", true, 0, &hp->n_embd) ||
-        !get_u32_as_int(g, "qwen3.feed_forward_length", true, 0, &hp->n_ff) ||
-        !get_u32_as_int(g, "qwen3.attention.head_count", true, 0, &hp->n_head) ||
-        !get_u32_as_int(g, "qwen3.attention.head_count_kv", false, hp->n_head, &hp->n_head_kv) ||
-        !get_u32_as_int(g, "qwen3.attention.key_length", false, hp->n_embd / hp->n_head, &hp->head_dim) ||
-        !get_f32(g, "qwen3.attention.layer_norm_rms_epsilon", true, 0.0f, &hp->rms_eps) ||
-        !get_f32(g, "qwen3.rope.freq_base", false, 10000.0f, &hp->rope_freq_base)) {
+    snprintf(hp->arch_name, sizeof(hp->arch_name), "qwen3");
+    return true;
+}
+#endif //@old one-arch
+//@+ full arch
+// The architectures full/ runs, with what tells them apart at load time
+// (llama.cpp: llama_model_rope_type in llama-model.cpp picks the rope type).
+static const struct {
+    const char * name;
+    enum mg_arch arch;
+    int          rope_type;
+} archs[] = {
+    {"llama", MG_ARCH_LLAMA, MG_ROPE_NORMAL},
+    {"qwen2", MG_ARCH_QWEN2, MG_ROPE_NEOX},
+    {"qwen3", MG_ARCH_QWEN3, MG_ROPE_NEOX},
+};
+
+static bool find_arch(const struct mg_gguf * g, const char * arch, uint64_t arch_len, struct mg_model_hparams * hp) {
+    for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
+        if (arch_len == strlen(archs[i].name) && memcmp(arch, archs[i].name, arch_len) == 0) {
+            snprintf(hp->arch_name, sizeof(hp->arch_name), "%s", archs[i].name);
+            hp->arch      = archs[i].arch;
+            hp->rope_type = archs[i].rope_type;
+            return true;
+        }
+    }
+    const bool moe = arch_len == 8 && memcmp(arch, "qwen3moe", 8) == 0;
+    mg_set_error("%s: architecture '%.*s' is not supported%s (this engine runs llama, qwen2, qwen3)", mg_gguf_path(g),
+                 (int) (arch_len < 64 ? arch_len : 64), arch, moe ? " yet: mixture-of-experts is not built" : "");
+    return false;
+}
+
+// A Llama file with experts is Mixtral's layout (ffn_gate_inp, ffn_*_exps): not built yet.
+static bool check_no_experts(const struct mg_gguf * g, const struct mg_model_hparams * hp) {
+    int n_expert = 0;
+    if (!get_u32_as_int(g, hp, "expert_count", false, 0, &n_expert)) return false;
+    if (n_expert > 0) {
+        mg_set_error("%s: metadata '%s.expert_count' = %d: mixture-of-experts models are not supported yet",
+                     mg_gguf_path(g), hp->arch_name, n_expert);
+        return false;
+    }
+    return true;
+}
+//@- full arch
+
+static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp) {
+    const char * arch;
+    uint64_t     arch_len;
+    if (!mg_gguf_get_str(g, "general.architecture", &arch, &arch_len)) return false;
+    if (!find_arch(g, arch, arch_len, hp)) return false;
+    //@+ full arch
+    if (!check_no_experts(g, hp)) return false;
+    //@- full arch
+    if (!get_u32_as_int(g, hp, "block_count", true, 0, &hp->n_layer) ||
+        !get_u32_as_int(g, hp, "context_length", true, 0, &hp->n_ctx_train) ||
+        !get_u32_as_int(g, hp, "embedding_length", true, 0, &hp->n_embd) ||
+        !get_u32_as_int(g, hp, "feed_forward_length", true, 0, &hp->n_ff) ||
+        !get_u32_as_int(g, hp, "attention.head_count", true, 0, &hp->n_head) ||
+        !get_u32_as_int(g, hp, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv) ||
+        !get_u32_as_int(g, hp, "attention.key_length", false, hp->n_embd / hp->n_head, &hp->head_dim) ||
+        !get_f32(g, hp, "attention.layer_norm_rms_epsilon", true, 0.0f, &hp->rms_eps) ||
+        !get_f32(g, hp, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base)) {
         return false;
     }
     // NaN, infinite or negative values load without complaint and give NaN
     // logits (ggml asserts eps >= 0 at compute time): refused here, by name.
     if (!(hp->rms_eps >= 0.0f) || isinf(hp->rms_eps)) {
-        mg_set_error("%s: metadata 'qwen3.attention.layer_norm_rms_epsilon' = %g must be a finite number >= 0",
-                     mg_gguf_path(g), (double) hp->rms_eps);
+        mg_set_error("%s: metadata '%s.attention.layer_norm_rms_epsilon' = %g must be a finite number >= 0",
+                     mg_gguf_path(g), hp->arch_name, (double) hp->rms_eps);
         return false;
     }
     if (!(hp->rope_freq_base > 0.0f) || isinf(hp->rope_freq_base)) {
-        mg_set_error("%s: metadata 'qwen3.rope.freq_base' = %g must be a finite number > 0", mg_gguf_path(g),
-                     (double) hp->rope_freq_base);
+        mg_set_error("%s: metadata '%s.rope.freq_base' = %g must be a finite number > 0", mg_gguf_path(g),
+                     hp->arch_name, (double) hp->rope_freq_base);
         return false;
     }
     int value_length, n_rot;
-    if (!get_u32_as_int(g, "qwen3.attention.value_length", false, hp->head_dim, &value_length) ||
-        !get_u32_as_int(g, "qwen3.rope.dimension_count", false, hp->head_dim, &n_rot)) {
+    if (!get_u32_as_int(g, hp, "attention.value_length", false, hp->head_dim, &value_length) ||
+        !get_u32_as_int(g, hp, "rope.dimension_count", false, hp->head_dim, &n_rot)) {
         return false;
     }
     if (value_length != hp->head_dim || n_rot != hp->head_dim) {
-        mg_set_error("%s: key_length %d, value_length %d and rope.dimension_count %d must be equal for qwen3",
-                     mg_gguf_path(g), hp->head_dim, value_length, n_rot);
+        mg_set_error("%s: key_length %d, value_length %d and rope.dimension_count %d must be equal for %s",
+                     mg_gguf_path(g), hp->head_dim, value_length, n_rot, hp->arch_name);
         return false;
     }
     if (hp->n_head % hp->n_head_kv != 0) {
@@ -107,18 +171,20 @@ static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp)
     }
     // Linear rope scaling is a plain factor on the angles; YaRN is not built here.
     hp->rope_freq_scale = 1.0f;
+    char scaling_key[96], factor_key[96];
+    arch_key(scaling_key, sizeof(scaling_key), hp, "rope.scaling.type");
+    arch_key(factor_key, sizeof(factor_key), hp, "rope.scaling.factor");
     const char * scaling = NULL;
     uint64_t     scaling_len = 0;
-    if (mg_gguf_find_key(g, "qwen3.rope.scaling.type") >= 0 &&
-        !mg_gguf_get_str(g, "qwen3.rope.scaling.type", &scaling, &scaling_len)) {
+    if (mg_gguf_find_key(g, scaling_key) >= 0 && !mg_gguf_get_str(g, scaling_key, &scaling, &scaling_len)) {
         return false;
     }
     float factor = 0.0f;
-    if (!get_f32(g, "qwen3.rope.scaling.factor", false, 0.0f, &factor)) return false;
+    if (!get_f32(g, hp, "rope.scaling.factor", false, 0.0f, &factor)) return false;
     const bool is_none = scaling == NULL || (scaling_len == 4 && memcmp(scaling, "none", 4) == 0);
     const bool is_linear = scaling != NULL && scaling_len == 6 && memcmp(scaling, "linear", 6) == 0;
     if (isnan(factor) || isinf(factor) || factor < 0.0f) {
-        mg_set_error("%s: metadata 'qwen3.rope.scaling.factor' = %g must be a finite number >= 0", mg_gguf_path(g),
+        mg_set_error("%s: metadata '%s' = %g must be a finite number >= 0", mg_gguf_path(g), factor_key,
                      (double) factor);
         return false;
     }
@@ -194,8 +260,26 @@ static bool load_layer(struct mg_model * m, int il) {
     LOAD(wk,        "attn_k",      E,     D * Hkv, USE_MATMUL);
     LOAD(wv,        "attn_v",      E,     D * Hkv, USE_MATMUL);
     LOAD(wo,        "attn_output", D * H, E,     USE_MATMUL);
+#if 0 //@old 09..09 one-arch
     LOAD(q_norm,    "attn_q_norm", D,     0,     USE_NORM);
     LOAD(k_norm,    "attn_k_norm", D,     0,     USE_NORM);
+#endif //@old one-arch
+    //@+ full arch
+    if (hp->arch == MG_ARCH_QWEN3) {   // only Qwen3 normalises the heads of Q and K
+        LOAD(q_norm, "attn_q_norm", D, 0, USE_NORM);
+        LOAD(k_norm, "attn_k_norm", D, 0, USE_NORM);
+    }
+    // The q/k/v biases are optional for every architecture, as llama.cpp's
+    // create_tensor_qkv has them (TENSOR_NOT_REQUIRED); Qwen2's files have them.
+#define LOAD_BIAS(field, suffix, ne0)                                               \
+    snprintf(name, sizeof(name), "blk.%d." suffix ".bias", il);                   \
+    l->field = load_tensor(m, name, ne0, 0, USE_NORM, false);                     \
+    if (l->field == NULL && mg_gguf_find_tensor(m->gguf, name) != NULL) return false
+    LOAD_BIAS(bq, "attn_q", D * H);
+    LOAD_BIAS(bk, "attn_k", D * Hkv);
+    LOAD_BIAS(bv, "attn_v", D * Hkv);
+#undef LOAD_BIAS
+    //@- full arch
     LOAD(ffn_norm,  "ffn_norm",    E,     0,     USE_NORM);
     LOAD(ffn_gate,  "ffn_gate",    E,     F,     USE_MATMUL);
     LOAD(ffn_up,    "ffn_up",      E,     F,     USE_MATMUL);
@@ -203,6 +287,39 @@ static bool load_layer(struct mg_model * m, int il) {
 #undef LOAD
     return true;
 }
+
+//@+ full arch
+// Llama 3's RoPE frequency factors: one tensor for all layers (llama.cpp
+// creates it per layer as TENSOR_DUPLICATED), optional, llama only.
+static bool load_rope_freqs(struct mg_model * m) {
+    if (m->hp.arch != MG_ARCH_LLAMA) return true;   // any other arch's file that has one is refused as unused
+    m->rope_freqs = load_tensor(m, "rope_freqs.weight", m->hp.head_dim / 2, 0, USE_NORM, false);
+    return m->rope_freqs != NULL || mg_gguf_find_tensor(m->gguf, "rope_freqs.weight") == NULL;
+}
+
+// A tensor the architecture does not read (attn_q_norm in a llama file, a
+// bias llama.cpp would not load) means the file is not what its metadata
+// says: refused by name and shape, as llama.cpp refuses a file whose tensor
+// count differs from what it created (llama_model_loader::done_getting_tensors).
+static bool is_loaded(const struct mg_model * m, const char * name) {
+    for (struct mg_tensor * t = mg_get_first_tensor(m->ctx); t != NULL; t = mg_get_next_tensor(m->ctx, t)) {
+        if (strcmp(t->name, name) == 0) return true;
+    }
+    return false;
+}
+
+static bool check_all_tensors_used(const struct mg_model * m) {
+    for (int64_t i = 0; i < mg_gguf_n_tensors(m->gguf); i++) {
+        const struct mg_gguf_tensor_info * info = mg_gguf_tensor(m->gguf, i);
+        if (is_loaded(m, info->name)) continue;
+        mg_set_error("%s: tensor '%s' [%lld, %lld, %lld, %lld] is not part of a %s model", m->path, info->name,
+                     (long long) info->ne[0], (long long) info->ne[1], (long long) info->ne[2],
+                     (long long) info->ne[3], m->hp.arch_name);
+        return false;
+    }
+    return true;
+}
+//@- full arch
 
 static bool load_tensors(struct mg_model * m) {
     const int64_t E = m->hp.n_embd, V = m->hp.n_vocab;
@@ -227,6 +344,9 @@ static bool load_tensors(struct mg_model * m) {
     for (int il = 0; il < m->hp.n_layer; il++) {
         if (!load_layer(m, il)) return false;
     }
+    //@+ full arch
+    if (!load_rope_freqs(m) || !check_all_tensors_used(m)) return false;
+    //@- full arch
     return true;
 }
 
@@ -314,7 +434,11 @@ struct mg_model * mg_model_load(const char * path) {
 
     // The counts of the header are checked against the file before anything
     // is sized by them: each layer has 11 tensors, plus token_embd and output_norm.
-    const size_t n_tensors = 3 + 11 * (size_t) m->hp.n_layer;
+    int per_layer = 11;
+    //@+ full arch
+    per_layer = m->hp.arch == MG_ARCH_QWEN3 ? 11 : 9;   // llama and qwen2: no q/k norms (biases are optional)
+    //@- full arch
+    size_t n_tensors = 3 + (size_t) per_layer * (size_t) m->hp.n_layer;
     if (n_tensors - 1 > (size_t) mg_gguf_n_tensors(m->gguf)) {
         // Name the first layer the file lacks (found within the file's tensor count).
         char first[MG_MAX_NAME + 16] = "a layer's tensor";
@@ -326,11 +450,14 @@ struct mg_model * mg_model_load(const char * path) {
                 break;
             }
         }
-        mg_set_error("%s: %s is missing: metadata 'qwen3.block_count' = %d needs at least %zu tensors (11 per "
-                     "layer, token_embd and output_norm), but the file has %lld", path, first, m->hp.n_layer,
-                     n_tensors - 1, (long long) mg_gguf_n_tensors(m->gguf));
+        mg_set_error("%s: %s is missing: metadata '%s.block_count' = %d needs at least %zu tensors (%d per "
+                     "layer, token_embd and output_norm), but the file has %lld", path, first, m->hp.arch_name,
+                     m->hp.n_layer, n_tensors - 1, per_layer, (long long) mg_gguf_n_tensors(m->gguf));
         goto fail;
     }
+    //@+ full arch
+    n_tensors += 3 * (size_t) m->hp.n_layer + 1;   // room for the optional biases and rope_freqs
+    //@- full arch
     m->ctx = mg_init((struct mg_init_params) {.mem_size = n_tensors * mg_tensor_overhead(), .no_alloc = true});
     if (m->ctx == NULL || !load_tensors(m)) goto fail;
     //@+ full prefault
@@ -378,7 +505,8 @@ static struct mg_tensor * input(struct mg_context * ctx, enum mg_type type, int6
     return mg_set_name(t, name);
 }
 
-// RMSNorm with a learned scale: (x / rms(x)) * w, named like llama.cpp's cb().
+// RMSNorm with a learned scale: (x / rms(x)) * w, named like llama.cpp's cb()
+// (llama.cpp: llm_graph_context::build_norm with LLM_NORM_RMS).
 static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * w, float eps,
                                const char * name, int il) {
     struct mg_tensor * n = mg_rms_norm(ctx, x, eps);
@@ -415,8 +543,35 @@ static void name_attention(struct mg_tensor * attn, int il) {
     if (kqv->src[1]->src[0] != NULL) mg_format_name(kqv->src[1]->src[0], "kq-%d", il);
 }
 
+#if 0 //@old 09..09 one-arch
+// RoPE as Qwen3 turns its heads: NEOX pairs (i, i + D/2).
+static struct mg_tensor * rotate(struct mg_context * ctx, const struct mg_model * m, struct mg_tensor * x,
+                                 struct mg_tensor * pos) {
+    const struct mg_model_hparams * hp = &m->hp;
+    return mg_rope(ctx, x, pos, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale);
+}
+#endif //@old one-arch
+//@+ full arch
+// RoPE as the architecture turns its heads: pairs (2i, 2i+1) for llama, NEOX
+// pairs (i, i + D/2) for the Qwens; Llama 3 divides each pair's angle by its
+// frequency factor (llama.cpp: ggml_rope_ext with model.get_rope_factors).
+static struct mg_tensor * rotate(struct mg_context * ctx, const struct mg_model * m, struct mg_tensor * x,
+                                 struct mg_tensor * pos) {
+    const struct mg_model_hparams * hp = &m->hp;
+    return mg_rope_ext(ctx, x, pos, m->rope_freqs, hp->head_dim, (enum mg_rope_mode) hp->rope_type,
+                       hp->rope_freq_base, hp->rope_freq_scale);
+}
+
+// x + b when the layer has the bias, named like llama.cpp's build_qkv names it (Qcur-l again).
+static struct mg_tensor * add_bias(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * b,
+                                   const char * name, int il) {
+    return b == NULL ? x : mg_format_name(mg_add(ctx, x, b), "%s-%d", name, il);
+}
+//@- full arch
+
 // Self-attention of one layer: Q, K, V projections, per-head norms, RoPE,
-// store K and V in the cache, attend over it, project back.
+// store K and V in the cache, attend over it, project back (llama.cpp:
+// build_qkv, ggml_rope_ext and build_attn).
 static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                     struct mg_kv_cache * kv, int il, struct mg_tensor * cur, int n_tokens, int n_kv,
                                     const struct mg_batch_inputs * in) {
@@ -427,17 +582,28 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     struct mg_tensor * q = mg_format_name(mg_mul_mat(ctx, l->wq, cur), "Qcur-%d", il);
     struct mg_tensor * k = mg_format_name(mg_mul_mat(ctx, l->wk, cur), "Kcur-%d", il);
     struct mg_tensor * v = mg_format_name(mg_mul_mat(ctx, l->wv, cur), "Vcur-%d", il);
+    //@+ full arch
+    q = add_bias(ctx, q, l->bq, "Qcur", il);   // qwen2: Q, K and V have biases
+    k = add_bias(ctx, k, l->bk, "Kcur", il);
+    v = add_bias(ctx, v, l->bv, "Vcur", il);
+    //@- full arch
     q = mg_reshape_3d(ctx, q, hp->head_dim, hp->n_head, n_tokens);
     k = mg_reshape_3d(ctx, k, hp->head_dim, hp->n_head_kv, n_tokens);
     v = mg_format_name(mg_reshape_3d(ctx, v, hp->head_dim, hp->n_head_kv, n_tokens), "Vcur-%d", il);
 
+#if 0 //@old 09..09 one-arch
     // Qwen3 normalises every head of Q and K before rotating them.
     q = norm(ctx, q, l->q_norm, hp->rms_eps, "Qcur_normed", il);
     k = norm(ctx, k, l->k_norm, hp->rms_eps, "Kcur_normed", il);
-    q = mg_format_name(mg_rope(ctx, q, in->pos, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
-                       "Qcur-%d", il);
-    k = mg_format_name(mg_rope(ctx, k, in->pos, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
-                       "Kcur-%d", il);
+#endif //@old one-arch
+    //@+ full arch
+    if (l->q_norm != NULL) {   // Qwen3 normalises every head of Q and K before rotating them
+        q = norm(ctx, q, l->q_norm, hp->rms_eps, "Qcur_normed", il);
+        k = norm(ctx, k, l->k_norm, hp->rms_eps, "Kcur_normed", il);
+    }
+    //@- full arch
+    q = mg_format_name(rotate(ctx, m, q, in->pos), "Qcur-%d", il);
+    k = mg_format_name(rotate(ctx, m, k, in->pos), "Kcur-%d", il);
 
     mg_kv_cache_store_rows(ctx, g, kv, il, k, v, in->k_idx, in->v_idx);
     struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);
@@ -448,7 +614,8 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     return mg_format_name(mg_mul_mat(ctx, l->wo, attn), "attn_out-%d", il);
 }
 
-// SwiGLU feed-forward: down(silu(gate(x)) * up(x)).
+// SwiGLU feed-forward: down(silu(gate(x)) * up(x)) (llama.cpp: build_ffn with
+// LLM_FFN_SILU, LLM_FFN_PAR).
 static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_layer * l, struct mg_tensor * cur,
                                        int il) {
     struct mg_tensor * gate = mg_format_name(mg_mul_mat(ctx, l->ffn_gate, cur), "ffn_gate-%d", il);

@@ -518,8 +518,9 @@ static bool apply_k_shift(struct mg_session * s) {
     }
     const double       t0    = mg_time_ms();
     struct mg_cgraph * g     = mg_new_graph_custom(ctx, size);
-    // The rotation the model's graph gives keys (qwen3.c): NEOX pairs, n_rot = head_dim.
-    struct mg_tensor * shift = mg_kv_cache_build_shift(ctx, g, s->kv, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base,
+    // The rotation the model's graph gives keys (qwen3.c, rotate): the arch's pairs, n_rot = head_dim.
+    struct mg_tensor * shift = mg_kv_cache_build_shift(ctx, g, s->kv, s->model->rope_freqs, hp->head_dim,
+                                                       (enum mg_rope_mode) hp->rope_type, hp->rope_freq_base,
                                                        hp->rope_freq_scale);
     bool ok = mg_gallocr_alloc_graph(ga, g);
     struct mg_cplan plan = mg_graph_plan(g, s->params.n_threads);

@@ -139,6 +139,10 @@ const char * mg_pretok_name(enum mg_pretok type) {
         case MG_PRETOK_DEFAULT: return "default";
         case MG_PRETOK_GPT2:    return "gpt2";
         case MG_PRETOK_QWEN2:   return "qwen2";
+        //@+ full llama-bpe
+        case MG_PRETOK_LLAMA3:  return "llama3";
+        case MG_PRETOK_SMOLLM:  return "smollm";
+        //@- full llama-bpe
     }
     return "?";
 }
@@ -260,8 +264,10 @@ static void split_gpt2(const struct span * s, struct mg_pieces * out) {
 // (llama.cpp unicode_regex_split_custom_qwen2). Unlike GPT2: contractions in
 // any case, one punctuation or space character may lead a word (".net",
 // " hello"), numbers are cut into single digits, punctuation swallows the
-// newlines after it, and newlines end a white-space piece.
-static void split_qwen2(const struct span * s, struct mg_pieces * out) {
+// newlines after it, and newlines end a white-space piece. max_digits is 1
+// here; full/'s Llama 3 pre-tokenizer is the same with \p{N}{1,3}: 3
+// (llama.cpp unicode_regex_split_custom_llama3).
+static void split_qwen2(const struct span * s, size_t max_digits, struct mg_pieces * out) {
     size_t pos = s->begin;
     while (pos < s->end) {
         const size_t start = pos;
@@ -283,10 +289,12 @@ static void split_qwen2(const struct span * s, struct mg_pieces * out) {
             continue;
         }
 
-        // \p{N} : one digit.
+        // \p{N} : one digit (\p{N}{1,max_digits}: up to max_digits of them).
         if (is_number(f)) {
-            mg_pieces_push(out, 1);
-            pos++;
+            size_t n_digits = 1;
+            while (n_digits < max_digits && is_number(flags_at(s, pos + n_digits))) n_digits++;
+            mg_pieces_push(out, n_digits);
+            pos += n_digits;
             continue;
         }
 
@@ -360,6 +368,13 @@ static size_t match_number_run(const struct span * s, size_t pos) {
     return n;
 }
 
+//@+ full llama-bpe
+// \p{N} : one number code point (SmolLM's first regex).
+static size_t match_one_number(const struct span * s, size_t pos) {
+    return pos < s->end && is_number(mg_unicode_flags(s->cpts[pos])) ? 1 : 0;
+}
+//@- full llama-bpe
+
 // [0-9][0-9][0-9] : exactly three ASCII digits (other scripts' digits do not count).
 static size_t match_three_digits(const struct span * s, size_t pos) {
     if (pos + 3 > s->end) return 0;
@@ -370,7 +385,11 @@ static size_t match_three_digits(const struct span * s, size_t pos) {
     return 3;
 }
 
-enum split_step { STEP_GPT2, STEP_QWEN2, STEP_PUNCT, STEP_NUMBERS, STEP_THREE_DIGITS };
+enum split_step { STEP_GPT2, STEP_QWEN2, STEP_PUNCT, STEP_NUMBERS, STEP_THREE_DIGITS,
+                  //@+ full llama-bpe
+                  STEP_LLAMA3, STEP_ONE_NUMBER,
+                  //@- full llama-bpe
+};
 
 // Applies one regex to every piece of in, appending the new pieces to out.
 static void apply_step(enum split_step step, const uint32_t * cpts, const struct mg_pieces * in,
@@ -381,7 +400,11 @@ static void apply_step(enum split_step step, const uint32_t * cpts, const struct
         const struct span s = { cpts, begin, begin + in->len[i] };
         switch (step) {
             case STEP_GPT2:         split_gpt2(&s, out); break;
-            case STEP_QWEN2:        split_qwen2(&s, out); break;
+            case STEP_QWEN2:        split_qwen2(&s, 1, out); break;
+            //@+ full llama-bpe
+            case STEP_LLAMA3:       split_qwen2(&s, 3, out); break;
+            case STEP_ONE_NUMBER:   split_matches(&s, match_one_number, out); break;
+            //@- full llama-bpe
             case STEP_PUNCT:        split_matches(&s, match_punct_run, out); break;
             case STEP_NUMBERS:      split_matches(&s, match_number_run, out); break;
             case STEP_THREE_DIGITS: split_matches(&s, match_three_digits, out); break;
@@ -394,6 +417,10 @@ void mg_pretokenize(enum mg_pretok type, const uint32_t * cpts, size_t n, struct
     static const enum split_step gpt2[]  = { STEP_GPT2 };
     static const enum split_step qwen2[] = { STEP_QWEN2 };
     static const enum split_step dflt[]  = { STEP_PUNCT, STEP_GPT2, STEP_NUMBERS, STEP_THREE_DIGITS };
+    //@+ full llama-bpe
+    static const enum split_step llama3[] = { STEP_LLAMA3 };
+    static const enum split_step smollm[] = { STEP_ONE_NUMBER, STEP_GPT2 };   // llama.cpp: LLAMA_VOCAB_PRE_TYPE_SMOLLM
+    //@- full llama-bpe
 
     const enum split_step * steps = gpt2;
     size_t n_steps = 1;
@@ -401,6 +428,10 @@ void mg_pretokenize(enum mg_pretok type, const uint32_t * cpts, size_t n, struct
         case MG_PRETOK_GPT2:    steps = gpt2;  n_steps = 1; break;
         case MG_PRETOK_QWEN2:   steps = qwen2; n_steps = 1; break;
         case MG_PRETOK_DEFAULT: steps = dflt;  n_steps = sizeof(dflt) / sizeof(dflt[0]); break;
+        //@+ full llama-bpe
+        case MG_PRETOK_LLAMA3:  steps = llama3; n_steps = 1; break;
+        case MG_PRETOK_SMOLLM:  steps = smollm; n_steps = 2; break;
+        //@- full llama-bpe
     }
 
     // Start from one piece holding everything; each step cuts every piece.

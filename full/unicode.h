@@ -105,6 +105,10 @@ int      mg_unicode_cpt_to_byte(uint32_t cpt);   // the inverse; -1 if cpt is no
 //   QWEN2    (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
 //            | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //   DEFAULT  [\p{P}\$\+<=>\^~\|]+   then GPT2   then \p{N}+   then [0-9][0-9][0-9]
+//@+ full llama-bpe
+//   LLAMA3   QWEN2's with \p{N}{1,3} for \p{N}: digits in groups of up to three
+//   SMOLLM   \p{N}   then GPT2: every digit a piece of its own first
+//@- full llama-bpe
 //
 // None of this uses a regex engine: like llama.cpp's hand-written matchers,
 // each regex is a loop that tries the alternatives in order at each position.
@@ -114,9 +118,13 @@ enum mg_pretok {
     MG_PRETOK_DEFAULT,   // tokenizer.ggml.pre missing or "default"
     MG_PRETOK_GPT2,      // "gpt-2" and the names that use its regex
     MG_PRETOK_QWEN2,     // "qwen2" and its aliases (Qwen3 models)
+    //@+ full llama-bpe
+    MG_PRETOK_LLAMA3,    // "llama-bpe" and its aliases (Llama 3)
+    MG_PRETOK_SMOLLM,    // "smollm" (SmolLM, SmolLM2)
+    //@- full llama-bpe
 };
 
-const char * mg_pretok_name(enum mg_pretok type);   // "default", "gpt2", "qwen2"
+const char * mg_pretok_name(enum mg_pretok type);   // "default", "gpt2", "qwen2" (full/: "llama3")
 
 // A list of piece lengths, in code points; the pieces are consecutive.
 struct mg_pieces {

@@ -489,6 +489,19 @@ static const struct {
     { "stablelm2",        MG_PRETOK_QWEN2 },
     { "hunyuan",          MG_PRETOK_QWEN2 },
     { "solar-open",       MG_PRETOK_QWEN2 },
+    //@+ full llama-bpe
+    // Llama 3's (llama.cpp: LLAMA_VOCAB_PRE_TYPE_LLAMA3, which also sets ignore_merges and add_bos)
+    { "llama3",           MG_PRETOK_LLAMA3 },
+    { "llama-v3",         MG_PRETOK_LLAMA3 },
+    { "llama-bpe",        MG_PRETOK_LLAMA3 },
+    { "falcon3",          MG_PRETOK_LLAMA3 },
+    { "falcon-h1",        MG_PRETOK_LLAMA3 },
+    { "pixtral",          MG_PRETOK_LLAMA3 },
+    { "midm-2.0",         MG_PRETOK_LLAMA3 },
+    { "lfm2",             MG_PRETOK_LLAMA3 },
+    { "jina-v5-nano",     MG_PRETOK_LLAMA3 },
+    { "smollm",           MG_PRETOK_SMOLLM },   // llama.cpp: LLAMA_VOCAB_PRE_TYPE_SMOLLM
+    //@- full llama-bpe
 };
 
 static bool pre_type_of(const char * pre, enum mg_pretok * type, const char * where) {
@@ -507,7 +520,11 @@ static bool pre_type_of(const char * pre, enum mg_pretok * type, const char * wh
                      "'gpt-2'? \"gpt2\" is a value of tokenizer.ggml.model, not of tokenizer.ggml.pre", where);
     } else {
         mg_set_error("%s: tokenizer.ggml.pre: unknown or unsupported pre-tokenizer type '%s' (supported: default, "
-                     "gpt-2 and its aliases, qwen2 and its aliases)", where, pre);
+                     "gpt-2 and its aliases, qwen2 and its aliases"
+                     //@+ full llama-bpe
+                     ", llama-bpe and its aliases, smollm"
+                     //@- full llama-bpe
+                     ")", where, pre);
     }
     return false;
 }
@@ -724,6 +741,10 @@ struct mg_vocab * mg_vocab_load(const struct mg_gguf * g) {
             p.special[which] = fallback;
         }
     }
+    //@+ full llama-bpe
+    enum mg_pretok pre_type;   // Llama 3's vocabulary adds BOS unless its key says no
+    if (pre_type_of(pre, &pre_type, path) && pre_type == MG_PRETOK_LLAMA3) p.add_bos = true;
+    //@- full llama-bpe
     if (mg_gguf_find_key(g, "tokenizer.ggml.add_bos_token") >= 0
         && !mg_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &p.add_bos)) goto done;
     if (mg_gguf_find_key(g, "tokenizer.ggml.add_eos_token") >= 0
@@ -908,6 +929,18 @@ static void bpe_word(const struct mg_vocab * v, struct session * s) {
     const char * word = s->word.data;
     const uint32_t len = (uint32_t) s->word.n;
 
+    //@+ full llama-bpe
+    // Llama 3's tokenizer takes a piece that is a token as that token, whatever
+    // the merges would make of it (HF's ignore_merges; llama.cpp: ignore_merges).
+    if (v->pre_type == MG_PRETOK_LLAMA3) {
+        const int32_t whole = mg_vocab_find(v, word, len);
+        if (whole >= 0) {
+            ids_push(&s->out, whole);
+            if (trace) trace_ids(&s->out, s->out.n - 1);
+            return;
+        }
+    }
+    //@- full llama-bpe
     // The starting symbols are the characters of the word.
     int32_t n = 0;
     for (uint32_t pos = 0; pos < len; n++) {

@@ -21,6 +21,7 @@ struct mg_gguf;
 struct mg_vocab;
 
 struct mg_model_hparams {
+    char  arch_name[16];     // general.architecture: the prefix of every key below ("qwen3")
     int   n_layer;           // qwen3.block_count
     int   n_embd;            // qwen3.embedding_length: E
     int   n_ff;              // qwen3.feed_forward_length: F
@@ -41,7 +42,7 @@ struct mg_layer {
     struct mg_tensor * wk;          // {E, D*Hkv}
     struct mg_tensor * wv;          // {E, D*Hkv}
     struct mg_tensor * wo;          // {D*H, E}
-    struct mg_tensor * q_norm;      // {D}, shared by all heads
+    struct mg_tensor * q_norm;      // {D}, shared by all heads (full/: NULL for llama and qwen2)
     struct mg_tensor * k_norm;      // {D}
     struct mg_tensor * ffn_norm;    // {E}
     struct mg_tensor * ffn_gate;    // {E, F}

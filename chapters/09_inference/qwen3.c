@@ -16,7 +16,17 @@
 // Hyper-parameters
 // ---------------------------------------------------------------------------
 
-static bool get_u32_as_int(const struct mg_gguf * g, const char * key, bool required, int fallback, int * out) {
+// Every hyper-parameter key starts with the architecture's name:
+// "qwen3.block_count" (llama.cpp: LLM_KV with the arch's prefix, llama-arch.cpp).
+static const char * arch_key(char * buf, size_t size, const struct mg_model_hparams * hp, const char * suffix) {
+    snprintf(buf, size, "%s.%s", hp->arch_name, suffix);
+    return buf;
+}
+
+static bool get_u32_as_int(const struct mg_gguf * g, const struct mg_model_hparams * hp, const char * suffix,
+                           bool required, int fallback, int * out) {
+    char key[96];
+    arch_key(key, sizeof(key), hp, suffix);
     uint32_t v;
     if (mg_gguf_find_key(g, key) < 0) {
         if (required) {
@@ -35,7 +45,10 @@ static bool get_u32_as_int(const struct mg_gguf * g, const char * key, bool requ
     return true;
 }
 
-static bool get_f32(const struct mg_gguf * g, const char * key, bool required, float fallback, float * out) {
+static bool get_f32(const struct mg_gguf * g, const struct mg_model_hparams * hp, const char * suffix, bool required,
+                    float fallback, float * out) {
+    char key[96];
+    arch_key(key, sizeof(key), hp, suffix);
     if (mg_gguf_find_key(g, key) < 0) {
         if (required) {
             mg_set_error("%s: metadata key '%s' is missing", mg_gguf_path(g), key);
@@ -47,46 +60,52 @@ static bool get_f32(const struct mg_gguf * g, const char * key, bool required, f
     return mg_gguf_get_f32(g, key, out);
 }
 
-static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp) {
-    const char * arch;
-    uint64_t     arch_len;
-    if (!mg_gguf_get_str(g, "general.architecture", &arch, &arch_len)) return false;
+static bool find_arch(const struct mg_gguf * g, const char * arch, uint64_t arch_len, struct mg_model_hparams * hp) {
     if (arch_len != 5 || memcmp(arch, "qwen3", 5) != 0) {
         mg_set_error("%s: architecture '%.*s' is not supported (this engine runs qwen3)", mg_gguf_path(g),
                      (int) (arch_len < 64 ? arch_len : 64), arch);
         return false;
     }
-    if (!get_u32_as_int(g, "qwen3.block_count", true, 0, &hp->n_layer) ||
-        !get_u32_as_int(g, "qwen3.context_length", true, 0, &hp->n_ctx_train) ||
-        !get_u32_as_int(g, "qwen3.embedding_length", true, 0, &hp->n_embd) ||
-        !get_u32_as_int(g, "qwen3.feed_forward_length", true, 0, &hp->n_ff) ||
-        !get_u32_as_int(g, "qwen3.attention.head_count", true, 0, &hp->n_head) ||
-        !get_u32_as_int(g, "qwen3.attention.head_count_kv", false, hp->n_head, &hp->n_head_kv) ||
-        !get_u32_as_int(g, "qwen3.attention.key_length", false, hp->n_embd / hp->n_head, &hp->head_dim) ||
-        !get_f32(g, "qwen3.attention.layer_norm_rms_epsilon", true, 0.0f, &hp->rms_eps) ||
-        !get_f32(g, "qwen3.rope.freq_base", false, 10000.0f, &hp->rope_freq_base)) {
+    snprintf(hp->arch_name, sizeof(hp->arch_name), "qwen3");
+    return true;
+}
+
+static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp) {
+    const char * arch;
+    uint64_t     arch_len;
+    if (!mg_gguf_get_str(g, "general.architecture", &arch, &arch_len)) return false;
+    if (!find_arch(g, arch, arch_len, hp)) return false;
+    if (!get_u32_as_int(g, hp, "block_count", true, 0, &hp->n_layer) ||
+        !get_u32_as_int(g, hp, "context_length", true, 0, &hp->n_ctx_train) ||
+        !get_u32_as_int(g, hp, "embedding_length", true, 0, &hp->n_embd) ||
+        !get_u32_as_int(g, hp, "feed_forward_length", true, 0, &hp->n_ff) ||
+        !get_u32_as_int(g, hp, "attention.head_count", true, 0, &hp->n_head) ||
+        !get_u32_as_int(g, hp, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv) ||
+        !get_u32_as_int(g, hp, "attention.key_length", false, hp->n_embd / hp->n_head, &hp->head_dim) ||
+        !get_f32(g, hp, "attention.layer_norm_rms_epsilon", true, 0.0f, &hp->rms_eps) ||
+        !get_f32(g, hp, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base)) {
         return false;
     }
     // NaN, infinite or negative values load without complaint and give NaN
     // logits (ggml asserts eps >= 0 at compute time): refused here, by name.
     if (!(hp->rms_eps >= 0.0f) || isinf(hp->rms_eps)) {
-        mg_set_error("%s: metadata 'qwen3.attention.layer_norm_rms_epsilon' = %g must be a finite number >= 0",
-                     mg_gguf_path(g), (double) hp->rms_eps);
+        mg_set_error("%s: metadata '%s.attention.layer_norm_rms_epsilon' = %g must be a finite number >= 0",
+                     mg_gguf_path(g), hp->arch_name, (double) hp->rms_eps);
         return false;
     }
     if (!(hp->rope_freq_base > 0.0f) || isinf(hp->rope_freq_base)) {
-        mg_set_error("%s: metadata 'qwen3.rope.freq_base' = %g must be a finite number > 0", mg_gguf_path(g),
-                     (double) hp->rope_freq_base);
+        mg_set_error("%s: metadata '%s.rope.freq_base' = %g must be a finite number > 0", mg_gguf_path(g),
+                     hp->arch_name, (double) hp->rope_freq_base);
         return false;
     }
     int value_length, n_rot;
-    if (!get_u32_as_int(g, "qwen3.attention.value_length", false, hp->head_dim, &value_length) ||
-        !get_u32_as_int(g, "qwen3.rope.dimension_count", false, hp->head_dim, &n_rot)) {
+    if (!get_u32_as_int(g, hp, "attention.value_length", false, hp->head_dim, &value_length) ||
+        !get_u32_as_int(g, hp, "rope.dimension_count", false, hp->head_dim, &n_rot)) {
         return false;
     }
     if (value_length != hp->head_dim || n_rot != hp->head_dim) {
-        mg_set_error("%s: key_length %d, value_length %d and rope.dimension_count %d must be equal for qwen3",
-                     mg_gguf_path(g), hp->head_dim, value_length, n_rot);
+        mg_set_error("%s: key_length %d, value_length %d and rope.dimension_count %d must be equal for %s",
+                     mg_gguf_path(g), hp->head_dim, value_length, n_rot, hp->arch_name);
         return false;
     }
     if (hp->n_head % hp->n_head_kv != 0) {
@@ -96,18 +115,20 @@ static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp)
     }
     // Linear rope scaling is a plain factor on the angles; YaRN is not built here.
     hp->rope_freq_scale = 1.0f;
+    char scaling_key[96], factor_key[96];
+    arch_key(scaling_key, sizeof(scaling_key), hp, "rope.scaling.type");
+    arch_key(factor_key, sizeof(factor_key), hp, "rope.scaling.factor");
     const char * scaling = NULL;
     uint64_t     scaling_len = 0;
-    if (mg_gguf_find_key(g, "qwen3.rope.scaling.type") >= 0 &&
-        !mg_gguf_get_str(g, "qwen3.rope.scaling.type", &scaling, &scaling_len)) {
+    if (mg_gguf_find_key(g, scaling_key) >= 0 && !mg_gguf_get_str(g, scaling_key, &scaling, &scaling_len)) {
         return false;
     }
     float factor = 0.0f;
-    if (!get_f32(g, "qwen3.rope.scaling.factor", false, 0.0f, &factor)) return false;
+    if (!get_f32(g, hp, "rope.scaling.factor", false, 0.0f, &factor)) return false;
     const bool is_none = scaling == NULL || (scaling_len == 4 && memcmp(scaling, "none", 4) == 0);
     const bool is_linear = scaling != NULL && scaling_len == 6 && memcmp(scaling, "linear", 6) == 0;
     if (isnan(factor) || isinf(factor) || factor < 0.0f) {
-        mg_set_error("%s: metadata 'qwen3.rope.scaling.factor' = %g must be a finite number >= 0", mg_gguf_path(g),
+        mg_set_error("%s: metadata '%s' = %g must be a finite number >= 0", mg_gguf_path(g), factor_key,
                      (double) factor);
         return false;
     }
@@ -237,7 +258,8 @@ struct mg_model * mg_model_load(const char * path) {
 
     // The counts of the header are checked against the file before anything
     // is sized by them: each layer has 11 tensors, plus token_embd and output_norm.
-    const size_t n_tensors = 3 + 11 * (size_t) m->hp.n_layer;
+    int per_layer = 11;
+    size_t n_tensors = 3 + (size_t) per_layer * (size_t) m->hp.n_layer;
     if (n_tensors - 1 > (size_t) mg_gguf_n_tensors(m->gguf)) {
         // Name the first layer the file lacks (found within the file's tensor count).
         char first[MG_MAX_NAME + 16] = "a layer's tensor";
@@ -249,9 +271,9 @@ struct mg_model * mg_model_load(const char * path) {
                 break;
             }
         }
-        mg_set_error("%s: %s is missing: metadata 'qwen3.block_count' = %d needs at least %zu tensors (11 per "
-                     "layer, token_embd and output_norm), but the file has %lld", path, first, m->hp.n_layer,
-                     n_tensors - 1, (long long) mg_gguf_n_tensors(m->gguf));
+        mg_set_error("%s: %s is missing: metadata '%s.block_count' = %d needs at least %zu tensors (%d per "
+                     "layer, token_embd and output_norm), but the file has %lld", path, first, m->hp.arch_name,
+                     m->hp.n_layer, n_tensors - 1, per_layer, (long long) mg_gguf_n_tensors(m->gguf));
         goto fail;
     }
     m->ctx = mg_init((struct mg_init_params) {.mem_size = n_tensors * mg_tensor_overhead(), .no_alloc = true});
@@ -292,7 +314,8 @@ static struct mg_tensor * input(struct mg_context * ctx, enum mg_type type, int6
     return mg_set_name(t, name);
 }
 
-// RMSNorm with a learned scale: (x / rms(x)) * w, named like llama.cpp's cb().
+// RMSNorm with a learned scale: (x / rms(x)) * w, named like llama.cpp's cb()
+// (llama.cpp: llm_graph_context::build_norm with LLM_NORM_RMS).
 static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * w, float eps,
                                const char * name, int il) {
     struct mg_tensor * n = mg_rms_norm(ctx, x, eps);
@@ -321,8 +344,16 @@ static void name_attention(struct mg_tensor * attn, int il) {
     if (kqv->src[1]->src[0] != NULL) mg_format_name(kqv->src[1]->src[0], "kq-%d", il);
 }
 
+// RoPE as Qwen3 turns its heads: NEOX pairs (i, i + D/2).
+static struct mg_tensor * rotate(struct mg_context * ctx, const struct mg_model * m, struct mg_tensor * x,
+                                 struct mg_tensor * pos) {
+    const struct mg_model_hparams * hp = &m->hp;
+    return mg_rope(ctx, x, pos, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale);
+}
+
 // Self-attention of one layer: Q, K, V projections, per-head norms, RoPE,
-// store K and V in the cache, attend over it, project back.
+// store K and V in the cache, attend over it, project back (llama.cpp:
+// build_qkv, ggml_rope_ext and build_attn).
 static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                     struct mg_kv_cache * kv, int il, struct mg_tensor * cur, int n_tokens, int n_kv,
                                     const struct mg_batch_inputs * in) {
@@ -340,10 +371,8 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     // Qwen3 normalises every head of Q and K before rotating them.
     q = norm(ctx, q, l->q_norm, hp->rms_eps, "Qcur_normed", il);
     k = norm(ctx, k, l->k_norm, hp->rms_eps, "Kcur_normed", il);
-    q = mg_format_name(mg_rope(ctx, q, in->pos, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
-                       "Qcur-%d", il);
-    k = mg_format_name(mg_rope(ctx, k, in->pos, hp->head_dim, MG_ROPE_NEOX, hp->rope_freq_base, hp->rope_freq_scale),
-                       "Kcur-%d", il);
+    q = mg_format_name(rotate(ctx, m, q, in->pos), "Qcur-%d", il);
+    k = mg_format_name(rotate(ctx, m, k, in->pos), "Kcur-%d", il);
 
     mg_kv_cache_store_rows(ctx, g, kv, il, k, v, in->k_idx, in->v_idx);
     struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);
@@ -354,7 +383,8 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     return mg_format_name(mg_mul_mat(ctx, l->wo, attn), "attn_out-%d", il);
 }
 
-// SwiGLU feed-forward: down(silu(gate(x)) * up(x)).
+// SwiGLU feed-forward: down(silu(gate(x)) * up(x)) (llama.cpp: build_ffn with
+// LLM_FFN_SILU, LLM_FFN_PAR).
 static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_layer * l, struct mg_tensor * cur,
                                        int il) {
     struct mg_tensor * gate = mg_format_name(mg_mul_mat(ctx, l->ffn_gate, cur), "ffn_gate-%d", il);

@@ -260,8 +260,10 @@ static void split_gpt2(const struct span * s, struct mg_pieces * out) {
 // (llama.cpp unicode_regex_split_custom_qwen2). Unlike GPT2: contractions in
 // any case, one punctuation or space character may lead a word (".net",
 // " hello"), numbers are cut into single digits, punctuation swallows the
-// newlines after it, and newlines end a white-space piece.
-static void split_qwen2(const struct span * s, struct mg_pieces * out) {
+// newlines after it, and newlines end a white-space piece. max_digits is 1
+// here; full/'s Llama 3 pre-tokenizer is the same with \p{N}{1,3}: 3
+// (llama.cpp unicode_regex_split_custom_llama3).
+static void split_qwen2(const struct span * s, size_t max_digits, struct mg_pieces * out) {
     size_t pos = s->begin;
     while (pos < s->end) {
         const size_t start = pos;
@@ -283,10 +285,12 @@ static void split_qwen2(const struct span * s, struct mg_pieces * out) {
             continue;
         }
 
-        // \p{N} : one digit.
+        // \p{N} : one digit (\p{N}{1,max_digits}: up to max_digits of them).
         if (is_number(f)) {
-            mg_pieces_push(out, 1);
-            pos++;
+            size_t n_digits = 1;
+            while (n_digits < max_digits && is_number(flags_at(s, pos + n_digits))) n_digits++;
+            mg_pieces_push(out, n_digits);
+            pos += n_digits;
             continue;
         }
 
@@ -370,7 +374,8 @@ static size_t match_three_digits(const struct span * s, size_t pos) {
     return 3;
 }
 
-enum split_step { STEP_GPT2, STEP_QWEN2, STEP_PUNCT, STEP_NUMBERS, STEP_THREE_DIGITS };
+enum split_step { STEP_GPT2, STEP_QWEN2, STEP_PUNCT, STEP_NUMBERS, STEP_THREE_DIGITS,
+};
 
 // Applies one regex to every piece of in, appending the new pieces to out.
 static void apply_step(enum split_step step, const uint32_t * cpts, const struct mg_pieces * in,
@@ -381,7 +386,7 @@ static void apply_step(enum split_step step, const uint32_t * cpts, const struct
         const struct span s = { cpts, begin, begin + in->len[i] };
         switch (step) {
             case STEP_GPT2:         split_gpt2(&s, out); break;
-            case STEP_QWEN2:        split_qwen2(&s, out); break;
+            case STEP_QWEN2:        split_qwen2(&s, 1, out); break;
             case STEP_PUNCT:        split_matches(&s, match_punct_run, out); break;
             case STEP_NUMBERS:      split_matches(&s, match_number_run, out); break;
             case STEP_THREE_DIGITS: split_matches(&s, match_three_digits, out); break;

@@ -116,7 +116,7 @@ enum mg_pretok {
     MG_PRETOK_QWEN2,     // "qwen2" and its aliases (Qwen3 models)
 };
 
-const char * mg_pretok_name(enum mg_pretok type);   // "default", "gpt2", "qwen2"
+const char * mg_pretok_name(enum mg_pretok type);   // "default", "gpt2", "qwen2" (full/: "llama3")
 
 // A list of piece lengths, in code points; the pieces are consecutive.
 struct mg_pieces {

@@ -507,7 +507,8 @@ static bool pre_type_of(const char * pre, enum mg_pretok * type, const char * wh
                      "'gpt-2'? \"gpt2\" is a value of tokenizer.ggml.model, not of tokenizer.ggml.pre", where);
     } else {
         mg_set_error("%s: tokenizer.ggml.pre: unknown or unsupported pre-tokenizer type '%s' (supported: default, "
-                     "gpt-2 and its aliases, qwen2 and its aliases)", where, pre);
+                     "gpt-2 and its aliases, qwen2 and its aliases"
+                     ")", where, pre);
     }
     return false;
 }

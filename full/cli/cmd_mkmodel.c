@@ -1,5 +1,5 @@
 //@file full
-// cmd_mkmodel.c - mg mkmodel: a Qwen3-shaped GGUF with random weights and a
+// cmd_mkmodel.c - mg mkmodel: a llama, qwen2 or qwen3 GGUF with random weights and a
 // real vocabulary (MiniMind's by default, or any byte-level BPE tokenizer.json
 // folder: hf_tokenizer.c), written by our own GGUF writer. For tests and
 // benchmarks: speed depends on the shapes and types, not on the values.
@@ -19,16 +19,28 @@
 #endif
 
 static const char * usage =
-    "usage: mg mkmodel [--preset NAME] [--n-layer N --n-embd N ...] [--type TYPE] [--seed N] [--vocab DIR]\n"
-    "                  [--untied] [--pre NAME] [--rng NAME] [--init NAME] -o OUT.gguf\n"
+    "usage: mg mkmodel [--preset NAME] [--arch NAME] [--n-layer N --n-embd N ...] [--type TYPE] [--seed N]\n"
+    "                  [--vocab DIR] [--untied] [--pre NAME] [--rng NAME] [--init NAME] -o OUT.gguf\n"
     "\n"
-    "Presets (rope base 1e6, RMS eps 1e-6; the vocabulary comes from --vocab):\n"
+    "--arch writes a llama, qwen2 or qwen3 model (default: the preset's, else qwen3): qwen3 has q/k norms,\n"
+    "qwen2 q/k/v biases, llama neither (and RoPE on pairs (2i, 2i+1) instead of NEOX's (i, i + D/2)).\n"
+    "Presets (qwen3 unless said; rope base 1e6, RMS eps 1e-6 unless said; the vocabulary comes from --vocab):\n"
     "  tiny        2 layers, n_embd 256, 4 heads / 2 KV heads of 64, n_ff 768, context 512, tied (the test fixtures')\n"
     "  tiny2       2 layers, n_embd 512, 8 heads / 2 KV heads of 64, n_ff 1408, context 512, untied, --pre qwen2,\n"
     "              --rng sum4, --init scaled (the second shape of tests/fixtures/golden2)\n"
     "  minimind    8 layers, n_embd 768, 8 heads / 4 KV heads of 96, n_ff 2432, context 32768, tied (MiniMind-3)\n"
     "  qwen3-0.6b  28 layers, n_embd 1024, 16 heads / 8 KV heads of 128, n_ff 3072, context 40960, tied (Qwen3-0.6B)\n"
-    "The shape flags override the preset's values; without --preset, --n-layer, --n-embd, --n-head and --n-ff\n"
+    "  tiny-llama  llama: tiny2's shape (untied, qwen2 pre, sum4, scaled), rope base 5e5, RMS eps 1e-5 and\n"
+    "              Llama 3's rope_freqs.weight (factor 32, original context 8192): a golden shape\n"
+    "  tiny-qwen2  qwen2: 2 layers, n_embd 512, 8 heads / 4 KV heads of 64, n_ff 1408, context 512, tied, q/k/v\n"
+    "              biases, qwen2 pre, sum4, scaled: a golden shape\n"
+    "  llama3.2-1b   llama: 16 layers, n_embd 2048, 32 heads / 8 KV heads of 64, n_ff 8192, context 131072, tied,\n"
+    "                rope base 5e5, RMS eps 1e-5, rope_freqs.weight (Llama 3.2 1B's config.json)\n"
+    "  smollm2-135m  llama: 30 layers, n_embd 576, 9 heads / 3 KV heads of 64, n_ff 1536, context 8192, tied,\n"
+    "                rope base 1e5, RMS eps 1e-5 (SmolLM2-135M's config.json)\n"
+    "  qwen2.5-0.5b  qwen2: 24 layers, n_embd 896, 14 heads / 2 KV heads of 64, n_ff 4864, context 32768, tied,\n"
+    "                q/k/v biases (Qwen2.5-0.5B's config.json)\n"
+    "The shape flags override the preset's values (--n-layer 2 cuts a real shape down to fit); without --preset, --n-layer, --n-embd, --n-head and --n-ff\n"
     "are needed (--n-head-kv defaults to --n-head, --head-dim to n_embd / n_head, --n-ctx to 4096).\n"
     "Weights are random from the seed, with mean 0; --init picks their sizes:\n"
     "  flat        standard deviation 0.02 for every matrix, norms 1 (the default; logits of std ~0.5)\n"
@@ -40,8 +52,9 @@ static const char * usage =
     "  sum4        the sum of four uniform 16-bit integers, centred, times one float scale (near normal):\n"
     "              integer arithmetic and one rounding, the same bytes on every machine\n"
     "--untied gives the model its own output matrix (output.weight, random like the rest) instead of\n"
-    "reading the logits through token_embd. --pre writes tokenizer.ggml.pre: gpt-2 or qwen2 (default: the\n"
-    "one tokenizer.json's regex names; qwen2 splits digits one by one, gpt-2 keeps runs of them). TYPE is the type of every matrix (f32, f16, bf16,\n"
+    "reading the logits through token_embd. --pre writes tokenizer.ggml.pre: gpt-2, qwen2, llama-bpe or smollm\n"
+    "(default: the one tokenizer.json names; qwen2 and smollm split digits one by one, llama-bpe in threes, gpt-2\n"
+    "keeps runs). TYPE is the type of every matrix (f32, f16, bf16,\n"
     "q8_0, q4_0, q4_k, q6_k, ...); a matrix whose rows do not split into TYPE's blocks falls back to q8_0 (f16\n"
     "when they do not split into 32s either). The vocabulary is read from DIR/tokenizer.json (and\n"
     "tokenizer_config.json, config.json when present; default: the project's data/minimind): the embedding\n"
@@ -54,17 +67,27 @@ struct preset {
     const char * pre;      // tokenizer.ggml.pre, or NULL: the one tokenizer.json's regex names
     const char * rng;      // "box-muller" or "sum4"
     const char * init;     // "flat" or "scaled"
+    const char * arch;     // general.architecture: "llama", "qwen2", or NULL: qwen3
+    float        rope_base, rms_eps;   // 0: 1e6 and 1e-6
+    int          llama3_ctx;           // > 0: Llama 3's rope_freqs.weight, for this original context
 };
 
 static const struct preset presets[] = {
-    {"tiny",       2,  256,  4,  2, 64,  768,  512,   false, NULL,    "box-muller", "flat"},
+    {"tiny",       2,  256,  4,  2, 64,  768,  512,   false, NULL,    "box-muller", "flat", NULL, 0, 0, 0},
     // The second shape of the goldens: wider, GQA 4:1, its own output matrix,
     // the qwen2 pre-tokenizer; n_ff 1408 (not a multiple of 256) sends
     // ffn_down through llama-quantize's fallback types in the K-quant mixes.
     // Bit-reproducible (sum4), so the test makes its master instead of vendoring 49 MB.
-    {"tiny2",      2,  512,  8,  2, 64,  1408, 512,   true,  "qwen2", "sum4",       "scaled"},
-    {"minimind",   8,  768,  8,  4, 96,  2432, 32768, false, NULL,    "box-muller", "flat"},
-    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, false, NULL,    "box-muller", "flat"},   // Qwen3-0.6B's config.json
+    {"tiny2",      2,  512,  8,  2, 64,  1408, 512,   true,  "qwen2", "sum4",       "scaled", NULL, 0, 0, 0},
+    {"minimind",   8,  768,  8,  4, 96,  2432, 32768, false, NULL,    "box-muller", "flat", NULL, 0, 0, 0},
+    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, false, NULL,    "box-muller", "flat", NULL, 0, 0, 0},   // Qwen3-0.6B's config.json
+    // The golden shapes of the other architectures (tests/full/test_golden2.c).
+    {"tiny-llama", 2,  512,  8,  2, 64,  1408, 512,   true,  "qwen2", "sum4", "scaled", "llama", 5e5f, 1e-5f, 8192},
+    {"tiny-qwen2", 2,  512,  8,  4, 64,  1408, 512,   false, "qwen2", "sum4", "scaled", "qwen2", 1e6f, 1e-6f, 0},
+    // The real shapes, from their config.json (cut down with --n-layer).
+    {"llama3.2-1b",  16, 2048, 32, 8, 64, 8192, 131072, false, NULL, "box-muller", "flat", "llama", 5e5f, 1e-5f, 8192},
+    {"smollm2-135m", 30, 576,  9,  3, 64, 1536, 8192,   false, NULL, "box-muller", "flat", "llama", 1e5f, 1e-5f, 0},
+    {"qwen2.5-0.5b", 24, 896,  14, 2, 64, 4864, 32768,  false, NULL, "box-muller", "flat", "qwen2", 1e6f, 1e-6f, 0},
 };
 enum { N_PRESETS = sizeof(presets) / sizeof(presets[0]) };
 
@@ -181,20 +204,35 @@ static bool add_norm(struct model_writer * mw, const char * name, int64_t n) {
     return mg_gguf_writer_add_tensor(mw->w, name, MG_TYPE_F32, 1, &n, data);
 }
 
+static const char * arch_of(const struct preset * p) {
+    return p->arch != NULL ? p->arch : "qwen3";
+}
+
+// "<arch>.<suffix>" into buf: every hyper-parameter key has the architecture's prefix.
+static const char * key(char * buf, size_t size, const struct preset * p, const char * suffix) {
+    snprintf(buf, size, "%s.%s", arch_of(p), suffix);
+    return buf;
+}
+
 static bool add_hparams(struct mg_gguf_writer * w, const struct preset * p, enum mg_type type) {
-    char name[64];
+    char name[64], k[96];
     snprintf(name, sizeof(name), "mg-%s-%s", p->name, mg_type_name(type));
-    bool ok = mg_gguf_writer_set_str(w, "general.architecture", "qwen3") && mg_gguf_writer_set_str(w, "general.name", name);
-    ok = ok && mg_gguf_writer_set_u32(w, "qwen3.block_count", (uint32_t) p->n_layer);
-    ok = ok && mg_gguf_writer_set_u32(w, "qwen3.context_length", (uint32_t) p->n_ctx);
-    ok = ok && mg_gguf_writer_set_u32(w, "qwen3.embedding_length", (uint32_t) p->n_embd);
-    ok = ok && mg_gguf_writer_set_u32(w, "qwen3.feed_forward_length", (uint32_t) p->n_ff);
-    ok = ok && mg_gguf_writer_set_u32(w, "qwen3.attention.head_count", (uint32_t) p->n_head);
-    ok = ok && mg_gguf_writer_set_u32(w, "qwen3.attention.head_count_kv", (uint32_t) p->n_head_kv);
-    ok = ok && mg_gguf_writer_set_u32(w, "qwen3.attention.key_length", (uint32_t) p->head_dim);
-    ok = ok && mg_gguf_writer_set_u32(w, "qwen3.attention.value_length", (uint32_t) p->head_dim);
-    ok = ok && mg_gguf_writer_set_f32(w, "qwen3.rope.freq_base", 1e6f);
-    ok = ok && mg_gguf_writer_set_f32(w, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+    bool ok = mg_gguf_writer_set_str(w, "general.architecture", arch_of(p)) &&
+              mg_gguf_writer_set_str(w, "general.name", name);
+    ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "block_count"), (uint32_t) p->n_layer);
+    ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "context_length"), (uint32_t) p->n_ctx);
+    ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "embedding_length"), (uint32_t) p->n_embd);
+    ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "feed_forward_length"), (uint32_t) p->n_ff);
+    ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "attention.head_count"), (uint32_t) p->n_head);
+    ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "attention.head_count_kv"), (uint32_t) p->n_head_kv);
+    ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "attention.key_length"), (uint32_t) p->head_dim);
+    ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "attention.value_length"), (uint32_t) p->head_dim);
+    if (p->arch != NULL) {   // llama.cpp's converter writes it for llama and qwen2 (rope.dimension_count)
+        ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "rope.dimension_count"), (uint32_t) p->head_dim);
+    }
+    ok = ok && mg_gguf_writer_set_f32(w, key(k, sizeof(k), p, "rope.freq_base"), p->rope_base > 0 ? p->rope_base : 1e6f);
+    ok = ok && mg_gguf_writer_set_f32(w, key(k, sizeof(k), p, "attention.layer_norm_rms_epsilon"),
+                                      p->rms_eps > 0 ? p->rms_eps : 1e-6f);
     ok = ok && mg_gguf_writer_set_u32(w, "general.file_type", file_type_of(type));
     if (mg_get_type_traits(type)->is_quantized) ok = ok && mg_gguf_writer_set_u32(w, "general.quantization_version", 2);
     return ok;
@@ -206,18 +244,72 @@ static const char * layer_tensor(char * buf, size_t size, int il, const char * w
     return buf;
 }
 
+// A bias of n random values (std 0.1 scaled, 0.02 flat), F32 as llama.cpp's converter keeps 1-D tensors.
+static bool add_bias(struct model_writer * mw, const char * name, int64_t n) {
+    float * data = malloc((size_t) n * sizeof(float));
+    if (data == NULL) {
+        fprintf(stderr, "mg mkmodel: out of memory for %s\n", name);
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++) data[i] = rng_weight(&mw->rng, mw->scaled ? 0.1f : 0.02f);
+    mw->buffers[mw->n_buffers++] = data;
+    return mg_gguf_writer_add_tensor(mw->w, name, MG_TYPE_F32, 1, &n, data);
+}
+
+// Llama 3's frequency factors, one per rotated pair, as llama.cpp's converter
+// computes them from config.json's rope_scaling (convert_hf_to_gguf.py,
+// LlamaModel.generate_extra_tensors; Llama 3.x: factor 32, low_freq_factor 1,
+// high_freq_factor 4): pairs of short wavelength keep their angle, long ones
+// turn 32 times slower, and the ones between are blended.
+static bool add_llama3_rope_freqs(struct model_writer * mw, const struct preset * p) {
+    const double factor = 32.0, low_freq_factor = 1.0, high_freq_factor = 4.0, old_ctx = p->llama3_ctx;
+    const double low_freq_wavelen = old_ctx / low_freq_factor, high_freq_wavelen = old_ctx / high_freq_factor;
+    const double base = p->rope_base > 0 ? p->rope_base : 1e6;
+    const int64_t n = p->head_dim / 2;
+    float * data = malloc((size_t) n * sizeof(float));
+    if (data == NULL) return false;
+    for (int64_t i = 0; i < n; i++) {
+        const double freq    = 1.0 / pow(base, (double) (2 * i) / p->head_dim);
+        const double wavelen = 2.0 * 3.141592653589793 / freq;
+        double f = 1.0;
+        if (wavelen > low_freq_wavelen) {
+            f = factor;
+        } else if (wavelen >= high_freq_wavelen) {
+            const double smooth = (old_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+            f = 1.0 / ((1.0 - smooth) / factor + smooth);
+        }
+        data[i] = (float) f;
+    }
+    mw->buffers[mw->n_buffers++] = data;
+    return mg_gguf_writer_add_tensor(mw->w, "rope_freqs.weight", MG_TYPE_F32, 1, &n, data);
+}
+
+static const char * layer_bias(char * buf, size_t size, int il, const char * what) {
+    snprintf(buf, size, "blk.%d.%s.bias", il, what);
+    return buf;
+}
+
 static bool add_tensors(struct model_writer * mw, const struct preset * p, int64_t n_vocab) {
     const int64_t E = p->n_embd, F = p->n_ff, D = p->head_dim, H = p->n_head, Hkv = p->n_head_kv;
+    const char *  arch = arch_of(p);
     bool ok = add_matrix(mw, "token_embd.weight", E, n_vocab, true);   // also the output matrix unless untied
+    if (p->llama3_ctx > 0) ok = ok && add_llama3_rope_freqs(mw, p);
     char n[MG_MAX_NAME];
     for (int il = 0; ok && il < p->n_layer; il++) {
         ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_norm"), E);
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_q"), E, D * H, false);
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_k"), E, D * Hkv, false);
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_v"), E, D * Hkv, false);
+        if (strcmp(arch, "qwen2") == 0) {   // Qwen2's q/k/v projections have biases
+            ok = ok && add_bias(mw, layer_bias(n, sizeof(n), il, "attn_q"), D * H);
+            ok = ok && add_bias(mw, layer_bias(n, sizeof(n), il, "attn_k"), D * Hkv);
+            ok = ok && add_bias(mw, layer_bias(n, sizeof(n), il, "attn_v"), D * Hkv);
+        }
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_output"), D * H, E, false);
-        ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_q_norm"), D);
-        ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_k_norm"), D);
+        if (strcmp(arch, "qwen3") == 0) {   // Qwen3's per-head norms of Q and K
+            ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_q_norm"), D);
+            ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_k_norm"), D);
+        }
         ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "ffn_norm"), E);
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_gate"), E, F, false);
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_up"), E, F, false);
@@ -235,13 +327,14 @@ static bool add_tensors(struct model_writer * mw, const struct preset * p, int64
 static bool choose_shape(const char * cmd, const char * preset_name, const struct preset * flags,
                          struct preset * shape) {
     static const struct preset none = {"custom", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, 4096, false, NULL, "box-muller",
-                                       "flat"};
+                                       "flat", NULL, 0.0f, 0.0f, 0};
     const struct preset * base = preset_name ? NULL : &none;
     for (size_t i = 0; preset_name && i < N_PRESETS; i++) {
         if (strcmp(preset_name, presets[i].name) == 0) base = &presets[i];
     }
     if (base == NULL) {
-        fprintf(stderr, "mg %s: --preset '%s': not a preset (tiny, tiny2, minimind, qwen3-0.6b)\n", cmd, preset_name);
+        fprintf(stderr, "mg %s: --preset '%s': not a preset (tiny, tiny2, minimind, qwen3-0.6b, tiny-llama, tiny-qwen2, "
+                        "llama3.2-1b, smollm2-135m, qwen2.5-0.5b)\n", cmd, preset_name);
         return false;
     }
     *shape = *base;
@@ -258,6 +351,10 @@ static bool choose_shape(const char * cmd, const char * preset_name, const struc
     if (flags->pre != NULL) shape->pre = flags->pre;
     if (flags->rng != NULL) shape->rng = flags->rng;
     if (flags->init != NULL) shape->init = flags->init;
+    if (flags->arch != NULL && strcmp(flags->arch, arch_of(shape)) != 0) {
+        shape->arch       = strcmp(flags->arch, "qwen3") == 0 ? NULL : flags->arch;
+        shape->llama3_ctx = 0;   // another architecture than the preset's: no Llama 3 factors
+    }
     if (preset_name == NULL &&
         (shape->n_layer == UNSET || shape->n_embd == UNSET || shape->n_head == UNSET || shape->n_ff == UNSET)) {
         fprintf(stderr, "mg %s: give --preset tiny|tiny2|minimind|qwen3-0.6b, or --n-layer, --n-embd, --n-head and "
@@ -286,13 +383,25 @@ static bool check_shape(const char * cmd, const struct preset * p) {
         fprintf(stderr, "mg %s: --n-head %d is not a multiple of --n-head-kv %d\n", cmd, p->n_head, p->n_head_kv);
         return false;
     }
+    if (p->arch != NULL && strcmp(p->arch, "llama") != 0 && strcmp(p->arch, "qwen2") != 0) {
+        fprintf(stderr, "mg %s: --arch '%s': not an architecture mkmodel writes (llama, qwen2, qwen3)\n", cmd, p->arch);
+        return false;
+    }
+    if (p->arch != NULL && strcmp(p->arch, "qwen2") == 0 && p->head_dim * p->n_head != p->n_embd) {
+        // llama.cpp's qwen2 loader makes attn_q and attn_output n_embd x n_embd
+        fprintf(stderr, "mg %s: qwen2 needs --head-dim x --n-head = --n-embd (%d x %d != %d)\n", cmd, p->head_dim,
+                p->n_head, p->n_embd);
+        return false;
+    }
     if (p->head_dim % 2 != 0) {
         fprintf(stderr, "mg %s: --head-dim %d: must be even (RoPE rotates pairs)\n", cmd, p->head_dim);
         return false;
     }
-    // Two of the pre-tokenizers vocab.c runs (pre_names[]), both for a byte-level BPE vocabulary.
-    if (p->pre != NULL && strcmp(p->pre, "gpt-2") != 0 && strcmp(p->pre, "qwen2") != 0) {
-        fprintf(stderr, "mg %s: --pre '%s': not a pre-tokenizer mkmodel writes (gpt-2, qwen2)\n", cmd, p->pre);
+    // Three of the pre-tokenizers vocab.c runs (pre_names[]), all for a byte-level BPE vocabulary.
+    if (p->pre != NULL && strcmp(p->pre, "gpt-2") != 0 && strcmp(p->pre, "qwen2") != 0 &&
+        strcmp(p->pre, "llama-bpe") != 0 && strcmp(p->pre, "smollm") != 0) {
+        fprintf(stderr, "mg %s: --pre '%s': not a pre-tokenizer mkmodel writes (gpt-2, qwen2, llama-bpe, smollm)\n",
+                cmd, p->pre);
         return false;
     }
     if (strcmp(p->rng, "box-muller") != 0 && strcmp(p->rng, "sum4") != 0) {
@@ -363,9 +472,12 @@ int cmd_mkmodel(int argc, char ** argv) {
     const char * cmd = "mkmodel";
     const char * preset_name = NULL, * type_name = "f32", * out = NULL, * vocab_dir = MG_DATA_DIR "/minimind";
     uint64_t seed = 1;
-    struct preset flags = {"flags", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, false, NULL, NULL, NULL};
+    struct preset flags = {"flags", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, false, NULL, NULL, NULL, NULL,
+                           0.0f, 0.0f, 0};
     const struct cli_option opts[] = {
-        {NULL, "--preset", CLI_STRING, &preset_name, "tiny, tiny2, minimind or qwen3-0.6b"},
+        {NULL, "--preset", CLI_STRING, &preset_name, "tiny, tiny2, minimind, qwen3-0.6b, tiny-llama, tiny-qwen2, "
+                                                     "llama3.2-1b, smollm2-135m, qwen2.5-0.5b"},
+        {NULL, "--arch", CLI_STRING, &flags.arch, "llama, qwen2 or qwen3 (default: the preset's, else qwen3)"},
         {NULL, "--n-layer", CLI_INT, &flags.n_layer, "layers"},
         {NULL, "--n-embd", CLI_INT, &flags.n_embd, "embedding width"},
         {NULL, "--n-head", CLI_INT, &flags.n_head, "query heads"},
@@ -378,7 +490,7 @@ int cmd_mkmodel(int argc, char ** argv) {
         {"-o", "--output", CLI_OUT_FILE, &out, "the GGUF file to write"},
         {NULL, "--vocab", CLI_IN_DIR, &vocab_dir, "directory with tokenizer.json (and tokenizer_config.json)"},
         {NULL, "--untied", CLI_FLAG, &flags.untied, "an output.weight of its own (default: tied to token_embd)"},
-        {NULL, "--pre", CLI_STRING, &flags.pre, "tokenizer.ggml.pre: gpt-2 or qwen2 (default: tokenizer.json's)"},
+        {NULL, "--pre", CLI_STRING, &flags.pre, "tokenizer.ggml.pre: gpt-2, qwen2, llama-bpe or smollm (default: tokenizer.json's)"},
         {NULL, "--rng", CLI_STRING, &flags.rng, "box-muller (default) or sum4 (the same bytes on every machine)"},
         {NULL, "--init", CLI_STRING, &flags.init, "weight sizes: flat (default, 0.02) or scaled (1/sqrt(fan-in))"},
     };
@@ -409,15 +521,15 @@ int cmd_mkmodel(int argc, char ** argv) {
                               .rng    = {seed * 0x9E3779B97F4A7C15ull + 1, strcmp(p->rng, "sum4") == 0},
                               .type   = type,
                               .scaled = strcmp(p->init, "scaled") == 0};
-    mw.buffers = calloc((size_t) (16 + 11 * p->n_layer), sizeof(void *));
+    mw.buffers = calloc((size_t) (16 + 14 * p->n_layer), sizeof(void *));
     bool ok = add_hparams(mw.w, p, type) && mg_hf_vocab_add_to_gguf(vocab, mw.w, p->pre) &&
               add_tensors(&mw, p, vocab->n_tokens);
     if (!ok) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
     ok = ok && write_checked(cmd, mw.w, target);
     if (ok) {
-        printf("wrote %s: preset %s, %s matrices, %lld tensors, %lld tokens, pre-tokenizer %s, %s, rng %s, init %s, "
+        printf("wrote %s: %s, preset %s, %s matrices, %lld tensors, %lld tokens, pre-tokenizer %s, %s, rng %s, init %s, "
                "seed %llu\n",
-               out, p->name, mg_type_name(type), (long long) mg_gguf_writer_n_tensors(mw.w),
+               out, arch_of(p), p->name, mg_type_name(type), (long long) mg_gguf_writer_n_tensors(mw.w),
                (long long) vocab->n_tokens, p->pre != NULL ? p->pre : vocab->pre, p->untied ? "untied" : "tied",
                p->rng, p->init, (unsigned long long) seed);
         if (vocab->normalizer[0] != '\0') {

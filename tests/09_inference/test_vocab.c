@@ -1032,9 +1032,9 @@ START_TEST(test_errors) {
     p.pre = "gpt2";
     ck_assert(mg_vocab_new(&p) == NULL);
     ck_assert_msg(strstr(mg_last_error(), "'gpt2'") && strstr(mg_last_error(), "gpt-2"), "%s", mg_last_error());
-    p.pre = "llama3";
+    p.pre = "deepseek-llm";   // a pre-tokenizer of llama.cpp's that no engine here runs
     ck_assert(mg_vocab_new(&p) == NULL);
-    ck_assert_msg(strstr(mg_last_error(), "'llama3'") != NULL, "%s", mg_last_error());
+    ck_assert_msg(strstr(mg_last_error(), "'deepseek-llm'") != NULL, "%s", mg_last_error());
 
     p = tiny_params();
     static const char * const dup[] = { "a", "b", "a", "<s>", "</s>" };

@@ -1034,13 +1034,13 @@ START_TEST(test_mkmodel_own_vocab) {
 }
 END_TEST
 
-// A pre-tokenizer vocab.c cannot reproduce (Llama 3's regex) is refused by name.
+// A pre-tokenizer vocab.c cannot reproduce (a regex of its own) is refused by name.
 START_TEST(test_mkmodel_refuses_other_regex) {
     const char * vocab = mg_test_path_in(dir, "vocab");
     ck_assert_int_eq(mkdir(vocab, 0700), 0);
     write_tiny_tokenizer(vocab, "\\\\p{N}{1,3}");
     const char * out = mg_test_path_in(dir, "bad.gguf");
-    expect_error("tokenizer.json: pre_tokenizer: the Split regex '\\p{N}{1,3}'", "neither Qwen2's nor GPT-2's",
+    expect_error("tokenizer.json: pre_tokenizer: the Split regex '\\p{N}{1,3}'", "is not Qwen2's, Llama 3's or GPT-2's",
                           "mkmodel --preset tiny --vocab '%s' -o '%s'", vocab, out);
     ck_assert_int_ne(access(out, F_OK), 0);
     expect_error("--n-head 4 is not a multiple of --n-head-kv 3", NULL,

@@ -183,6 +183,10 @@ END_TEST
 #define QWEN2_JSON                                                                                         \
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*" \
     "|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+"
+// Llama 3's: Qwen2's with \p{N}{1,3}
+#define LLAMA3_JSON                                                                                        \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*" \
+    "|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+"
 #define SPLIT(regex) \
     "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"" regex "\"}, \"behavior\": \"Isolated\", \"invert\": false}"
 #define BYTE_LEVEL(use_regex) "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": " use_regex "}"
@@ -219,15 +223,20 @@ START_TEST(test_pre_tokenizer_choice) {
                "qwen2");                                                             // Qwen2, Qwen3
     expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT(GPT2_JSON) ", " BYTE_LEVEL("false") "]}",
                "gpt-2");
+    expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT(LLAMA3_JSON) ", " BYTE_LEVEL("false") "]}",
+               "llama-bpe");                                                         // Llama 3
+    expect_pre("{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", \"individual_digits\": true}, "
+               BYTE_LEVEL("true") "]}",
+               "smollm");                                                            // SmolLM2
 
-    // Llama 3's regex (\p{N}{1,3}) splits numbers differently: refused, with the regex named.
+    // A regex of its own (a part of Llama 3's, \p{N}{1,3}, alone): refused, with the regex named.
     expect_refused("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT("\\\\p{N}{1,3}") ", " BYTE_LEVEL("false")
                    "]}",
-                   "the Split regex '\\p{N}{1,3}' is neither Qwen2's nor GPT-2's");
+                   "the Split regex '\\p{N}{1,3}' is not Qwen2's, Llama 3's or GPT-2's");
     // One character off Qwen2's (no trailing \s+): still refused, the strings differ.
     expect_refused("{\"type\": \"Sequence\", \"pretokenizers\": [" SPLIT("(?i:'s|'t|'re|'ve|'m|'ll|'d)") ", "
                    BYTE_LEVEL("false") "]}",
-                   "is neither Qwen2's nor GPT-2's");
+                   "is not Qwen2's, Llama 3's or GPT-2's");
     expect_refused("{\"type\": \"Metaspace\"}", "(found Metaspace)");
     expect_refused("null", "(found none)");
     expect_refused("{\"type\": \"ByteLevel\", \"add_prefix_space\": true}", "add_prefix_space");

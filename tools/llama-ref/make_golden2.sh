@@ -4,12 +4,15 @@
 #   tools/llama-ref/make_golden2.sh LLAMA_BUILD_BIN LLAMA_REF_BINARY [MG_BINARY]
 #
 # e.g. tools/llama-ref/make_golden2.sh ~/llama.cpp/build/bin ./llama_ref full/build/mg
-# Run from the root of the repository. Two shapes (SHAPES="tiny tiny2" by default):
+# Run from the root of the repository. Four shapes (SHAPES="tiny tiny2 tiny-llama tiny-qwen2" by default):
 #   tiny   the vendored master tests/fixtures/models/tiny-f32.gguf; prompts nihao fox long chat;
 #          goldens in golden2/tiny-TYPE/, checksums in golden2/models.tsv
 #   tiny2  the master made by `mg mkmodel --preset tiny2` (bit-reproducible: --rng sum4);
 #          prompts nihao fox digits chat; goldens in golden2/tiny2-TYPE/, checksums in
 #          golden2/models-tiny2.tsv (its f32 row is the master's)
+#   tiny-llama, tiny-qwen2  the other architectures: masters by `mg mkmodel --preset tiny-llama`
+#          (tiny-qwen2), tiny2's prompts; checksums in
+#          golden2/models-tiny-llama.tsv (models-tiny-qwen2.tsv)
 # The models are written to $TMP (default /tmp/golden2-models): only their checksums are
 # vendored, because `mg quantize` (and mg mkmodel) write byte-identical files (the test checks).
 #
@@ -29,7 +32,7 @@ BIN=$1
 REF=$2
 MG=${3:-full/build/mg}
 TMP=${TMP:-/tmp/golden2-models}
-SHAPES=${SHAPES:-tiny tiny2}
+SHAPES=${SHAPES:-tiny tiny2 tiny-llama tiny-qwen2}
 SET=${SET:-golden2}
 OUT=tests/fixtures/$SET
 TABLES=tests/fixtures/golden2
@@ -79,8 +82,11 @@ for shape in $SHAPES; do
         tiny2)
             "$MG" mkmodel --preset tiny2 -o "$TMP/tiny2-master.gguf" > /dev/null
             golden_set tiny2 "$TMP/tiny2-master.gguf" "$TABLES/models-tiny2.tsv" nihao fox digits chat ;;
+        tiny-llama|tiny-qwen2)
+            "$MG" mkmodel --preset "$shape" -o "$TMP/$shape-master.gguf" > /dev/null
+            golden_set "$shape" "$TMP/$shape-master.gguf" "$TABLES/models-$shape.tsv" nihao fox digits chat ;;
         *)
-            echo "make_golden2.sh: unknown shape '$shape' (tiny, tiny2)" >&2
+            echo "make_golden2.sh: unknown shape '$shape' (tiny, tiny2, tiny-llama, tiny-qwen2)" >&2
             exit 1 ;;
     esac
 done
