@@ -298,6 +298,11 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
                 e->dot != NULL ? "--dot" : e->svg != NULL ? "--svg" : "--dot-layers");
         return false;
     }
+    if (e->dot_layers < -1 || (e->dot_layers >= 0 && e->dot == NULL)) {   // -1: not given
+        fprintf(stderr, "mg %s: --dot-layers %d: %s\n", cmd, e->dot_layers,
+                e->dot_layers < -1 ? "the number of layers must be >= 0" : "it draws with --dot DIR: give that too");
+        return false;
+    }
     if (e->dot != NULL) setenv("MG_DOT", e->dot, 1);
     if (e->svg != NULL) setenv("MG_SVG", e->svg, 1);
     if (e->dot_layers >= 0) {

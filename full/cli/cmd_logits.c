@@ -81,6 +81,10 @@ int cmd_logits(int argc, char ** argv) {
                                           "write the last batch's intermediate tensors as .npy files here"};
     opts[n_opts++] = (struct cli_option) {NULL, "--normalize", CLI_STRING, &normalize, "nfc: the text in Unicode NFC first (default: as given)"};
     if (!cli_parse_engine_command(cmd, argc, argv, usage, opts, n_opts, &e, NULL)) return 1;
+    if (top < 0) {
+        fprintf(stderr, "mg %s: --top must be >= 0, got %d\n", cmd, top);
+        return 1;
+    }
     size_t len;
     char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &len);
     if (text == NULL) return 1;

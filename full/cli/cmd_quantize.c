@@ -135,6 +135,7 @@ struct convert_job {
     float *              x, * y;     // two rows of scratch
     bool                 stats;
     double               err2, x2;
+    int64_t              bad_row, bad_col;   // the first value that is not finite, or -1
 };
 
 static void * convert_rows(void * arg) {
@@ -147,6 +148,9 @@ static void * convert_rows(void * arg) {
     for (int64_t r = job->row0; r < job->row1; r++) {
         char * out = (char *) job->p->data + (size_t) r * dst_row;
         src->to_float((const char *) in->data + (size_t) r * src_row, job->x, n);
+        for (int64_t i = 0; job->bad_row < 0 && i < n; i++) {
+            if (!isfinite(job->x[i])) job->bad_row = r, job->bad_col = i;
+        }
         if (dst_type == MG_TYPE_F32) {
             memcpy(out, job->x, dst_row);   // F32 has no from_float: it is the format in the middle
         } else {
@@ -183,22 +187,30 @@ static bool convert_tensor(struct tensor_plan * p, int n_threads, bool stats) {
         float * x = scratch + (size_t) j * 2 * ne0;
         jobs[j] = (struct convert_job) {
             .p = p, .row0 = n_rows * j / n_jobs, .row1 = n_rows * (j + 1) / n_jobs,
-            .x = x, .y = x + ne0, .stats = stats,
+            .x = x, .y = x + ne0, .stats = stats, .bad_row = -1, .bad_col = -1,
         };
         // The last band runs here; a thread that cannot start runs here too.
         started[j] = j < n_jobs - 1 && pthread_create(&tids[j], NULL, convert_rows, &jobs[j]) == 0;
         if (!started[j]) convert_rows(&jobs[j]);
     }
+    int bad = -1;   // the first band with a value that is not finite
     for (int j = 0; ok && j < n_jobs; j++) {
         if (started[j]) pthread_join(tids[j], NULL);
         p->err2 += jobs[j].err2;
         p->x2 += jobs[j].x2;
+        if (bad < 0 && jobs[j].bad_row >= 0) bad = j;
     }
+    // NaN or inf in the weights: llama-quantize refuses them too (ggml_validate_row_data on what it wrote).
+    if (ok && bad >= 0) {
+        fprintf(stderr, "mg quantize: %s: row %lld, element %lld is not a finite number; the model's weights are "
+                        "damaged\n", in->name, (long long) jobs[bad].bad_row, (long long) jobs[bad].bad_col);
+    }
+    const bool finite = bad < 0;
     free(scratch);
     free(started);
     free(tids);
     free(jobs);
-    return ok;
+    return ok && finite;
 }
 
 // ---------------------------------------------------------------------------

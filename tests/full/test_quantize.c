@@ -460,6 +460,30 @@ START_TEST(test_requantize) {
 }
 END_TEST
 
+// Weights that are not finite numbers (a damaged file: one NaN in
+// blk.0.attn_q.weight) are refused, naming the tensor, the row and the
+// element, where the quantizers would write NaN blocks with rc 0.
+// llama-quantize refuses them too (its check of the rows it wrote).
+START_TEST(test_nan_weights_refused) {
+    const char * nan_model = in_dir("nan.gguf");
+    size_t       size;
+    unsigned char * bytes = mg_test_read_file(tiny_f32, &size);
+    ck_assert_ptr_nonnull(bytes);
+    struct mg_gguf * g = open_ok(tiny_f32);
+    const struct mg_gguf_tensor_info * t = mg_gguf_find_tensor(g, "blk.0.attn_q.weight");
+    ck_assert(t != NULL && t->type == MG_TYPE_F32);
+    const size_t at   = mg_gguf_data_offset(g) + (size_t) t->offset + (size_t) (3 * t->ne[0] + 5) * sizeof(float);
+    const float  nan_ = NAN;
+    memcpy(bytes + at, &nan_, sizeof(float));   // row 3, element 5
+    mg_gguf_close(g);
+    FILE * f = fopen(nan_model, "wb");
+    ck_assert(f != NULL && fwrite(bytes, 1, size, f) == size && fclose(f) == 0);
+    free(bytes);
+    const char * out = in_dir("out.gguf");
+    expect_failure(quantize("", nan_model, out, "Q8_0"), out, "blk.0.attn_q.weight: row 3, element 5 is not a finite number");
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // Failures: non-zero, a message, and nothing left on disk
 // ---------------------------------------------------------------------------
@@ -549,6 +573,7 @@ Suite * mg_test_suite(void) {
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_nan_weights_refused);
     tcase_add_test(tc, test_unwritable_output);
     tcase_add_test(tc, test_full_disk);
     suite_add_tcase(s, tc);

@@ -886,6 +886,15 @@ START_TEST(test_endless_input_is_bounded) {
 }
 END_TEST
 
+// Counts that mean nothing are refused, not printed or ignored: --top -1 (it
+// printed "top -1"), --dot-layers -5, and --dot-layers without --dot.
+START_TEST(test_meaningless_counts_refused) {
+    expect_error("--top must be >= 0", NULL, "logits -m '%s' -p hi --top -1", model());
+    expect_error("--dot-layers -5", ">= 0", "run -m '%s' -p hi -n 2 --dot-layers -5", model());
+    expect_error("--dot-layers 1", "--dot DIR", "run -m '%s' -p hi -n 2 --dot-layers 1", model());
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -935,6 +944,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_trace_json_bounded);
     tcase_add_test(silent, test_json_value_limit);
     tcase_add_test(silent, test_endless_input_is_bounded);
+    tcase_add_test(silent, test_meaningless_counts_refused);
     suite_add_tcase(s, silent);
 
     return s;
