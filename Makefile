@@ -16,7 +16,7 @@
 #   make asan / tsan     the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make test-vulkan     full/ with the Vulkan backend (its packages installed as root), tested on Mesa's lavapipe
 #   make check-solutions the exercises' reference solutions apply and earn full marks; the wrong ones score 0
-#   make fuzz            each libFuzzer harness (fuzz/) FUZZ_SECONDS seconds (default 20)
+#   make fuzz            each libFuzzer harness (fuzz/) FUZZ_SECONDS seconds (default 20, FUZZ_SEED 1; 0 = random)
 #   make valgrind        every chapter's demo and a short mg run / mg chat under valgrind
 #   make clean
 
@@ -163,8 +163,9 @@ deps:
 # libFuzzer needs clang and its runtime libraries (Debian: clang, libclang-rt-dev);
 # as root they are installed, as with deps.
 FUZZ_SECONDS ?= 20
+FUZZ_SEED    ?= 1
 fuzz: deps fuzz-deps
-	@$(MAKE) --no-print-directory -C fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
+	@$(MAKE) --no-print-directory -C fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_SEED=$(FUZZ_SEED)
 
 fuzz-deps:
 	@if ! printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void) d; return (int) n * 0; }\n' | \

@@ -186,7 +186,9 @@ static bool base_read_checked(const char * path, int n_vocab_model, struct mg_lo
         mg_set_error("%s is not a logits file (no \"_logits_\" header)", path);
         return false;
     }
-    if (b->n_ctx < 4 || b->n_vocab < 1 || b->n_chunk < 1 || b->n_chunk > (1 << 30) / b->n_ctx) {
+    // n_vocab at most 2^26 (the largest vocabularies have 2^18 tokens) keeps
+    // mg_ppl_row_slots and the sizes below inside an int.
+    if (b->n_ctx < 4 || b->n_vocab < 1 || b->n_vocab > (1 << 26) || b->n_chunk < 1 || b->n_chunk > (1 << 30) / b->n_ctx) {
         mg_set_error("%s: a header of n_ctx %d, n_vocab %d, n_chunk %d makes no sense", path, b->n_ctx, b->n_vocab,
                      b->n_chunk);
         return false;
