@@ -187,6 +187,17 @@ KERNEL __m256 f16_x8(mg_fp16_t h) {
     return _mm256_broadcast_ss(&f32_of_f16[h]);
 }
 
+// 8 F16 values (8 rows' scales, say) as 8 floats: the halves go into one
+// register, element by element, and F16C converts them together (exactly,
+// the floats of f16()). Eight table floats would be stored one by one and
+// loaded as a vector, a store-forwarding stall: in the Q8_0 prompt tile that
+// was a quarter of the time on Zen 4 (perf).
+KERNEL __m256 halves_x8(const uint16_t h[8]) {
+    const __m128i halves = _mm_setr_epi16((short) h[0], (short) h[1], (short) h[2], (short) h[3], (short) h[4],
+                                          (short) h[5], (short) h[6], (short) h[7]);
+    return _mm256_cvtph_ps(halves);
+}
+
 // The 8 lanes of x summed as ggml's hsum_float_8 does: halves, then pairs.
 KERNEL float hsum_float_8(__m256 x) {
     __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
@@ -851,29 +862,26 @@ KERNEL __m256i block_lanes(enum mg_type type, const struct block_codes * w, __m2
     return dot_s8_s8(w->ax, w->qx, qy);
 }
 
-// One weight row's block b against each column: lane 0 of acc[c] (one chain
-// over the blocks) and summs[c] take the block's step.
-KERNEL void add_block_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc, __m128 acc[],
+// One weight row's block b against each column: acc[c] (one chain over the
+// blocks) and summs[c] take the block's step.
+KERNEL void add_block_32(enum mg_type type, const void * x, int64_t b, const void * const y[], int nc, float acc[],
                          float summs[]) {
     const struct block_codes w  = load_block_codes(type, x, b);
     const float              dx = f16(block_header(type, x, b)[0]);
     UNROLLED for (int c = 0; c < nc; c++) {
         const __m256i lanes = block_lanes(type, &w, load_256(act_codes(type, y[c], b)), nc);
-        float         a[4];
-        _mm_storeu_ps(a, acc[c]);
-        a[0]     = fmaf(dx * f16(act_header(type, y[c], b)[0]), (float) hsum_i32_8(lanes), a[0]);
-        acc[c]   = _mm_loadu_ps(a);
+        acc[c]              = fmaf(dx * f16(act_header(type, y[c], b)[0]), (float) hsum_i32_8(lanes), acc[c]);
         if (has_min(type)) summs[c] += f16(block_header(type, x, b)[1]) * f16(act_header(type, y[c], b)[1]);
     }
 }
 
 KERNEL void dot_blocks_32(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys, int nc) {
     const void * y[MAX_COLS];
-    __m128       acc[MAX_COLS];
+    float        acc[MAX_COLS];
     float        summs[MAX_COLS];
     UNROLLED for (int c = 0; c < nc; c++) {
         y[c]     = column(vy, ys, c);
-        acc[c]   = _mm_setzero_ps();
+        acc[c]   = 0.0f;
         summs[c] = 0.0f;
     }
     // One chain of FMAs over the blocks, as ggml's repacked gemv adds (the
@@ -881,7 +889,7 @@ KERNEL void dot_blocks_32(enum mg_type type, int64_t n, float * s, const void * 
     // build): every block goes to accumulator 0.
     for (int64_t b = 0; b < n / 32; b++) add_block_32(type, x, b, y, nc, acc, summs);
     UNROLLED for (int c = 0; c < nc; c++) {
-        s[c] = _mm_cvtss_f32(acc[c]);
+        s[c] = acc[c];
         if (has_min(type)) s[c] += summs[c];
     }
 }
@@ -1020,9 +1028,7 @@ KERNEL void tile_codes_x8(const char * group, __m256i w[8]) {
 KERNEL __m256 rows_f16_x8(const char * xb, size_t xs, size_t at) {
     uint16_t h[8];
     UNROLLED for (int r = 0; r < 8; r++) memcpy(&h[r], xb + (size_t) r * xs + at, sizeof(h[r]));
-    const __m128i halves = _mm_setr_epi16((short) h[0], (short) h[1], (short) h[2], (short) h[3], (short) h[4],
-                                          (short) h[5], (short) h[6], (short) h[7]);
-    return _mm256_cvtph_ps(halves);   // exact, the same floats as f16()
+    return halves_x8(h);
 }
 
 // -offset * (the sum of the 32 activation codes of block b of each column),
@@ -1982,16 +1988,10 @@ KERNEL __m256i lanes(enum mg_type type, const struct lane_codes * w, __m256i qy,
 }
 
 // The F16 at element `at` (0: d, 1: m) of block b's header in 8 rows, as 8 floats.
-// The 8 halves go into one register (vpinsrw from memory) and F16C converts
-// them together: the table's 8 floats would be stored one by one and loaded
-// as a vector, which stalls the load until the stores retire (~25% of a Q8_0
-// prompt on Zen 4, measured with perf).
 KERNEL __m256 rows_header_x8(enum mg_type type, const char * const xr[], int64_t b, int at) {
-#define ROW_HALF(r) block_header(type, xr[r], b)[at]
-    const __m128i h = _mm_setr_epi16((short) ROW_HALF(0), (short) ROW_HALF(1), (short) ROW_HALF(2), (short) ROW_HALF(3),
-                                     (short) ROW_HALF(4), (short) ROW_HALF(5), (short) ROW_HALF(6), (short) ROW_HALF(7));
-#undef ROW_HALF
-    return _mm256_cvtph_ps(h);
+    uint16_t h[8];
+    UNROLLED for (int r = 0; r < 8; r++) h[r] = block_header(type, xr[r], b)[at];
+    return halves_x8(h);
 }
 
 // Up to 8 rows (nr; the missing ones repeat the last row, their results
