@@ -2044,6 +2044,11 @@ KERNEL void lane_tile_32(enum mg_type type, int64_t n, float * s, size_t ss, con
                 UNROLLED for (int c = 0; c < nc; c++) {
                     qy[c] = load_256(act_codes(type, y[c], b));
                     st[c] = biased ? _mm256_load_si256((const __m256i *) start[b - b0][c]) : _mm256_setzero_si256();
+                    // In a register from here on: GCC would otherwise fold the
+                    // load into each of the 4 rows' dot products, and 4 loads
+                    // of 32 bytes for one are what bounds this loop on Zen 4
+                    // (two vector loads a cycle).
+                    __asm__("" : "+v"(qy[c]));
                 }
                 UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
                     const struct lane_codes w = lane_codes_of(type, xp[r], b);
