@@ -415,9 +415,14 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                     const int    n_cols = (int) min_i64(b->ne[1] - j, MUL_MAT_TILE_COLS);
                     const char * y      = mul_mat_b_row(p, b, cpu->vec_dot_type, j, i12, i13);
                     float *      s      = (float *) row_ptr(dst, j, i12, i13);
-                    for (int64_t i01 = ib; i01 < ie; i01 += MUL_MAT_TILE_ROWS) {
-                        const int n_rows = (int) min_i64(ie - i01, MUL_MAT_TILE_ROWS);
-                        for (size_t end = fetched + slice; fetched < end && fetched < n_next; fetched += 64) {
+                    // A panel (vec.h) takes many tiles in one call where the
+                    // kernel has one: it shares the columns' work between them.
+                    const bool    panel = cpu->vec_dot_panel != NULL && n_cols > 1 && a->repacked == NULL;
+                    const int64_t step  = panel ? MG_VEC_DOT_PANEL_ROWS : MUL_MAT_TILE_ROWS;
+                    for (int64_t i01 = ib; i01 < ie; i01 += step) {
+                        const int    n_rows = (int) min_i64(ie - i01, step);
+                        const size_t ask    = slice * (size_t) ((n_rows + MUL_MAT_TILE_ROWS - 1) / MUL_MAT_TILE_ROWS);
+                        for (size_t end = fetched + ask; fetched < end && fetched < n_next; fetched += 64) {
                             __builtin_prefetch(next + fetched);
                         }
                         //@+ full repack
@@ -432,8 +437,9 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                             continue;
                         }
                         //@- full repack
-                        cpu->vec_dot_tile(a->ne[0], s + i01, s_stride, row_ptr(a, i01, i12 / r2, i13 / r3), a->nb[1],
-                                          n_rows, y, y_stride, n_cols);
+                        (panel ? cpu->vec_dot_panel : cpu->vec_dot_tile)(a->ne[0], s + i01, s_stride,
+                                                                         row_ptr(a, i01, i12 / r2, i13 / r3),
+                                                                         a->nb[1], n_rows, y, y_stride, n_cols);
                     }
                 }
             }

@@ -536,16 +536,21 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
 // entry. K(f) is f's SIMD twin f##_simd when the build has them (MG_SIMD, see
 // vec_simd.h) and f itself otherwise, so one table serves both builds.
 // On aarch64 NEON (MG_NEON) N(f) is f's NEON twin (vec_neon.c) for the
-// types that have one, and K(f) stays the scalar kernel.
+// types that have one, and K(f) stays the scalar kernel. P(f), a panel
+// (vec.h), exists only as a SIMD kernel: NULL elsewhere, and mul_mat then
+// takes the tiles.
 #if defined(MG_SIMD)
 #define K(f) f##_simd
 #define N(f) f##_simd
+#define P(f) f##_simd
 #elif defined(MG_NEON)
 #define K(f) f
 #define N(f) f##_neon
+#define P(f) NULL
 #else
 #define K(f) f
 #define N(f) f
+#define P(f) NULL
 #endif
 
 static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
@@ -573,21 +578,25 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
         .from_float = N(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
         .vec_dot = N(mg_vec_dot_q4_1_q8_1), .vec_dot_cols = N(mg_vec_dot_cols_q4_1_q8_1),
         .vec_dot_tile = N(mg_vec_dot_tile_q4_1_q8_1),
+        .vec_dot_panel = P(mg_vec_dot_panel_q4_1_q8_1),
     },
     [MG_TYPE_Q5_0] = {
         .from_float = N(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
         .vec_dot = N(mg_vec_dot_q5_0_q8_0), .vec_dot_cols = N(mg_vec_dot_cols_q5_0_q8_0),
         .vec_dot_tile = N(mg_vec_dot_tile_q5_0_q8_0),
+        .vec_dot_panel = P(mg_vec_dot_panel_q5_0_q8_0),
     },
     [MG_TYPE_Q5_1] = {
         .from_float = N(mg_quantize_row_q8_1), .vec_dot_type = MG_TYPE_Q8_1,
         .vec_dot = N(mg_vec_dot_q5_1_q8_1), .vec_dot_cols = N(mg_vec_dot_cols_q5_1_q8_1),
         .vec_dot_tile = N(mg_vec_dot_tile_q5_1_q8_1),
+        .vec_dot_panel = P(mg_vec_dot_panel_q5_1_q8_1),
     },
     [MG_TYPE_Q8_0] = {
         .from_float = N(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
         .vec_dot = N(mg_vec_dot_q8_0_q8_0), .vec_dot_cols = N(mg_vec_dot_cols_q8_0_q8_0),
         .vec_dot_tile = N(mg_vec_dot_tile_q8_0_q8_0),
+        .vec_dot_panel = P(mg_vec_dot_panel_q8_0_q8_0),
     },
     [MG_TYPE_IQ4_NL] = {
         .from_float = N(mg_quantize_row_q8_0), .vec_dot_type = MG_TYPE_Q8_0,
@@ -622,6 +631,7 @@ static const struct mg_type_traits_cpu type_traits_cpu[MG_TYPE_COUNT] = {
 };
 #undef K
 #undef N
+#undef P
 //@- full cpu-table
 
 const struct mg_type_traits_cpu * mg_get_type_traits_cpu(enum mg_type type) {

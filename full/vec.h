@@ -65,6 +65,11 @@ typedef void (*mg_vec_dot_tile_fn)(int64_t n, float * s, size_t s_stride, const 
                                    int n_rows, const void * y, size_t y_stride, int n_cols);
 #define MG_VEC_DOT_MAX_ROWS 8
 
+// A panel: a tile of up to MG_VEC_DOT_PANEL_ROWS rows (the same arguments and
+// results), for kernels that work out once what the columns give every 8
+// rows (vec_simd.c: lane_panel_32). mul_mat hands it a row block's tiles at once.
+#define MG_VEC_DOT_PANEL_ROWS 128
+
 // A tile as n_rows calls of vec_dot_cols (vec.c): for the scalar build, and
 // for types without a SIMD tile kernel.
 void mg_vec_dot_tile_by_rows(mg_vec_dot_cols_fn vec_dot_cols, int64_t n, float * s, size_t s_stride, const void * x,
@@ -80,6 +85,7 @@ struct mg_type_traits_cpu {
     //@- full dot-cols
     //@+ full dot-tile
     mg_vec_dot_tile_fn vec_dot_tile; // up to 8 rows of this type . up to 4 rows of vec_dot_type
+    mg_vec_dot_tile_fn vec_dot_panel;// up to MG_VEC_DOT_PANEL_ROWS rows . up to 4 rows (NULL: tiles only)
     //@- full dot-tile
 };
 

@@ -1937,6 +1937,7 @@ ENTRY_POINTS(q6_K_q8_K, dot_q6_K_q8_K)   // its tile: lane_tile_q6_K, below
 
 #define LANE_TILE_ROWS  4    // rows per pass
 #define LANE_TILE_CHUNK 32   // blocks (super-blocks for Q6_K) whose scales are multiplied ahead at a time
+#define LANE_PANEL_TILES (MG_VEC_DOT_PANEL_ROWS / 8)   // tiles of 8 rows in one panel (lane_panel_32)
 
 #if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
 #define LANE_TILE_VNNI 1
@@ -1994,84 +1995,121 @@ KERNEL __m256 rows_header_x8(enum mg_type type, const char * const xr[], int64_t
     return halves_x8(h);
 }
 
-// Up to 8 rows (nr; the missing ones repeat the last row, their results
-// dropped) against nc columns, in stretches of LANE_TILE_CHUNK blocks. For a
-// stretch, first what the rows share: each column's scales dW * dA for all 8
-// rows (one multiply), the lanes' start, and Q4_1/Q5_1's summs; then one pass
-// over the stretch for rows 0-3 and one for rows 4-7. Between stretches a
-// pass's 16 accumulators wait in memory (part).
-KERNEL void lane_tile_32(enum mg_type type, int64_t n, float * s, size_t ss, const char * x, size_t xs, int nr,
-                         const void * vy, size_t ys, int nc) {
-    enum { ROWS = 2 * LANE_TILE_ROWS };
-    const char * xr[ROWS];
-    UNROLLED for (int r = 0; r < ROWS; r++) xr[r] = x + (size_t) (r < nr ? r : nr - 1) * xs;
-    const void * y[MAX_COLS];
-    __m256       summs[MAX_COLS];   // lane r: the summs of row r (Q4_1, Q5_1)
-    UNROLLED for (int c = 0; c < nc; c++) {
-        y[c]     = column(vy, ys, c);
-        summs[c] = _mm256_setzero_ps();
+// What a stretch of the columns' blocks gives every tile of a panel, worked
+// out once for all of them: each block's dA, Q8_1's s, and the lanes' start.
+struct lane_cols {
+    _Alignas(32) int32_t start[LANE_TILE_CHUNK][MAX_COLS][8];   // lane_start of each column's block
+    float                dy[LANE_TILE_CHUNK][MAX_COLS];         // dA
+    float                sy[LANE_TILE_CHUNK][MAX_COLS];         // Q8_1's s (Q4_1, Q5_1)
+};
+
+// One tile's accumulators, waiting in memory between stretches.
+struct lane_acc {
+    _Alignas(32) float part[2][LANE_TILE_ROWS][MAX_COLS][8];   // pass p, row r, column c: 8 lanes
+    _Alignas(32) float summs[MAX_COLS][8];                     // lane r: the summs of row r (Q4_1, Q5_1)
+};
+
+KERNEL void lane_cols_of(enum mg_type type, const void * const y[], int nc, int64_t b0, int64_t b1,
+                         struct lane_cols * lc) {
+    for (int64_t b = b0; b < b1; b++) {
+        UNROLLED for (int c = 0; c < nc; c++) {
+            const mg_fp16_t * hy = act_header(type, y[c], b);
+            lc->dy[b - b0][c]    = f16(hy[0]);
+            if (has_min(type)) lc->sy[b - b0][c] = f16(hy[1]);
+            if (LANE_TILE_VNNI && lane_bias(type) != 0) {
+                _mm256_store_si256((__m256i *) lc->start[b - b0][c], lane_start(type, load_256(act_codes(type, y[c], b))));
+            }
+        }
     }
-    const bool    min    = has_min(type);
-    const bool    biased = LANE_TILE_VNNI && lane_bias(type) != 0;
-    const int     passes = nr > LANE_TILE_ROWS ? 2 : 1;
-    const int64_t nb     = n / 32;
-    _Alignas(32) float   scale[LANE_TILE_CHUNK][MAX_COLS][ROWS];   // dW(r) * dA(c) of each block
-    _Alignas(32) int32_t start[LANE_TILE_CHUNK][MAX_COLS][8];      // lane_start of each column's block
-    _Alignas(32) float   part[2][LANE_TILE_ROWS][MAX_COLS][8];     // the accumulators of each pass
-    memset(part, 0, sizeof(part));
+}
+
+// One tile of 8 rows (xr) over the stretch b0..b1: first what its rows share,
+// each column's scales dW * dA for all 8 rows (one multiply) and Q4_1/Q5_1's
+// summs, then one pass over the stretch for rows 0-3 and one for rows 4-7.
+KERNEL void lane_tile_stretch(enum mg_type type, const char * const xr[], int passes, const void * const y[], int nc,
+                              int64_t b0, int64_t b1, const struct lane_cols * lc, struct lane_acc * a) {
+    enum { ROWS = 2 * LANE_TILE_ROWS };
+    const bool          min    = has_min(type);
+    const bool          biased = LANE_TILE_VNNI && lane_bias(type) != 0;
+    _Alignas(32) float  scale[LANE_TILE_CHUNK][MAX_COLS][ROWS];   // dW(r) * dA(c) of each block
+    for (int64_t b = b0; b < b1; b++) {
+        const __m256 dx = rows_header_x8(type, xr, b, 0);
+        const __m256 mx = min ? rows_header_x8(type, xr, b, 1) : _mm256_setzero_ps();
+        UNROLLED for (int c = 0; c < nc; c++) {
+            _mm256_store_ps(scale[b - b0][c], _mm256_mul_ps(dx, _mm256_set1_ps(lc->dy[b - b0][c])));
+            if (min) {   // fmaf(mW, sA, summs)
+                const __m256 sum = _mm256_fmadd_ps(mx, _mm256_set1_ps(lc->sy[b - b0][c]), _mm256_load_ps(a->summs[c]));
+                _mm256_store_ps(a->summs[c], sum);
+            }
+        }
+    }
+    for (int p = 0; p < passes; p++) {
+        const char * const * xp = xr + LANE_TILE_ROWS * p;
+        __m256               acc[LANE_TILE_ROWS][MAX_COLS];
+        UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
+            UNROLLED for (int c = 0; c < nc; c++) acc[r][c] = _mm256_load_ps(a->part[p][r][c]);
+        }
+        for (int64_t b = b0; b < b1; b++) {
+            __m256i qy[MAX_COLS], st[MAX_COLS];
+            UNROLLED for (int c = 0; c < nc; c++) {
+                qy[c] = load_256(act_codes(type, y[c], b));
+                st[c] = biased ? _mm256_load_si256((const __m256i *) lc->start[b - b0][c]) : _mm256_setzero_si256();
+                // In a register from here on: GCC would otherwise fold the
+                // load into each of the 4 rows' dot products, and 4 loads
+                // of 32 bytes for one are what bounds this loop on Zen 4
+                // (two vector loads a cycle).
+                __asm__("" : "+v"(qy[c]));
+            }
+            UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
+                const struct lane_codes w = lane_codes_of(type, xp[r], b);
+                UNROLLED for (int c = 0; c < nc; c++) {
+                    const __m256 q = _mm256_cvtepi32_ps(lanes(type, &w, qy[c], st[c]));
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(scale[b - b0][c][LANE_TILE_ROWS * p + r]), q, acc[r][c]);
+                }
+            }
+        }
+        UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
+            UNROLLED for (int c = 0; c < nc; c++) _mm256_store_ps(a->part[p][r][c], acc[r][c]);
+        }
+        // part must stay in memory: otherwise GCC tries to keep both
+        // passes' 32 accumulators in registers, and spills in the loop.
+        __asm__("" : : : "memory");
+    }
+}
+
+// A panel: up to LANE_PANEL_TILES tiles of 8 rows (nr rows; the missing rows
+// of the last tile repeat its last row, their results dropped) against nc
+// columns, in stretches of LANE_TILE_CHUNK blocks. What the columns give a
+// stretch (lane_cols_of) is worked out once for every tile of the panel, not
+// once per tile: in a Q8_0 prompt that was a fifth of the tile's time (perf,
+// Zen 4). Each output still takes vec_dot's FMAs in vec_dot's order.
+KERNEL void lane_panel_32(enum mg_type type, int64_t n, float * s, size_t ss, const char * x, size_t xs, int nr,
+                          const void * vy, size_t ys, int nc) {
+    enum { ROWS = 2 * LANE_TILE_ROWS };
+    const int    n_tiles = (nr + ROWS - 1) / ROWS;
+    const void * y[MAX_COLS];
+    UNROLLED for (int c = 0; c < nc; c++) y[c] = column(vy, ys, c);
+    struct lane_acc  acc[LANE_PANEL_TILES];
+    struct lane_cols lc;
+    memset(acc, 0, (size_t) n_tiles * sizeof(acc[0]));
+    const int64_t nb = n / 32;
     for (int64_t b0 = 0; b0 < nb; b0 += LANE_TILE_CHUNK) {
         const int64_t b1 = b0 + LANE_TILE_CHUNK < nb ? b0 + LANE_TILE_CHUNK : nb;
-        for (int64_t b = b0; b < b1; b++) {
-            const __m256 dx = rows_header_x8(type, xr, b, 0);
-            const __m256 mx = min ? rows_header_x8(type, xr, b, 1) : _mm256_setzero_ps();
-            UNROLLED for (int c = 0; c < nc; c++) {
-                const mg_fp16_t * hy = act_header(type, y[c], b);
-                _mm256_store_ps(scale[b - b0][c], _mm256_mul_ps(dx, _mm256_set1_ps(f16(hy[0]))));
-                if (biased) {
-                    _mm256_store_si256((__m256i *) start[b - b0][c], lane_start(type, load_256(act_codes(type, y[c], b))));
-                }
-                if (min) summs[c] = _mm256_fmadd_ps(mx, _mm256_set1_ps(f16(hy[1])), summs[c]);   // fmaf(mW, sA, summs)
-            }
-        }
-        for (int p = 0; p < passes; p++) {
-            const char * const * xp = xr + LANE_TILE_ROWS * p;
-            __m256               acc[LANE_TILE_ROWS][MAX_COLS];
-            UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
-                UNROLLED for (int c = 0; c < nc; c++) acc[r][c] = _mm256_load_ps(part[p][r][c]);
-            }
-            for (int64_t b = b0; b < b1; b++) {
-                __m256i qy[MAX_COLS], st[MAX_COLS];
-                UNROLLED for (int c = 0; c < nc; c++) {
-                    qy[c] = load_256(act_codes(type, y[c], b));
-                    st[c] = biased ? _mm256_load_si256((const __m256i *) start[b - b0][c]) : _mm256_setzero_si256();
-                    // In a register from here on: GCC would otherwise fold the
-                    // load into each of the 4 rows' dot products, and 4 loads
-                    // of 32 bytes for one are what bounds this loop on Zen 4
-                    // (two vector loads a cycle).
-                    __asm__("" : "+v"(qy[c]));
-                }
-                UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
-                    const struct lane_codes w = lane_codes_of(type, xp[r], b);
-                    UNROLLED for (int c = 0; c < nc; c++) {
-                        const __m256 q = _mm256_cvtepi32_ps(lanes(type, &w, qy[c], st[c]));
-                        acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(scale[b - b0][c][LANE_TILE_ROWS * p + r]), q, acc[r][c]);
-                    }
-                }
-            }
-            UNROLLED for (int r = 0; r < LANE_TILE_ROWS; r++) {
-                UNROLLED for (int c = 0; c < nc; c++) _mm256_store_ps(part[p][r][c], acc[r][c]);
-            }
-            // part must stay in memory: otherwise GCC tries to keep both
-            // passes' 32 accumulators in registers, and spills in the loop.
-            __asm__("" : : : "memory");
+        lane_cols_of(type, y, nc, b0, b1, &lc);
+        for (int t = 0; t < n_tiles; t++) {
+            const int    rows = nr - ROWS * t < ROWS ? nr - ROWS * t : ROWS;
+            const char * xr[ROWS];
+            UNROLLED for (int r = 0; r < ROWS; r++) xr[r] = x + (size_t) (ROWS * t + (r < rows ? r : rows - 1)) * xs;
+            lane_tile_stretch(type, xr, rows > LANE_TILE_ROWS ? 2 : 1, y, nc, b0, b1, &lc, &acc[t]);
         }
     }
-    UNROLLED for (int c = 0; c < nc; c++) {
-        float m[ROWS];
-        _mm256_storeu_ps(m, summs[c]);
-        for (int r = 0; r < nr; r++) {
-            const float sum = hsum_float_8(_mm256_load_ps(part[r / LANE_TILE_ROWS][r % LANE_TILE_ROWS][c]));
-            s[(size_t) c * ss + (size_t) r] = min ? sum + m[r] : sum;
+    for (int t = 0; t < n_tiles; t++) {
+        const int rows = nr - ROWS * t < ROWS ? nr - ROWS * t : ROWS;
+        UNROLLED for (int c = 0; c < nc; c++) {
+            for (int r = 0; r < rows; r++) {
+                const float sum = hsum_float_8(_mm256_load_ps(acc[t].part[r / LANE_TILE_ROWS][r % LANE_TILE_ROWS][c]));
+                s[(size_t) c * ss + (size_t) (ROWS * t + r)] = has_min(type) ? sum + acc[t].summs[c][r] : sum;
+            }
         }
     }
 }
@@ -2137,37 +2175,47 @@ KERNEL void lane_tile_q6_K(int64_t n, float * s, size_t ss, const char * x, size
 // row: a token's product uses each weight once, so a tile would share only
 // the activation loads, and rows read one after another stream from memory
 // faster (see read_in_order).
-#define LANE_TILE_ENTRY(name, kernel, rows_per_call)                                                        \
-    void mg_vec_dot_tile_##name##_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr, \
-                                       const void * y, size_t ys, int nc) {                                 \
-        MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);                      \
-        if (nc == 1) {                                                                                      \
-            mg_vec_dot_tile_by_rows(mg_vec_dot_cols_##name##_simd, n, s, ss, x, xs, nr, y, ys, nc);         \
-            return;                                                                                         \
-        }                                                                                                   \
-        for (int r0 = 0; r0 < nr; r0 += (rows_per_call)) {                                                  \
-            const int    rows = nr - r0 < (rows_per_call) ? nr - r0 : (rows_per_call);                      \
-            const char * xr0  = (const char *) x + (size_t) r0 * xs;                                        \
-            float *      s0   = s + r0;                                                                     \
-            switch (nc) {                                                                                   \
-            case 2: kernel(n, s0, ss, xr0, xs, rows, y, ys, 2); break;                                      \
-            case 3: kernel(n, s0, ss, xr0, xs, rows, y, ys, 3); break;                                      \
-            default: kernel(n, s0, ss, xr0, xs, rows, y, ys, 4); break;                                     \
-            }                                                                                               \
-        }                                                                                                   \
+#define LANE_TILE_ENTRY(fn, cols_fn, kernel, max_rows, rows_per_call)                                 \
+    void fn(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr, const void * y, size_t ys, \
+            int nc) {                                                                                     \
+        MG_ASSERT(nr >= 1 && nr <= (max_rows) && nc >= 1 && nc <= MAX_COLS);                              \
+        if (nc == 1) {   /* one token: row by row (see above) */                                          \
+            for (int r0 = 0; r0 < nr; r0 += MG_VEC_DOT_MAX_ROWS) {                                        \
+                const int rows = nr - r0 < MG_VEC_DOT_MAX_ROWS ? nr - r0 : MG_VEC_DOT_MAX_ROWS;          \
+                mg_vec_dot_tile_by_rows(cols_fn, n, s + r0, ss, (const char *) x + (size_t) r0 * xs, xs, rows, \
+                                        y, ys, 1);                                                        \
+            }                                                                                             \
+            return;                                                                                       \
+        }                                                                                                 \
+        for (int r0 = 0; r0 < nr; r0 += (rows_per_call)) {                                                \
+            const int    rows = nr - r0 < (rows_per_call) ? nr - r0 : (rows_per_call);                    \
+            const char * xr0  = (const char *) x + (size_t) r0 * xs;                                      \
+            float *      s0   = s + r0;                                                                   \
+            switch (nc) {                                                                                 \
+            case 2: kernel(n, s0, ss, xr0, xs, rows, y, ys, 2); break;                                    \
+            case 3: kernel(n, s0, ss, xr0, xs, rows, y, ys, 3); break;                                    \
+            default: kernel(n, s0, ss, xr0, xs, rows, y, ys, 4); break;                                   \
+            }                                                                                             \
+        }                                                                                                 \
     }
 
+// The 32-element types: a tile (up to 8 rows) and a panel (up to
+// MG_VEC_DOT_PANEL_ROWS rows) are the same kernel, lane_panel_32.
 #define LANE_TILE_ENTRY_32(name, type)                                                                    \
-    KERNEL void lane_tile_##name(int64_t n, float * s, size_t ss, const char * x, size_t xs, int nr,      \
-                                 const void * y, size_t ys, int nc) {                                      \
-        lane_tile_32(type, n, s, ss, x, xs, nr, y, ys, nc);                                                \
+    KERNEL void lane_panel_##name(int64_t n, float * s, size_t ss, const char * x, size_t xs, int nr,     \
+                                  const void * y, size_t ys, int nc) {                                     \
+        lane_panel_32(type, n, s, ss, x, xs, nr, y, ys, nc);                                               \
     }                                                                                                      \
-    LANE_TILE_ENTRY(name, lane_tile_##name, 2 * LANE_TILE_ROWS)
+    LANE_TILE_ENTRY(mg_vec_dot_tile_##name##_simd, mg_vec_dot_cols_##name##_simd, lane_panel_##name,      \
+                    MG_VEC_DOT_MAX_ROWS, MG_VEC_DOT_MAX_ROWS)                                              \
+    LANE_TILE_ENTRY(mg_vec_dot_panel_##name##_simd, mg_vec_dot_cols_##name##_simd, lane_panel_##name,     \
+                    MG_VEC_DOT_PANEL_ROWS, MG_VEC_DOT_PANEL_ROWS)
 
 LANE_TILE_ENTRY_32(q8_0_q8_0, MG_TYPE_Q8_0)
 LANE_TILE_ENTRY_32(q4_1_q8_1, MG_TYPE_Q4_1)
 LANE_TILE_ENTRY_32(q5_0_q8_0, MG_TYPE_Q5_0)
 LANE_TILE_ENTRY_32(q5_1_q8_1, MG_TYPE_Q5_1)
-LANE_TILE_ENTRY(q6_K_q8_K, lane_tile_q6_K, LANE_TILE_ROWS)
+LANE_TILE_ENTRY(mg_vec_dot_tile_q6_K_q8_K_simd, mg_vec_dot_cols_q6_K_q8_K_simd, lane_tile_q6_K, MG_VEC_DOT_MAX_ROWS,
+                LANE_TILE_ROWS)
 
 #endif // MG_SIMD

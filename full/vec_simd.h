@@ -95,6 +95,16 @@ void mg_vec_dot_tile_q5_K_q8_K_simd  (int64_t n, float * s, size_t ss, const voi
                                       const void * y, size_t ys, int nc);
 void mg_vec_dot_tile_q6_K_q8_K_simd  (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
                                       const void * y, size_t ys, int nc);
+// Panels (vec.h: MG_VEC_DOT_PANEL_ROWS rows at most) of the types whose tile
+// is lane_panel_32.
+void mg_vec_dot_panel_q4_1_q8_1_simd (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_panel_q5_0_q8_0_simd (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_panel_q5_1_q8_1_simd (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
+void mg_vec_dot_panel_q8_0_q8_0_simd (int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr,
+                                      const void * y, size_t ys, int nc);
 // 8 rows of a repacked Q4_0 matrix (repack.c; x: their first group) . up to 4 activation rows.
 void mg_vec_dot_tile_q4_0x8_q8_0_simd(int64_t n, float * s, size_t ss, const void * x, const void * y, size_t ys,
                                       int nc);

@@ -438,16 +438,16 @@ struct tile_rows {
     char *  y;
 };
 
-static void make_tile_rows(const struct ref * ref, int64_t n, enum mode mode, uint64_t seed, bool packed,
-                           struct tile_rows * t) {
+static void make_rows_of(const struct ref * ref, int64_t n, int n_rows, enum mode mode, uint64_t seed, bool packed,
+                         struct tile_rows * t) {
     const size_t x_size = mg_row_size(ref->type, n);
     t->n                = n;
     t->y                = NULL;
     t->x_stride         = x_size + (packed ? 0 : 48);
-    t->x                = malloc(t->x_stride * (MG_VEC_DOT_MAX_ROWS - 1) + x_size);
+    t->x                = malloc(t->x_stride * (size_t) (n_rows - 1) + x_size);
     ck_assert_ptr_nonnull(t->x);
-    memset(t->x, 0x5a, t->x_stride * (MG_VEC_DOT_MAX_ROWS - 1) + x_size);
-    for (int r = 0; r < MG_VEC_DOT_MAX_ROWS; r++) {   // each weight row from its own seed
+    memset(t->x, 0x5a, t->x_stride * (size_t) (n_rows - 1) + x_size);
+    for (int r = 0; r < n_rows; r++) {   // each weight row from its own seed
         struct rows rows;
         make_rows(ref, n, MG_VEC_DOT_MAX_COLS, mode, seed + 97 * (uint64_t) r, &rows);
         memcpy(t->x + (size_t) r * t->x_stride, rows.x, x_size);
@@ -460,6 +460,11 @@ static void make_tile_rows(const struct ref * ref, int64_t n, enum mode mode, ui
         }
         free_rows(&rows);
     }
+}
+
+static void make_tile_rows(const struct ref * ref, int64_t n, enum mode mode, uint64_t seed, bool packed,
+                           struct tile_rows * t) {
+    make_rows_of(ref, n, MG_VEC_DOT_MAX_ROWS, mode, seed, packed, t);
 }
 
 // Every tile shape against vec_dot of each row and column: the results to the
@@ -510,6 +515,70 @@ START_TEST(test_tile_bit_identical) {
     check_tile(&REFS[_i], EDGE, 12000 + 100 * (uint64_t) _i, true);
     check_tile(&REFS[_i], RAW, 13000 + 100 * (uint64_t) _i, false);
     check_tile(&REFS[_i], RAW, 14000 + 100 * (uint64_t) _i, true);
+}
+END_TEST
+
+// A panel (vec.h: many tiles in one call) against vec_dot, to the bit: row
+// counts that end in a whole tile, in part of one, and the largest panel.
+static void check_panel(const struct ref * ref, enum mode mode, uint64_t seed, bool packed) {
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(ref->type);
+    if (cpu->vec_dot_panel == NULL) return;   // this type's mul_mat takes tiles only
+    enum { ROWS = MG_VEC_DOT_PANEL_ROWS, COLS = MG_VEC_DOT_MAX_COLS, S_STRIDE = ROWS + 3 };
+    static float one[COLS][ROWS], s[COLS * S_STRIDE];
+    const int    row_counts[] = {9, 43, 64, ROWS};
+    size_t       count;
+    test_length(ref->type, 0, &count);
+    for (size_t k = 0; k < count; k++) {
+        const int64_t    n = test_length(ref->type, k, &count);
+        struct tile_rows t;
+        make_rows_of(ref, n, ROWS, mode, seed + 1000 * k, packed, &t);
+        for (int c = 0; c < COLS; c++) {
+            for (int r = 0; r < ROWS; r++) {
+                cpu->vec_dot(n, &one[c][r], t.x + (size_t) r * t.x_stride, t.y + (size_t) c * t.y_stride);
+            }
+        }
+        for (size_t i = 0; i < sizeof(row_counts) / sizeof(row_counts[0]); i++) {
+            const int nr = row_counts[i];
+            for (int nc = 1; nc <= COLS; nc++) {
+                for (int j = 0; j < COLS * S_STRIDE; j++) s[j] = -1.0f;   // sentinels
+                cpu->vec_dot_panel(n, s, S_STRIDE, t.x, t.x_stride, nr, t.y, t.y_stride, nc);
+                for (int c = 0; c < COLS; c++) {
+                    for (int r = 0; r < S_STRIDE; r++) {
+                        const float got = s[c * S_STRIDE + r];
+                        if (c < nc && r < nr) {
+                            ck_assert_msg(float_bits(got) == float_bits(one[c][r]),
+                                          "%s mode %d n %lld, %d x %d panel: row %d column %d is %.9g, vec_dot %.9g",
+                                          mg_type_name(ref->type), (int) mode, (long long) n, nr, nc, r, c, got,
+                                          one[c][r]);
+                        } else {
+                            ck_assert_msg(got == -1.0f, "%s: a %d x %d panel wrote s[%d]", mg_type_name(ref->type),
+                                          nr, nc, c * S_STRIDE + r);
+                        }
+                    }
+                }
+            }
+        }
+        free(t.x), free(t.y);
+    }
+}
+
+START_TEST(test_panel_bit_identical) {
+    check_panel(&REFS[_i], GAUSS, 15000 + 100 * (uint64_t) _i, false);
+    check_panel(&REFS[_i], RAW, 16000 + 100 * (uint64_t) _i, true);
+}
+END_TEST
+
+// The SIMD build has panels for the types whose tile is lane_panel_32.
+START_TEST(test_panel_wiring) {
+#if defined(MG_SIMD)
+    const enum mg_type with_panel[] = {MG_TYPE_Q8_0, MG_TYPE_Q4_1, MG_TYPE_Q5_0, MG_TYPE_Q5_1};
+    for (size_t i = 0; i < sizeof(with_panel) / sizeof(with_panel[0]); i++) {
+        ck_assert_msg(mg_get_type_traits_cpu(with_panel[i])->vec_dot_panel != NULL, "%s has no panel",
+                      mg_type_name(with_panel[i]));
+    }
+#else
+    for (size_t i = 0; i < N_REFS; i++) ck_assert_ptr_null(mg_get_type_traits_cpu(REFS[i].type)->vec_dot_panel);
+#endif
 }
 END_TEST
 
@@ -805,6 +874,8 @@ Suite * mg_test_suite(void) {
     tc = tcase_create("vec_dot_tile");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_tile_bit_identical, 0, (int) N_REFS);
+    tcase_add_loop_test(tc, test_panel_bit_identical, 0, (int) N_REFS);
+    tcase_add_test(tc, test_panel_wiring);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("converters");
