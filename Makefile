@@ -107,6 +107,7 @@ test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check check-zh
 	./$(BUILD)/test_chapgen
 	./$(BUILD)/test_readme_check
 	tools/check_file_table.sh
+	sh tools/check_reading_maps.sh
 
 # The Chinese READMEs beside the top-level and exercises/ ones (the chapters'
 # and full/'s are checked by their own make test): each must keep every
