@@ -7,6 +7,7 @@
 #                        it keeps edited chapter files unless FORCE=1
 #   make check-chapters  fail if chapters/ is not what full/ generates
 #   make check-zh        the top and exercises/ README.zh.md keep in step with README.md
+#   make check-run-excerpt the top READMEs' mg run excerpt is what the command prints
 #   make handout CHAPTER=05   build/handout/05_galloc.tar.gz: the chapter alone
 #   make exercise CHAPTER=05  work/05_galloc/: a student's copy to work in
 #   make check-handout   chapters 01 and 09 unpacked alone must build, run, test, graph
@@ -28,7 +29,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test test-x86-levels test-aarch64 test-vulkan tour chapters check-chapters handout exercise check-handout check-numbers check-zh graph bench quant-table asan tsan clean deps test-tools check-solutions \
+.PHONY: run test test-x86-levels test-aarch64 test-vulkan tour chapters check-chapters handout exercise check-handout check-numbers check-zh check-run-excerpt graph bench quant-table asan tsan clean deps test-tools check-solutions \
         fuzz fuzz-deps valgrind test-fuzz-regressions $(CHAPTER_DIRS)
 
 run: deps
@@ -44,6 +45,8 @@ test: deps test-tools
 	@$(MAKE) --no-print-directory -C full test-scalar
 	@echo "=================== numbers a README quotes from another chapter's demo"
 	@sh tools/check_numbers.sh
+	@echo "=================== the top README's mg run excerpt"
+	@$(MAKE) --no-print-directory check-run-excerpt
 	@$(MAKE) --no-print-directory test-fuzz-regressions
 
 check-numbers:
@@ -104,6 +107,7 @@ test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check check-zh
 	./$(BUILD)/test_chapgen
 	./$(BUILD)/test_readme_check
 	tools/check_file_table.sh
+	sh tools/check_reading_maps.sh
 
 # The Chinese READMEs beside the top-level and exercises/ ones (the chapters'
 # and full/'s are checked by their own make test): each must keep every
@@ -115,6 +119,20 @@ check-zh: $(BUILD)/readme_check
 		zh=$${en%.md}.zh.md; [ -f "$$zh" ] || continue; \
 		./$(BUILD)/readme_check --parity "$$en" "$$zh" || failed=1; \
 	done; exit $$failed
+
+# The excerpt of mg run in README.md and README.zh.md (a demo-output block,
+# the same in both: check-zh) against what the command the README shows
+# prints, with -t 2: the work buffer has a cache line per thread, so a fixed
+# thread count gives the same sizes on every machine. The command must be
+# written in README.md as it is here (without the -t 2).
+RUN_EXCERPT_CMD := full/build/mg run -m models/fortune-toy-q8_0.gguf -p "床前明月光" -n 48 --temp 0 --trace infer --dot full/build/dot
+check-run-excerpt: $(BUILD)/readme_check
+	@$(MAKE) --no-print-directory -C full build/mg
+	@grep -qxF '    $(RUN_EXCERPT_CMD)' README.md || { echo "README.md no longer shows the command: $(RUN_EXCERPT_CMD)"; exit 1; }
+	@mkdir -p full/build/dot
+	@$(RUN_EXCERPT_CMD) -t 2 > $(BUILD)/run-excerpt.out 2>&1
+	./$(BUILD)/readme_check README.md $(BUILD)/run-excerpt.out
+	./$(BUILD)/readme_check README.zh.md $(BUILD)/run-excerpt.out
 
 graph: deps
 	$(MAKE) -C full graph

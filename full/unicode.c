@@ -114,12 +114,14 @@ size_t mg_utf8_encode(uint32_t cpt, char out[4]) {
 //     0xAD       (soft hyphen) -> U+0143
 // ---------------------------------------------------------------------------
 
+//@+ 09 byte-alphabet
 uint32_t mg_unicode_byte_to_cpt(uint8_t byte) {
     if (byte <= 0x20) return 0x100 + byte;
     if (byte >= 0x7F && byte <= 0xA0) return 0x121 + (byte - 0x7Fu);
     if (byte == 0xAD) return 0x143;
     return byte;
 }
+//@- 09 byte-alphabet
 
 int mg_unicode_cpt_to_byte(uint32_t cpt) {
     if (cpt <= 0x20 || (cpt >= 0x7F && cpt <= 0xA0) || cpt == 0xAD) return -1;   // moved away
@@ -226,6 +228,7 @@ static size_t match_whitespace(const struct span * s, size_t pos) {
 
 // GPT2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
 // (llama.cpp unicode_regex_split_custom_gpt2)
+//@+ 09 split-gpt2
 static void split_gpt2(const struct span * s, struct mg_pieces * out) {
     size_t pos = s->begin;
     while (pos < s->end) {
@@ -258,6 +261,7 @@ static void split_gpt2(const struct span * s, struct mg_pieces * out) {
         mg_pieces_push(out, pos - start);
     }
 }
+//@- 09 split-gpt2
 
 // QWEN2: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
 //        | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+

@@ -152,6 +152,7 @@ int32_t mg_vocab_find(const struct mg_vocab * v, const char * text, size_t len) 
 }
 
 // The rank of the merge (left, right), or -1 (llama.cpp find_bpe_rank).
+//@+ 09 find-merge
 static int32_t find_merge(const struct mg_vocab * v, const char * left, size_t left_len, const char * right,
                           size_t right_len) {
     const struct table * t = &v->by_pair;
@@ -165,6 +166,7 @@ static int32_t find_merge(const struct mg_vocab * v, const char * left, size_t l
         }
     }
 }
+//@- 09 find-merge
 
 void mg_vocab_free(struct mg_vocab * v) {
     if (v == NULL) return;
@@ -239,6 +241,7 @@ static bool build_tokens(struct mg_vocab * v, const struct mg_vocab_params * p, 
 // byte, so a merge may start with a space (llama.cpp: word.find(' ', 1)). A
 // merge without such a space can never apply; it keeps its rank number. A
 // pair listed twice keeps its first (best) rank, like bpe_ranks.emplace.
+//@+ 09 build-merges
 static void build_merges(struct mg_vocab * v, const struct mg_vocab_params * p) {
     struct bytes text = {0};
     v->n_merges = p->n_merges;
@@ -268,6 +271,7 @@ static void build_merges(struct mg_vocab * v, const struct mg_vocab_params * p) 
         v->by_pair.slots[i] = rank;
     }
 }
+//@- 09 build-merges
 
 static int32_t attr_of_type(int32_t type) {
     switch (type) {

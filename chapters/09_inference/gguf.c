@@ -1,7 +1,7 @@
 // Generated from full/gguf.c by tools/chapgen. In a class, edit this copy freely (make chapters will not overwrite your edits); to change the engine, edit full/gguf.c and run make chapters.
 // gguf.c - reading a GGUF file, and checking all of it before anyone uses it.
 //
-// Mirrors ggml's gguf.cpp (gguf_init_from_file_impl and gguf_reader). The file
+// Mirrors ggml's gguf.cpp (gguf_init_from_reader and gguf_reader). The file
 // is mapped read-only (mmap.h) and read front to back by a cursor that never
 // steps past the end: every count, length and offset is checked against the
 // bytes that are really there before it is used, and no allocation is sized

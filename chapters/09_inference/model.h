@@ -11,7 +11,9 @@
 // its GGUF name, checks its shape and type, and points a tensor header at its
 // bytes in the mapping: nothing is copied, so a model "loads" in milliseconds
 // and its pages are read from disk as the first forward pass touches them
-// (llama.cpp: src/models/qwen3.cpp, load_arch_hparams / load_arch_tensors).
+// (llama.cpp: llama_model_base::load_hparams in src/llama-model.cpp for the
+// keys every architecture has, then src/models/qwen3.cpp's load_arch_hparams
+// and load_arch_tensors).
 #pragma once
 
 #include "graph.h"

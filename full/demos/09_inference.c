@@ -121,16 +121,33 @@ static bool part_gguf(const char * path) {
            at + 20 + key_len, (int) le(f + at + 12 + key_len, 8), f + at + 20 + key_len);
 
     printf("-- every key: where it starts, its type, its value --\n");
+    size_t merges_at = 0;   // where the key tokenizer.ggml.merges starts
     for (uint64_t i = 0; i < n_kv; i++) {
         const uint64_t len = le(f + at, 8);
         const uint32_t t   = (uint32_t) le(f + at + 8 + len, 4);
         char value[64];
         printf("  %7zu  %-40.*s %-4s %s\n", at, (int) len, f + at + 8, mg_gguf_type_name(t),
                mg_gguf_kv_to_string(g, (int64_t) i, value, sizeof(value)));
+        if (len == 21 && memcmp(f + at + 8, "tokenizer.ggml.merges", 21) == 0) merges_at = at;
         at += 8 + len + 4 + value_size(f, at + 8 + len + 4, t);
     }
     const size_t infos = at;
     printf("the tensor infos start at byte %zu\n\n", infos);
+
+    if (merges_at > 0) {
+        // An array value: element type (u32), element count (u64), the elements.
+        printf("-- an array value (tokenizer.ggml.merges): element type (u32), count (u64), then the elements --\n");
+        const size_t   type_at = merges_at + 8 + 21, v = type_at + 4;
+        const uint32_t elem    = (uint32_t) le(f + v, 4);
+        const uint64_t count   = le(f + v + 4, 8);
+        const size_t   first   = v + 12, second = first + 8 + le(f + first, 8);
+        const size_t   third   = second + 8 + le(f + second, 8);
+        hexdump(f, type_at, third);
+        printf("  %zu: type %u (%s)   %zu: element type %u (%s)   %zu: %llu elements   %zu: \"%.*s\"   %zu: \"%.*s\" ...\n\n",
+               type_at, (unsigned) le(f + type_at, 4), mg_gguf_type_name((uint32_t) le(f + type_at, 4)), v,
+               (unsigned) elem, mg_gguf_type_name(elem), v + 4, (unsigned long long) count, first,
+               (int) le(f + first, 8), f + first + 8, second, (int) le(f + second, 8), f + second + 8);
+    }
 
     printf("-- the first tensor info: name, n_dims (u32), ne[] (u64 each), type (u32), offset (u64) --\n");
     const uint64_t name_len = le(f + at, 8);
@@ -302,7 +319,34 @@ static void part_bpe(const struct mg_model * m) {
         const size_t len = mg_utf8_encode(mg_unicode_byte_to_cpt(bytes[i]), spelled);
         printf("  %02x -> U+%04X '%.*s'", bytes[i], (unsigned) mg_unicode_byte_to_cpt(bytes[i]), (int) len, spelled);
     }
-    printf("\n\n");
+    printf("\n");
+    // Which bytes move: the runs of bytes whose code point is not the byte itself.
+    printf("the bytes it moves:");
+    int n_moved = 0;
+    for (int b = 0; b < 256; b++) {
+        if (mg_unicode_byte_to_cpt((uint8_t) b) == (uint32_t) b) continue;
+        int e = b;
+        while (e + 1 < 256 && mg_unicode_byte_to_cpt((uint8_t) (e + 1)) != (uint32_t) (e + 1)) e++;
+        printf(e > b ? "  %02x..%02x -> U+%04X..U+%04X" : "  %02x -> U+%04X", b, e > b ? (unsigned) e :
+               (unsigned) mg_unicode_byte_to_cpt((uint8_t) b), (unsigned) mg_unicode_byte_to_cpt((uint8_t) b),
+               (unsigned) mg_unicode_byte_to_cpt((uint8_t) e));
+        n_moved += e - b + 1;
+        b = e;
+    }
+    printf("; %d moved, the other %d stay themselves\n", n_moved, 256 - n_moved);
+    // A merge is one string of tokenizer.ggml.merges, "left right"; its rank is its index.
+    const int64_t km = mg_gguf_find_key(m->gguf, "tokenizer.ggml.merges");
+    if (km >= 0) {
+        printf("merges are strings \"left right\", the rank is the index:");
+        static const uint64_t ranks[] = {0, 5, 15};   // 5 and 15: the first merges of the traces below
+        for (size_t i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++) {
+            uint64_t len = 0;
+            const char * t = mg_gguf_arr_str(m->gguf, km, ranks[i], &len);
+            printf("  [%llu] \"%.*s\"", (unsigned long long) ranks[i], (int) len, t);
+        }
+        printf("\n");
+    }
+    printf("\n");
 
     // 3. The merge loop, on "你好" and on an English word.
     printf("-- \"你好\" --\n");
