@@ -467,6 +467,37 @@ static void make_tile_rows(const struct ref * ref, int64_t n, enum mode mode, ui
     make_rows_of(ref, n, MG_VEC_DOT_MAX_ROWS, mode, seed, packed, t);
 }
 
+// What a tile or panel call computed, for the messages.
+struct tile_shape {
+    enum mg_type type;
+    enum mode    mode;
+    int64_t      n;
+    int          nr, nc;
+    const char * what;
+};
+
+// s (cols columns of s_stride floats) against one (column c's vec_dot results
+// at one + c * one_stride): the tile's outputs to the bit, and the sentinels
+// (-1) everywhere else untouched.
+static void check_tile_outputs(const struct tile_shape * t, const float * s, int s_stride, int cols,
+                               const float * one, int one_stride) {
+    for (int c = 0; c < cols; c++) {
+        for (int r = 0; r < s_stride; r++) {
+            const float got = s[c * s_stride + r];
+            if (c < t->nc && r < t->nr) {
+                const float want = one[c * one_stride + r];
+                ck_assert_msg(float_bits(got) == float_bits(want),
+                              "%s mode %d n %lld, %d x %d %s: row %d column %d is %.9g, vec_dot %.9g",
+                              mg_type_name(t->type), (int) t->mode, (long long) t->n, t->nr, t->nc, t->what, r, c,
+                              got, want);
+            } else {
+                ck_assert_msg(got == -1.0f, "%s: a %d x %d %s wrote s[%d]", mg_type_name(t->type), t->nr, t->nc,
+                              t->what, c * s_stride + r);
+            }
+        }
+    }
+}
+
 // Every tile shape against vec_dot of each row and column: the results to the
 // bit, and nothing written outside them (s_stride leaves a gap after each column).
 static void check_tile(const struct ref * ref, enum mode mode, uint64_t seed, bool packed) {
@@ -490,20 +521,8 @@ static void check_tile(const struct ref * ref, enum mode mode, uint64_t seed, bo
                 float s[COLS * S_STRIDE];
                 for (int i = 0; i < COLS * S_STRIDE; i++) s[i] = -1.0f;   // sentinels
                 cpu->vec_dot_tile(n, s, S_STRIDE, t.x, t.x_stride, nr, t.y, t.y_stride, nc);
-                for (int c = 0; c < COLS; c++) {
-                    for (int r = 0; r < S_STRIDE; r++) {
-                        const float got = s[c * S_STRIDE + r];
-                        if (c < nc && r < nr) {
-                            ck_assert_msg(float_bits(got) == float_bits(one[c][r]),
-                                          "%s mode %d n %lld, %d x %d tile%s: row %d column %d is %.9g, vec_dot %.9g",
-                                          mg_type_name(ref->type), (int) mode, (long long) n, nr, nc,
-                                          packed ? " (packed rows)" : "", r, c, got, one[c][r]);
-                        } else {
-                            ck_assert_msg(got == -1.0f, "%s: a %d x %d tile wrote s[%d]", mg_type_name(ref->type), nr,
-                                          nc, c * S_STRIDE + r);
-                        }
-                    }
-                }
+                const struct tile_shape shape = {ref->type, mode, n, nr, nc, packed ? "tile (packed rows)" : "tile"};
+                check_tile_outputs(&shape, s, S_STRIDE, COLS, &one[0][0], ROWS);
             }
         }
         free(t.x), free(t.y);
@@ -542,20 +561,8 @@ static void check_panel(const struct ref * ref, enum mode mode, uint64_t seed, b
             for (int nc = 1; nc <= COLS; nc++) {
                 for (int j = 0; j < COLS * S_STRIDE; j++) s[j] = -1.0f;   // sentinels
                 cpu->vec_dot_panel(n, s, S_STRIDE, t.x, t.x_stride, nr, t.y, t.y_stride, nc);
-                for (int c = 0; c < COLS; c++) {
-                    for (int r = 0; r < S_STRIDE; r++) {
-                        const float got = s[c * S_STRIDE + r];
-                        if (c < nc && r < nr) {
-                            ck_assert_msg(float_bits(got) == float_bits(one[c][r]),
-                                          "%s mode %d n %lld, %d x %d panel: row %d column %d is %.9g, vec_dot %.9g",
-                                          mg_type_name(ref->type), (int) mode, (long long) n, nr, nc, r, c, got,
-                                          one[c][r]);
-                        } else {
-                            ck_assert_msg(got == -1.0f, "%s: a %d x %d panel wrote s[%d]", mg_type_name(ref->type),
-                                          nr, nc, c * S_STRIDE + r);
-                        }
-                    }
-                }
+                const struct tile_shape shape = {ref->type, mode, n, nr, nc, "panel"};
+                check_tile_outputs(&shape, s, S_STRIDE, COLS, &one[0][0], ROWS);
             }
         }
         free(t.x), free(t.y);
