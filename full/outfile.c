@@ -374,9 +374,13 @@ static void remove_and_die(int sig) {
 
 // Only for signals that would kill the process as it is: one the caller
 // ignores (nohup, `trap '' XFSZ` to get EFBIG instead) stays ignored.
-// SIGPIPE ends `mg run ... | head -1`, SIGXFSZ a write past `ulimit -f`.
+// Every signal whose default action ends the process and that another
+// process or the terminal sends: SIGQUIT is Ctrl-\, SIGPIPE ends
+// `mg run ... | head -1`, SIGXFSZ a write past `ulimit -f`, SIGALRM
+// `timeout -s ALRM`. (A crash's SIGSEGV or SIGBUS is not caught: the state
+// is unknown there, and the core dump matters more than a stray file.)
 void mg_outfile_remove_on_signal(void) {
-    const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
+    const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ, SIGALRM, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
         struct sigaction old;
         if (sigaction(signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;
@@ -416,7 +420,11 @@ FILE * mg_outfile_open(struct mg_outfile * o, const char * path) {
         mg_outfile_abort(o);
         return NULL;
     }
-    snprintf(o->tmp, n, "%s/.%s.XXXXXX", dir, slash ? slash + 1 : path);
+    // The name in the folder is at most NAME_MAX bytes: ".NAME.XXXXXX" adds 8
+    // to NAME, so a long NAME is cut in the temporary name (its own name is kept).
+    const char * base    = slash ? slash + 1 : path;
+    const int    base_at = (int) (strlen(base) < NAME_MAX - 8 ? strlen(base) : NAME_MAX - 8);
+    snprintf(o->tmp, n, "%s/.%.*s.XXXXXX", dir, base_at, base);
     const int fd = mkstemp(o->tmp);   // O_CREAT | O_EXCL: a new file, never a planted one
     if (fd < 0) {
         mg_set_error("%s: cannot create a temporary file in %s: %s", path, dir, strerror(errno));

@@ -15,6 +15,7 @@
 //     hard link) would destroy what the command is reading: a mapped model
 //     truncated under a running graph crashes it (SIGBUS). Refused.
 //   - The result goes to a temporary file DIR/.NAME.XXXXXX (mkstemp: O_EXCL,
+//     NAME cut to NAME_MAX - 8 bytes there, so a long name still fits;
 //     never an existing file or a symlink planted at its name) beside the
 //     target DIR/NAME, is fsync'd, and is
 //     renamed over the target only when complete: a run that fails, is killed
@@ -78,8 +79,8 @@ bool mg_outfile_commit(struct mg_outfile * o);
 // Close and remove the temporary file: the target stays as it was.
 void mg_outfile_abort(struct mg_outfile * o);
 
-// Remove the temporary files still open when SIGINT, SIGTERM, SIGHUP, SIGPIPE
-// or SIGXFSZ ends the process (then die of the signal as before); a signal
+// Remove the temporary files still open when SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+// SIGPIPE, SIGXFSZ, SIGALRM, SIGUSR1 or SIGUSR2 ends the process (then die of the signal as before); a signal
 // the process ignores stays ignored. For programs, not libraries: mg's main
 // calls it.
 void mg_outfile_remove_on_signal(void);

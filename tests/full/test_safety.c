@@ -317,6 +317,35 @@ START_TEST(test_killed_run_keeps_old_output) {
 }
 END_TEST
 
+// Row 8 of the second probe: the temporary file was left behind when SIGQUIT
+// (Ctrl-\), SIGUSR1 or SIGALRM ended the run (only INT, TERM, HUP, PIPE and
+// XFSZ removed it); and an output name of 250 bytes made the temporary name
+// ".NAME.XXXXXX" longer than NAME_MAX, so it could not be written at all.
+START_TEST(test_other_signals_and_long_names) {
+    static const char * const sigs[] = {"QUIT", "USR1", "ALRM"};
+    const char * out = in_dir("new.kld");
+    for (int i = 0; i < 3; i++) {
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "(sleep 2; kill -%s $$) &", sigs[i]);   // $$ is mg after the harness's exec
+        struct mg_test_run r = mg_test_run_mg(dir, prefix, NULL, "perplexity -m '%s' -f '%s' -c 128 -t 1 --save-logits '%s'",
+                                              mg_test_root("models/fortune-toy-q8_0.gguf"),
+                                              mg_test_root("data/heldout/dhammapada.txt"), out);
+        ck_assert_msg(r.status == -1, "SIG%s: perplexity was not killed (exit %d): make the run longer", sigs[i], r.status);
+        mg_test_run_free(&r);
+        ck_assert_msg(mg_test_count_temp_files(out) == 0, "SIG%s left the temporary file of %s", sigs[i], out);
+        ck_assert_int_ne(access(out, F_OK), 0);
+    }
+    char name[251];
+    memset(name, 'n', 250);
+    name[250] = '\0';
+    struct mg_test_run r = mg("logits -m '%s' -p hi -o '%s'", model(), in_dir(name));
+    ck_assert_msg(r.status == 0, "a 250-byte output name: exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_gt(digest_of(in_dir(name)).size, 0);
+    ck_assert_int_eq(mg_test_count_temp_files(in_dir(name)), 0);
+}
+END_TEST
+
 // D6: symlinks planted inside output directories are replaced, never
 // followed; a file output that is a symlink to a non-input is written through.
 START_TEST(test_no_symlink_followed_in_output_dirs) {
@@ -946,6 +975,14 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_endless_input_is_bounded);
     tcase_add_test(silent, test_meaningless_counts_refused);
     suite_add_tcase(s, silent);
+
+    // The rows a second probe left open (signals, long names, non-finite
+    // logits, byte tokens, alignment, terminal escapes, silent limits).
+    TCase * probe2 = tcase_create("probe2");
+    tcase_set_timeout(probe2, 300);
+    tcase_add_checked_fixture(probe2, setup, teardown);
+    tcase_add_test(probe2, test_other_signals_and_long_names);
+    suite_add_tcase(s, probe2);
 
     return s;
 }
