@@ -384,6 +384,7 @@ struct par_seq {
     int32_t            next;   // the token to feed at the next step
     int                n_past, n_gen;
     bool               done;
+    bool               failed;   // its logits were not finite (said on stderr)
 };
 
 static void par_append(struct par_seq * q, const char * bytes, int32_t n) {
@@ -409,6 +410,12 @@ static void par_finish(struct par_seq * q, int index, const char * why) {
 // Take the next token of sequence q from its logits; false when it ends.
 static bool par_sample(struct par_seq * q, int index, const struct mg_model * m, const float * logits, int n_predict,
                        bool ignore_eos) {
+    if (!cli_logits_finite(logits, 1, m->hp.n_vocab, q->n_past - 1)) {
+        fprintf(stderr, "mg parallel: sequence %d: %s\n", index, mg_last_error());
+        q->failed = true;
+        par_finish(q, index, "stopped: logits not finite");
+        return false;
+    }
     q->next = mg_sampler_sample(q->sampler, logits);
     if (!ignore_eos && mg_vocab_is_eog(m->vocab, q->next)) {
         par_finish(q, index, "end of generation");
@@ -628,6 +635,7 @@ int cmd_parallel(int argc, char ** argv) {
     const double t1 = mg_time_ms();
     ok = ok && par_generate(cmd, &r, n_active, &n_generated);
     const double gen_ms = mg_time_ms() - t1;
+    for (int i = 0; ok && i < r.n_prompts; i++) ok = !r.q[i].failed;
     if (ok) {
         fprintf(stderr, "\nmg %s: %d sequences; prompts %d tokens in %.2f ms (%.2f t/s); generation %d tokens in "
                         "%.2f ms (%.2f t/s, all sequences together); %d cache cells used\n", cmd, r.n_prompts,

@@ -118,6 +118,10 @@ int cmd_logits(int argc, char ** argv) {
         }
     }
     const int n_rows = all ? n : 1;
+    if (!cli_logits_finite(mg_get_logits(s), n_rows, m->hp.n_vocab, n - n_rows)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        goto done;
+    }
     if (out_path != NULL && !write_logits(cmd, out_path, mg_get_logits(s), n_rows, m->hp.n_vocab)) goto done;
     printf("tokens (%d):", n);
     for (int i = 0; i < n; i++) printf(" %d", tokens[i]);

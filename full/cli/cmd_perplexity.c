@@ -94,6 +94,8 @@ static bool eval_chunk(struct ppl_eval * ev, const int32_t * tokens) {
         const int     k0  = start >= ev->first ? 0 : ev->first - start;   // first kept row of the batch
         memcpy(ev->logits + (size_t) (start + k0 - ev->first) * (size_t) ev->n_vocab, out + (size_t) k0 * (size_t) ev->n_vocab,
                (size_t) (n - k0) * (size_t) ev->n_vocab * sizeof(float));
+        // A NaN would make the chunk's figures nan, and a row of them a KL divergence of nan or 0.
+        if (!cli_logits_finite(out + (size_t) k0 * (size_t) ev->n_vocab, n - k0, ev->n_vocab, start + k0)) return false;
     }
     return true;
 }
@@ -203,7 +205,7 @@ static bool run_perplexity(const char * cmd, struct ppl_eval * ev, const int32_t
         const int32_t * chunk = tokens + (size_t) c * (size_t) ev->n_ctx;
         const double    t0    = mg_time_ms();
         if (!eval_chunk(ev, chunk)) {
-            fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "\nmg %s: chunk %d: %s\n", cmd, c + 1, mg_last_error());
             ok = false;
             break;
         }
@@ -255,7 +257,7 @@ static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct mg_
     for (int c = 0; ok && c < n_chunk; c++) {
         const int32_t * chunk = b->tokens + (size_t) c * (size_t) ev->n_ctx;
         if (!eval_chunk(ev, chunk)) {
-            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "mg %s: chunk %d: %s\n", cmd, c + 1, mg_last_error());
             ok = false;
             break;
         }

@@ -6,6 +6,7 @@
 // bytes, the exit status and the message.
 #define _DEFAULT_SOURCE   // symlink, link, chmod
 #include "harness.h"
+#include "gguf.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -343,6 +344,60 @@ START_TEST(test_other_signals_and_long_names) {
     mg_test_run_free(&r);
     ck_assert_int_gt(digest_of(in_dir(name)).size, 0);
     ck_assert_int_eq(mg_test_count_temp_files(in_dir(name)), 0);
+}
+END_TEST
+
+// A copy of the tiny F32 model at path whose output_norm.weight holds value
+// at element 7: every logit of every position is then not finite. (F32: a
+// quantized model's Q8_0 activations would hide the NaN, as in ggml: the
+// block's scale is an fmaxf, which skips it.)
+static void model_with_weight(const char * path, float value) {
+    copy_file(mg_test_fixture("models/tiny-f32.gguf"), path);
+    struct mg_gguf * g = mg_gguf_open(path);
+    ck_assert_ptr_nonnull(g);
+    const struct mg_gguf_tensor_info * t = mg_gguf_find_tensor(g, "output_norm.weight");
+    ck_assert_msg(t != NULL && t->type == 0, "the tiny model has no F32 output_norm.weight");
+    const long at = (long) (mg_gguf_data_offset(g) + t->offset + 7 * sizeof(float));
+    mg_gguf_close(g);
+    FILE * f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, at, SEEK_SET), 0);
+    ck_assert_uint_eq(fwrite(&value, sizeof(value), 1, f), 1);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+// Row 1: a model whose weights hold NaN or inf made every command print or
+// write nan (or sample from it) and exit 0. Now the first position whose
+// logits are not finite is an error, named with its token position.
+START_TEST(test_non_finite_logits) {
+    const char * t = text_file();
+    char base[128], bad[128], prompt[128];
+    snprintf(base, sizeof(base), "%s", in_dir("base.kld"));
+    snprintf(bad, sizeof(bad), "%s", in_dir("bad.gguf"));
+    snprintf(prompt, sizeof(prompt), "%s", in_dir("prompt.txt"));
+    write_file(prompt, "hello there\n", 12);
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 2 -t 1 --save-logits '%s'", model(), t, base);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    r = mg("tokenize -m '%s' -f '%s'", model(), prompt);   // the prompt's last position: its token count - 1
+    ck_assert_int_eq(r.status, 0);
+    char last[64];
+    snprintf(last, sizeof(last), "token position %d ", mg_test_count_lines(r.out) - 1);
+    mg_test_run_free(&r);
+    const float values[] = {NAN, INFINITY};
+    for (int v = 0; v < 2; v++) {
+        model_with_weight(bad, values[v]);
+        expect_failure("not finite", last, "run -m '%s' -f '%s' -n 4 -t 1", bad, prompt);
+        expect_error("not finite", last, "logits -m '%s' -f '%s' -t 1 -o '%s'", bad, prompt, in_dir("out.bin"));
+        expect_error("not finite", "token position 0 ", "logits -m '%s' -f '%s' -t 1 --all", bad, prompt);
+        ck_assert_int_ne(access(in_dir("out.bin"), F_OK), 0);
+        expect_failure("not finite", "chunk 1", "perplexity -m '%s' --kl-base '%s' -t 1", bad, base);
+        expect_failure("not finite", "chunk 1", "perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 1 -t 1", bad, t);
+        expect_failure("not finite", "sequence 0", "parallel -m '%s' -p hi -n 2 -t 1", bad);
+        struct mg_test_run c = mg_test_run_mg(dir, NULL, prompt, "chat -m '%s' -n 4 -t 1", bad);
+        ck_assert_msg(c.status == 1 && strstr(c.err, "not finite") != NULL, "chat: exit %d: %s", c.status, c.err);
+        mg_test_run_free(&c);
+    }
 }
 END_TEST
 
@@ -982,6 +1037,7 @@ Suite * mg_test_suite(void) {
     tcase_set_timeout(probe2, 300);
     tcase_add_checked_fixture(probe2, setup, teardown);
     tcase_add_test(probe2, test_other_signals_and_long_names);
+    tcase_add_test(probe2, test_non_finite_logits);
     suite_add_tcase(s, probe2);
 
     return s;
