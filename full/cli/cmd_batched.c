@@ -537,7 +537,7 @@ static bool par_prompts_batch(const char * cmd, struct par_run * r) {
         int32_t * tok = r->tok + r->n_total;
         const int32_t n = mg_tokenize(r->m->vocab, r->prompts[i], (int32_t) len, tok, (int32_t) room, true, true);
         if (n <= 0) {
-            fprintf(stderr, "mg %s: prompt %d gives no tokens\n", cmd, i);
+            fprintf(stderr, "mg %s: prompt %d %s\n", cmd, i, n == INT32_MIN ? mg_last_error() : "gives no tokens");
             return false;
         }
         struct par_seq * q = &r->q[i];

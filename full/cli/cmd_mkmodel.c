@@ -435,7 +435,10 @@ static bool loads_and_tokenizes(const char * cmd, const char * path, const char 
         len += k > 0 ? k : 0;
     }
     const bool ok = n > 0 && len == (int32_t) strlen(text) && memcmp(back, text, (size_t) len) == 0;
-    if (!ok) {
+    if (!ok && n == INT32_MIN) {
+        fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s'): %s\n", cmd, out, text,
+                mg_last_error());
+    } else if (!ok) {
         fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s' gives %d tokens that read "
                         "back as '%.*s'); is it a byte-level BPE tokenizer.json?\n", cmd, out, text, n, len, back);
     }

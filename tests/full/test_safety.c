@@ -401,6 +401,32 @@ START_TEST(test_non_finite_logits) {
 }
 END_TEST
 
+// Row 2: a vocabulary without the token of a byte (here 'z') dropped that
+// byte from the text it tokenized, silently (llama.cpp does). mkmodel makes
+// one (it spells its check text, "Hello, world: 42 times.", with the byte
+// characters below); tokenizing a 'z' is then an error naming the byte.
+START_TEST(test_missing_byte_token) {
+    static const char json[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\","
+        "\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true},\"post_processor\":null,"
+        "\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\",\"vocab\":{\"H\":0,\"e\":1,\"l\":2,\"o\":3,"
+        "\",\":4,\"\\u0120\":5,\"w\":6,\"r\":7,\"d\":8,\":\":9,\"4\":10,\"2\":11,\"t\":12,\"i\":13,\"m\":14,\"s\":15,"
+        "\".\":16,\"ll\":17},\"merges\":[\"l l\"]}}";
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    write_file(in_dir("vocab/tokenizer.json"), json, sizeof(json) - 1);
+    char m[128];
+    snprintf(m, sizeof(m), "%s", in_dir("m.gguf"));
+    struct mg_test_run r = mg("mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"), m);
+    ck_assert_msg(r.status == 0, "mkmodel: %s", r.err);
+    mg_test_run_free(&r);
+    r = mg("tokenize -m '%s' -p 'Hello world' --no-bos", m);   // every byte has its token: H e ll o Ġ w o r l d
+    ck_assert_msg(r.status == 0 && mg_test_count_lines(r.out) == 10, "exit %d: %s%s", r.status, r.out, r.err);
+    mg_test_run_free(&r);
+    expect_error("byte 0x7A", "'z'", "tokenize -m '%s' -p 'Hello zone'", m);
+    expect_error("byte 0x7A", "'z'", "run -m '%s' -p 'Hello zone' -n 1", m);
+}
+END_TEST
+
 // D6: symlinks planted inside output directories are replaced, never
 // followed; a file output that is a symlink to a non-input is written through.
 START_TEST(test_no_symlink_followed_in_output_dirs) {
@@ -1038,6 +1064,7 @@ Suite * mg_test_suite(void) {
     tcase_add_checked_fixture(probe2, setup, teardown);
     tcase_add_test(probe2, test_other_signals_and_long_names);
     tcase_add_test(probe2, test_non_finite_logits);
+    tcase_add_test(probe2, test_missing_byte_token);
     suite_add_tcase(s, probe2);
 
     return s;
