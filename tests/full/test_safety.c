@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE   // symlink, link, chmod
 #include "harness.h"
 #include "gguf.h"
+#include "gguf_writer.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -424,6 +425,45 @@ START_TEST(test_missing_byte_token) {
     mg_test_run_free(&r);
     expect_error("byte 0x7A", "'z'", "tokenize -m '%s' -p 'Hello zone'", m);
     expect_error("byte 0x7A", "'z'", "run -m '%s' -p 'Hello zone' -n 1", m);
+}
+END_TEST
+
+// Row 3: general.alignment 1 lets a file put a tensor at any byte; the engine
+// read F32 weights through a misaligned float pointer (undefined behaviour,
+// which x86 forgives). The tiny model rewritten with alignment 1 and a pad
+// key of 0..3 bytes, until output_norm.weight (F32) starts at a byte that is
+// not a multiple of 4: loading then names the tensor, the byte, and the key
+// with its value.
+START_TEST(test_misaligned_tensor_data) {
+    struct mg_gguf * src = mg_gguf_open(model());
+    ck_assert_ptr_nonnull(src);
+    const char * out = in_dir("a1.gguf");
+    size_t at = 0;
+    for (int pad = 0; pad < 4; pad++) {
+        struct mg_gguf_writer * w = mg_gguf_writer_new();
+        ck_assert(mg_gguf_writer_copy_kvs(w, src, NULL));
+        ck_assert(mg_gguf_writer_set_u32(w, "general.alignment", 1));
+        ck_assert(mg_gguf_writer_set_str(w, "test.pad", &"xxx"[3 - pad]));
+        for (int64_t i = 0; i < mg_gguf_n_tensors(src); i++) {
+            const struct mg_gguf_tensor_info * t = mg_gguf_tensor(src, i);
+            ck_assert(mg_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data));
+        }
+        ck_assert_msg(mg_gguf_writer_write(w, out), "%s", mg_last_error());
+        mg_gguf_writer_free(w);
+        struct mg_gguf * g = mg_gguf_open(out);
+        ck_assert_msg(g != NULL, "%s", mg_last_error());
+        ck_assert_uint_eq(mg_gguf_alignment(g), 1);
+        const struct mg_gguf_tensor_info * norm = mg_gguf_find_tensor(g, "output_norm.weight");
+        ck_assert_ptr_nonnull(norm);
+        at = mg_gguf_data_offset(g) + norm->offset;
+        mg_gguf_close(g);
+        if (at % 4 != 0) break;
+    }
+    mg_gguf_close(src);
+    ck_assert_msg(at % 4 != 0, "no pad put output_norm.weight off a multiple of 4");
+    // The first tensor loaded that is off (token_embd.weight, Q8_0, may be the one) is named.
+    expect_error("cannot be read in place", "general.alignment = 1", "run -m '%s' -p hi -n 1", out);
+    expect_error("not a multiple of", "a1.gguf: tensor '", "logits -m '%s' -p hi", out);
 }
 END_TEST
 
@@ -1065,6 +1105,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_other_signals_and_long_names);
     tcase_add_test(probe2, test_non_finite_logits);
     tcase_add_test(probe2, test_missing_byte_token);
+    tcase_add_test(probe2, test_misaligned_tensor_data);
     suite_add_tcase(s, probe2);
 
     return s;
