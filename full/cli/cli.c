@@ -474,6 +474,44 @@ char * cli_prompt_text(const char * cmd, const char * prompt, const char * promp
     return strdup(prompt);
 }
 
+static bool stdout_is_tty(void) {
+    static int tty = -1;   // asked once: stdout does not change under a running command
+    if (tty < 0) tty = isatty(STDOUT_FILENO);
+    return tty == 1;
+}
+
+void cli_print_text(const char * text, size_t len) {
+    if (!stdout_is_tty()) {
+        fwrite(text, 1, len, stdout);
+        return;
+    }
+    for (size_t i = 0; i < len;) {
+        const unsigned char c = (unsigned char) text[i];
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) printf("\\x%02x", c);
+            else putchar(c);
+            i++;
+            continue;
+        }
+        // A whole UTF-8 character goes as it is, but for the C1 controls; a
+        // byte that starts none (a piece cut mid-character, a lone 0x9B:
+        // CSI to a terminal in 8-bit mode) is \xHH.
+        const size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+        size_t k = 1;
+        while (n > 0 && k < n && i + k < len && ((unsigned char) text[i + k] & 0xC0) == 0x80) k++;
+        if (n == 0 || k < n) {
+            printf("\\x%02x", c);
+            i++;
+        } else if (c == 0xC2 && (unsigned char) text[i + 1] <= 0x9F) {
+            printf("\\u%04x", (unsigned char) text[i + 1]);   // U+0080..U+009F
+            i += 2;
+        } else {
+            fwrite(text + i, 1, n, stdout);
+            i += n;
+        }
+    }
+}
+
 bool cli_logits_finite(const float * logits, int n_rows, int n_vocab, int pos0) {
     for (int r = 0; r < n_rows; r++) {
         const float * row = logits + (size_t) r * (size_t) n_vocab;
@@ -492,7 +530,7 @@ void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_
     char buf[256];
     const int32_t n = mg_detok_push(d, vocab, token, buf, sizeof(buf));
     if (n > 0) {
-        fwrite(buf, 1, (size_t) n, stdout);
+        cli_print_text(buf, (size_t) n);
         fflush(stdout);
     }
 }

@@ -403,7 +403,10 @@ static void par_finish(struct par_seq * q, int index, const char * why) {
     char tail[16];
     par_append(q, tail, mg_detok_flush(&q->detok, tail, sizeof(tail)));
     q->done = true;
-    printf("--- sequence %d: %d tokens generated (%s)\n%s%s\n", index, q->n_gen, why, q->prompt, q->text ? q->text : "");
+    printf("--- sequence %d: %d tokens generated (%s)\n", index, q->n_gen, why);
+    cli_print_text(q->prompt, strlen(q->prompt));
+    if (q->text != NULL) cli_print_text(q->text, q->len);
+    printf("\n");
     fflush(stdout);
 }
 

@@ -53,7 +53,9 @@ static bool print_top(const struct mg_vocab * vocab, const float * logits, int n
         const int32_t id = mg_argmax(copy, n_vocab);
         char          piece[64];
         const int32_t pl = mg_token_to_piece(vocab, id, piece, sizeof(piece), true);
-        printf("%3d  %6d  %12.6f  '%.*s'\n", k + 1, id, (double) logits[id], pl > 0 ? pl : 0, piece);
+        printf("%3d  %6d  %12.6f  '", k + 1, id, (double) logits[id]);
+        cli_print_text(piece, pl > 0 ? (size_t) pl : 0);
+        printf("'\n");
         copy[id] = -INFINITY;
     }
     free(copy);

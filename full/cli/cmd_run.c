@@ -276,7 +276,7 @@ int cmd_run(int argc, char ** argv) {
     if (!run_parse(cmd, argc, argv, &r)) return 1;
     bool ok = run_set_up(cmd, &r);
     if (ok && !r.o.no_display_prompt) {
-        fwrite(r.text, 1, r.text_len, stdout);
+        cli_print_text(r.text, r.text_len);
         fflush(stdout);
     }
     ok = ok && run_prompt(cmd, &r) && run_generate(cmd, &r) && run_report(cmd, &r);

@@ -64,7 +64,9 @@ int cmd_tokenize(int argc, char ** argv) {
         } else if (pieces) {
             char piece[256];
             const int32_t k = mg_token_to_piece(vocab, ids[i], piece, sizeof(piece), true);
-            printf("%6d '%.*s'\n", ids[i], k > 0 ? k : 0, piece);
+            printf("%6d '", ids[i]);
+            cli_print_text(piece, k > 0 ? (size_t) k : 0);
+            printf("'\n");
         } else {
             printf("%d\n", ids[i]);
         }

@@ -959,6 +959,40 @@ static int sh(const char * fmt, ...) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+// Row 4: text printed to a terminal (the prompt echoed, generated text,
+// token pieces) went out raw, so an ESC sequence in it could retitle the
+// window or rewrite the screen. On a terminal (script(1) gives mg one)
+// control characters are now printed escaped; to a file they stay as they
+// are, so output still compares byte for byte.
+START_TEST(test_terminal_escapes) {
+    if (sh("command -v script > /dev/null") != 0) {
+        mg_test_print_skip("test_terminal_escapes", __FILE__, __LINE__, "no script(1) to give mg a terminal");
+        return;
+    }
+    static const char text[] = "\x1b]0;pwned\x07\x1b[2Jok \xc2\x9b" "1m end";
+    write_file(in_dir("p.txt"), text, sizeof(text) - 1);
+    const char * const lines[] = {"run -m '%s' -n 0 -f '%s'", "tokenize -m '%s' -f '%s' --pieces"};
+    for (int i = 0; i < 2; i++) {
+        char args[1024], fmt[256];
+        snprintf(fmt, sizeof(fmt), "%s", lines[i]);
+        snprintf(args, sizeof(args), fmt, model(), in_dir("p.txt"));
+        ck_assert_int_eq(sh("script -qec \"'%s' %s\" /dev/null > '%s' 2> /dev/null", mg_test_mg_bin(), args, in_dir("tty")), 0);
+        size_t n;
+        char * out = mg_test_read_file(in_dir("tty"), &n);
+        ck_assert_ptr_nonnull(out);
+        ck_assert_msg(memchr(out, 0x1b, n) == NULL && memchr(out, 0x07, n) == NULL, "mg %s: ESC or BEL reached the terminal", args);
+        // run prints the text whole; tokenize one piece a line.
+        const char * shown = i == 0 ? "\\x1b]0;pwned\\x07\\x1b[2Jok \\u009b1m end" : "'\\x1b'";
+        ck_assert_msg(strstr(out, shown) != NULL, "mg %s: '%s' is not shown: %s", args, shown, out);
+        ck_assert_msg(strstr(out, "\xc2\x9b") == NULL, "mg %s: the C1 CSI reached the terminal", args);
+        free(out);
+    }
+    struct mg_test_run r = mg("run -m '%s' -n 0 -f '%s'", model(), in_dir("p.txt"));   // a file: the bytes as they are
+    ck_assert_msg(r.status == 0 && strncmp(r.out, text, sizeof(text) - 1) == 0, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 START_TEST(test_output_is_a_descriptor_or_a_redirect) {
     const char * journal = in_dir("journal.log");
     write_file(journal, "1\n2\n3\n", 6);
@@ -1106,6 +1140,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_non_finite_logits);
     tcase_add_test(probe2, test_missing_byte_token);
     tcase_add_test(probe2, test_misaligned_tensor_data);
+    tcase_add_test(probe2, test_terminal_escapes);
     suite_add_tcase(s, probe2);
 
     return s;
