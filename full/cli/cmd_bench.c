@@ -275,7 +275,8 @@ struct baseline {
     double tps;
 };
 
-static struct baseline baselines[256];
+enum { MAX_BASELINES = 256 };
+static struct baseline baselines[MAX_BASELINES];
 static int             n_baselines = 0;
 
 // A small text file of figures, opened: NULL for anything but a regular file
@@ -287,19 +288,28 @@ static FILE * open_figures(const char * path) {
 }
 
 // False when the file cannot be read (a directory: fgets fails with EISDIR),
-// or holds no usable line: a reference that silently adds nothing is a wrong table.
-static bool load_baselines(const char * path) {
+// or holds no usable line: a reference that silently adds nothing is a wrong
+// table. More figures than MAX_BASELINES are refused (said here), not cut:
+// the rows past the limit would print without their reference.
+static bool load_baselines(const char * cmd, const char * path, bool * too_many) {
     FILE * f = open_figures(path);
     if (f == NULL) return false;
     char line[512];
-    while (fgets(line, sizeof(line), f) && n_baselines < 256) {
-        struct baseline * b = &baselines[n_baselines];
-        if (line[0] != '#' && sscanf(line, "%127s %31s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4 &&
-            cli_rate_usable(b->tps)) {
-            n_baselines++;
+    struct baseline b;
+    while (fgets(line, sizeof(line), f)) {
+        if (line[0] == '#' || sscanf(line, "%127s %31s %d %lf", b.model, b.test, &b.threads, &b.tps) != 4 ||
+            !cli_rate_usable(b.tps)) {
+            continue;
         }
+        if (n_baselines == MAX_BASELINES) {
+            fprintf(stderr, "mg %s: --baseline %s: more than %d figures; at most %d are read\n", cmd, path,
+                    MAX_BASELINES, MAX_BASELINES);
+            *too_many = true;
+            break;
+        }
+        baselines[n_baselines++] = b;
     }
-    const bool ok = !ferror(f) && n_baselines > 0;
+    const bool ok = !ferror(f) && n_baselines > 0 && !*too_many;
     fclose(f);
     return ok;
 }
@@ -527,7 +537,9 @@ static bool bench_set_up(const char * cmd, struct bench_run * b) {
     const struct bench_opts * o = &b->o;
     b->kv_type = strcmp(o->kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
     if (o->no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
-    if (o->baseline != NULL && !load_baselines(o->baseline)) {
+    bool too_many = false;
+    if (o->baseline != NULL && !load_baselines(cmd, o->baseline, &too_many)) {
+        if (too_many) return false;   // said
         fprintf(stderr, "mg %s: --baseline %s: not a text file of at most 1 MiB, or no line \"model test threads t/s\" in it\n", cmd,
                 o->baseline);
         return false;

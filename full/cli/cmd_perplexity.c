@@ -403,6 +403,11 @@ static bool ppl_set_up(const char * cmd, struct ppl_run * r) {
     if (e->n_batch > e->n_ctx) e->n_batch = e->n_ctx;
     const int n_chunk_max = r->o.kl_base ? r->base.n_chunk : r->n_tokens / e->n_ctx;
     r->n_chunk            = r->o.n_chunks > 0 && r->o.n_chunks < n_chunk_max ? r->o.n_chunks : n_chunk_max;
+    if (r->o.n_chunks > n_chunk_max) {   // llama-perplexity clamps in silence; a table of fewer chunks than asked is said
+        fprintf(stderr, "mg %s: warning: --chunks %d, but %s holds only %d chunk%s of %d tokens: scoring %d\n", cmd,
+                r->o.n_chunks, r->o.kl_base ? r->o.kl_base : "the text", n_chunk_max, n_chunk_max == 1 ? "" : "s",
+                e->n_ctx, n_chunk_max);
+    }
     const int n_vocab     = r->m->hp.n_vocab;
     r->ev = (struct ppl_eval) {
         .s = mg_session_new(r->m, cli_session_params(e)), .n_ctx = e->n_ctx, .n_batch = e->n_batch,

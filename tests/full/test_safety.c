@@ -467,6 +467,67 @@ START_TEST(test_misaligned_tensor_data) {
 }
 END_TEST
 
+// The "repacked = ..." line of mg run's report, with MG_NO_REPACK as given (NULL: unset).
+static char * repacked_line(const char * value, char ** err) {
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), value ? "export MG_NO_REPACK='%s';" : "unset MG_NO_REPACK;", value);
+    struct mg_test_run r = mg_test_run_mg(dir, prefix, NULL, "run -m '%s' -p hi -n 1 -t 1",
+                                          mg_test_fixture("models/tiny-q4_k_m.gguf"));
+    ck_assert_msg(r.status == 0, "MG_NO_REPACK=%s: %s", value, r.err);
+    const char * line = strstr(r.err, "repacked  ");
+    ck_assert_msg(line != NULL, "no repacked line: %s", r.err);
+    char * out = strndup(line, strcspn(line, "\n"));
+    *err = r.err;
+    r.err = strdup("");
+    mg_test_run_free(&r);
+    return out;
+}
+
+// Row 5: limits that were silent. MG_NO_REPACK was read by its first
+// character ("false" turned repacking off); bench --baseline read 256 lines
+// and dropped the rest; perplexity --chunks N past the text's or the base
+// file's chunks scored fewer without a word.
+START_TEST(test_silent_limits) {
+    char * err;
+    char * unset = repacked_line(NULL, &err);
+    free(err);
+    static const char * const off_words[] = {"0", "false", "no", "off", ""};
+    for (int i = 0; i < 5; i++) {
+        char * line = repacked_line(off_words[i], &err);
+        ck_assert_msg(strcmp(line, unset) == 0, "MG_NO_REPACK='%s' changed repacking: '%s', unset: '%s'", off_words[i], line, unset);
+        ck_assert_msg(strstr(err, "warning") == NULL, "MG_NO_REPACK='%s': %s", off_words[i], err);
+        free(line);
+        free(err);
+    }
+    free(unset);
+    free(repacked_line("maybe", &err));
+    ck_assert_msg(strstr(err, "MG_NO_REPACK='maybe'") != NULL && strstr(err, "taken as 1") != NULL, "%s", err);
+    free(err);
+
+    FILE * f = fopen(in_dir("baseline.txt"), "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 300; i++) fprintf(f, "model%d pp8 1 %d.5\n", i, 100 + i);
+    ck_assert_int_eq(fclose(f), 0);
+    expect_error("--baseline", "more than 256 figures", "bench -m '%s' -p 8 -n 2 -r 1 -t 1 --baseline '%s'", model(),
+                 in_dir("baseline.txt"));
+
+    const char * t = text_file();
+    char base[128];
+    snprintf(base, sizeof(base), "%s", in_dir("base.kld"));
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 2 -t 1 --save-logits '%s'", model(), t, base);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    r = mg("perplexity -m '%s' --kl-base '%s' --chunks 5 -t 1", model(), base);
+    ck_assert_msg(r.status == 0 && strstr(r.err, "--chunks 5") && strstr(r.err, "only 2 chunks") && strstr(r.err, base),
+                  "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    r = mg("perplexity -m '%s' -f '%s' -c 1024 --chunks 100 -t 1", model(), t);
+    ck_assert_msg(r.status == 0 && strstr(r.err, "--chunks 100") && strstr(r.err, "the text holds only"), "exit %d: %s",
+                  r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 // D6: symlinks planted inside output directories are replaced, never
 // followed; a file output that is a symlink to a non-input is written through.
 START_TEST(test_no_symlink_followed_in_output_dirs) {
@@ -1141,6 +1202,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_missing_byte_token);
     tcase_add_test(probe2, test_misaligned_tensor_data);
     tcase_add_test(probe2, test_terminal_escapes);
+    tcase_add_test(probe2, test_silent_limits);
     suite_add_tcase(s, probe2);
 
     return s;
