@@ -109,9 +109,16 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         case CLI_FLAG:
             *(bool *) o->value = true;
             return true;
-        case CLI_STRING:
         case CLI_IN_FILE:
         case CLI_IN_DIR:
+            if (text[0] == '\0') {   // else "mg run: : cannot open", naming nothing
+                fprintf(stderr, "mg %s: %s '': an empty name, not a %s\n", cmd, arg,
+                        o->kind == CLI_IN_FILE ? "file" : "directory");
+                return false;
+            }
+            *(const char **) o->value = text;
+            return true;
+        case CLI_STRING:
         case CLI_OUT_FILE:
         case CLI_OUT_DIR:
             *(const char **) o->value = text;
@@ -647,12 +654,15 @@ char * cli_output_path(const char * cmd, const char * out, const char * in) {
 // llama-bench takes them. Each value in lo..hi; -1 on anything else.
 int cli_parse_int_list(const char * text, int * out, int max, long lo, long hi) {
     int n = 0;
-    for (const char * p = text; *p;) {
+    for (const char * p = text;; p++) {
         char * end;
+        // Each item starts with a digit or '-' (strtol would skip spaces and take '+').
+        if (!(*p == '-' || (*p >= '0' && *p <= '9'))) return -1;
+        errno = 0;
         const long v = strtol(p, &end, 10);
-        if (end == p || v < lo || v > hi || (*end != ',' && *end != '\0') || n == max) return -1;
+        if (end == p || errno == ERANGE || v < lo || v > hi || (*end != ',' && *end != '\0') || n == max) return -1;
         out[n++] = (int) v;
-        p = *end == ',' ? end + 1 : end;
+        if (*end == '\0') return n;
+        p = end;   // at the comma: "1,2," and "1,,2" fail at the next item
     }
-    return n;
 }

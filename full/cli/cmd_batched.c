@@ -241,6 +241,16 @@ struct bb_lists {
     int n_pp, n_tg, n_pl;
 };
 
+// One comma list flag: its count, or 0 after saying which flag, its value
+// and what it takes ("-npl 1,,2", "-npl 0", "-npl 65").
+static int bb_list(const char * cmd, const char * flag, const char * text, int * out, long lo, long hi) {
+    const int n = cli_parse_int_list(text, out, MAX_LIST, lo, hi);
+    if (n > 0) return n;
+    fprintf(stderr, "mg %s: %s '%s': need a comma list of at most %d whole numbers in %ld..%ld\n", cmd, flag, text,
+            MAX_LIST, lo, hi);
+    return 0;
+}
+
 // The options and their checks. False after printing why.
 static bool bb_parse(const char * cmd, int argc, char ** argv, struct cli_engine_opts * e, struct bb_opts * o,
                      struct bb_lists * l) {
@@ -257,14 +267,10 @@ static bool bb_parse(const char * cmd, int argc, char ** argv, struct cli_engine
     opts[n_opts++] = (struct cli_option) {NULL, "--rival-timeout", CLI_FLOAT, &o->rival_timeout,
                                           "seconds one llama-batched-bench run may take before it is killed (default 3600)"};
     if (!cli_parse_engine_command(cmd, argc, argv, bb_usage, opts, n_opts, e, NULL)) return false;
-    l->n_pp = cli_parse_int_list(o->npp, l->npp, MAX_LIST, 1, 1 << 16);
-    l->n_tg = cli_parse_int_list(o->ntg, l->ntg, MAX_LIST, 0, 1 << 16);
-    l->n_pl = cli_parse_int_list(o->npl, l->npl, MAX_LIST, 1, MAX_PARALLEL);
-    if (l->n_pp <= 0 || l->n_tg <= 0 || l->n_pl <= 0) {
-        fprintf(stderr, "mg %s: -npp, -ntg and -npl take comma lists of whole numbers (-npl at most %d)\n", cmd,
-                MAX_PARALLEL);
-        return false;
-    }
+    l->n_pp = bb_list(cmd, "-npp", o->npp, l->npp, 1, 1 << 16);
+    l->n_tg = l->n_pp > 0 ? bb_list(cmd, "-ntg", o->ntg, l->ntg, 0, 1 << 16) : 0;
+    l->n_pl = l->n_tg > 0 ? bb_list(cmd, "-npl", o->npl, l->npl, 1, MAX_PARALLEL) : 0;
+    if (l->n_pp <= 0 || l->n_tg <= 0 || l->n_pl <= 0) return false;   // said
     if (o->rounds < 1 || o->rounds > MAX_ROUNDS) {
         fprintf(stderr, "mg %s: --rounds must be 1..%d, got %d\n", cmd, MAX_ROUNDS, o->rounds);
         return false;

@@ -528,6 +528,28 @@ START_TEST(test_silent_limits) {
 }
 END_TEST
 
+// Row 6: batched-bench's lists and an empty -m gave messages that named
+// neither the flag nor the value ("-npp, -ntg and -npl take comma lists",
+// "mg run: : cannot open"); "1,2," was taken as "1,2".
+START_TEST(test_messages_name_flag_and_value) {
+    static const struct {
+        const char * flag, * value, * range;
+    } lists[] = {
+        {"-npl", "1,,2", "1..64"}, {"-npl", "0", "1..64"},  {"-npl", "1,2,", "1..64"},
+        {"-npl", " 1", "1..64"},   {"-npp", "0", "1..65536"}, {"-ntg", "-1", "0..65536"},
+    };
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        char said[64];
+        snprintf(said, sizeof(said), "%s '%s'", lists[i].flag, lists[i].value);
+        expect_error(said, lists[i].range, "batched-bench -m '%s' %s '%s' -t 1", model(), lists[i].flag, lists[i].value);
+    }
+    expect_error("-p 1,2,", NULL, "bench -m '%s' -p 1,2, -n 2 -r 1 -t 1", model());
+    expect_error("-m ''", "empty name", "run -m '' -p hi");
+    expect_error("-m ''", "empty name", "batched-bench -m '' -npp 8 -ntg 2 -npl 1");
+    expect_error("-f ''", "empty name", "perplexity -m '%s' -f ''", model());
+}
+END_TEST
+
 // D6: symlinks planted inside output directories are replaced, never
 // followed; a file output that is a symlink to a non-input is written through.
 START_TEST(test_no_symlink_followed_in_output_dirs) {
@@ -1203,6 +1225,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_misaligned_tensor_data);
     tcase_add_test(probe2, test_terminal_escapes);
     tcase_add_test(probe2, test_silent_limits);
+    tcase_add_test(probe2, test_messages_name_flag_and_value);
     suite_add_tcase(s, probe2);
 
     return s;
