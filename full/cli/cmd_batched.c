@@ -235,6 +235,22 @@ static bool bb_need_fits(const struct bb_case * c, int n_ctx) {
     return (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg <= n_ctx;
 }
 
+// Without -c the cache is sized for the largest case: when it cannot be
+// made, the flags that asked for it are named (the session's error names -c,
+// which the user never gave).
+static void bb_say_largest_case(const char * cmd, const struct bb_race * race, int n_ctx) {
+    for (int i = 0; i < race->n_cases; i++) {
+        const struct bb_case * c = &race->cases[i];
+        if (!bb_need_fits(c, n_ctx - 1)) {   // the case that needs all n_ctx cells
+            fprintf(stderr, "mg %s: the case -npp %d -ntg %d -npl %d needs a cache of %d cells (%s), and %s; give "
+                            "smaller lists, or a -c that skips the cases that do not fit\n", cmd, c->pp, c->tg, c->pl,
+                    n_ctx, c->shared ? "PP + B x TG" : "B x (PP + TG)", mg_last_error());
+            return;
+        }
+    }
+    fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+}
+
 // The lists of -npp, -ntg and -npl, parsed.
 struct bb_lists {
     int npp[MAX_LIST], ntg[MAX_LIST], npl[MAX_LIST];
@@ -346,7 +362,8 @@ int cmd_batched_bench(int argc, char ** argv) {
     struct mg_model * m = cli_load_model(cmd, e.model, NULL);
     if (m == NULL) return 1;
     struct mg_session * s = mg_session_new(m, params);
-    if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    if (s == NULL && e.n_ctx <= 0) bb_say_largest_case(cmd, &race, n_ctx_req);
+    else if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
     bool ok = s != NULL && bb_keep_fitting(cmd, &race, mg_session_n_ctx(s)) && bb_warm_up(cmd, s, m->hp.n_vocab);
     const bool racing = o.llama != NULL;
     if (ok) {

@@ -550,6 +550,23 @@ START_TEST(test_messages_name_flag_and_value) {
 }
 END_TEST
 
+// Row 7: a KV cache larger than the machine or the process may hold was
+// only refused when calloc failed (with overcommit it may not), and
+// batched-bench, which sizes its cache from -npp/-ntg/-npl, named -c, a
+// flag the user never gave. 2^31-1 positions of the tiny model's 1 KiB are
+// 2 TiB, beyond any machine this runs on; ulimit -v 1 GB is below the 4 GiB
+// that 64 sequences of 65536 prompt tokens need.
+START_TEST(test_kv_cache_checked_against_memory) {
+    expect_failure("more than this machine's memory", "bytes", "run -m '%s' -p hi -n 1 -c 2147483647", model());
+    struct mg_test_run r = mg_test_run_mg(dir, "ulimit -v 1000000;", NULL,
+                                          "batched-bench -m '%s' -npp 65536 -ntg 0 -npl 64 -t 1", model());
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "-npp 65536 -ntg 0 -npl 64") != NULL && strstr(r.err, "4294967296 bytes") != NULL &&
+                      strstr(r.err, "ulimit -v") != NULL, "%s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 // D6: symlinks planted inside output directories are replaced, never
 // followed; a file output that is a symlink to a non-input is written through.
 START_TEST(test_no_symlink_followed_in_output_dirs) {
@@ -1226,6 +1243,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_terminal_escapes);
     tcase_add_test(probe2, test_silent_limits);
     tcase_add_test(probe2, test_messages_name_flag_and_value);
+    tcase_add_test(probe2, test_kv_cache_checked_against_memory);
     suite_add_tcase(s, probe2);
 
     return s;
