@@ -24,9 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-//@+ full size-check
-#include <sys/resource.h>
-//@- full size-check
 
 struct mg_session {
     struct mg_model *        model;
@@ -141,17 +138,8 @@ static bool build_graph_sched(struct mg_session * s, int n_tokens, int n_kv, boo
 // half way. Refused before anything is allocated, naming the limit.
 static bool kv_fits_in_memory(int n_ctx, uint64_t per_token) {
     const uint64_t bytes = (uint64_t) n_ctx * per_token;
-    const long     pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    uint64_t       limit = pages > 0 && page > 0 ? (uint64_t) pages * (uint64_t) page : UINT64_MAX;
-    const char *   what  = "this machine's memory";
-    static const struct { int resource; const char * what; } rl[] = {
-        {RLIMIT_AS, "the process's address-space limit (ulimit -v)"}, {RLIMIT_DATA, "the process's data limit (ulimit -d)"}};
-    for (size_t i = 0; i < sizeof(rl) / sizeof(rl[0]); i++) {
-        struct rlimit r;
-        if (getrlimit(rl[i].resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY && (uint64_t) r.rlim_cur < limit) {
-            limit = (uint64_t) r.rlim_cur, what = rl[i].what;
-        }
-    }
+    const char *   what;
+    const uint64_t limit = mg_memory_limit(&what);
     if (bytes <= limit) return true;
     mg_set_error("the KV cache of %d positions (-c) x %llu bytes = %llu bytes (%.1f GiB) is more than %s, %llu bytes "
                  "(%.1f GiB); use a smaller -c", n_ctx, (unsigned long long) per_token, (unsigned long long) bytes,

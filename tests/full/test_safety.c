@@ -567,6 +567,29 @@ START_TEST(test_kv_cache_checked_against_memory) {
 }
 END_TEST
 
+// Probe: mkmodel held every weight in memory before writing, unchecked:
+// --n-embd 65536 --n-ff 65536 asked for 114 GiB and ran until the kernel
+// killed it (--n-layer 1024: 112 TiB). The bytes are now counted first and
+// refused beyond the memory limit (ulimit -v 4 GB here, so that a binary
+// without the check fails fast instead of eating the machine).
+START_TEST(test_mkmodel_size_checked_first) {
+    struct mg_test_run r = mg_test_run_mg(dir, "ulimit -v 4000000;", NULL,
+                                          "mkmodel --n-layer 1 --n-embd 65536 --n-head 64 --n-ff 65536 -o '%s'",
+                                          in_dir("big.gguf"));
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    // F32: token_embd (6400 tokens of MiniMind's vocabulary) and seven 65536 x 65536 matrices (q, k, v, output,
+    // gate, up, down; 64 heads of 65536 / 64), the norms: 3 of 65536 and 2 of the head width 1024.
+    const uint64_t E = 65536, bytes = 4 * (6400 * E + 7 * E * E + 3 * E + 2 * 1024);
+    char said[64];
+    snprintf(said, sizeof(said), "%llu bytes", (unsigned long long) bytes);
+    ck_assert_msg(strstr(r.err, said) != NULL && strstr(r.err, "ulimit -v") != NULL && strstr(r.err, "--n-embd") != NULL,
+                  "'%s' not in: %s", said, r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_ne(access(in_dir("big.gguf"), F_OK), 0);
+    ck_assert_int_eq(mg_test_count_temp_files(in_dir("big.gguf")), 0);
+}
+END_TEST
+
 // D6: symlinks planted inside output directories are replaced, never
 // followed; a file output that is a symlink to a non-input is written through.
 START_TEST(test_no_symlink_followed_in_output_dirs) {
@@ -1244,6 +1267,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_silent_limits);
     tcase_add_test(probe2, test_messages_name_flag_and_value);
     tcase_add_test(probe2, test_kv_cache_checked_against_memory);
+    tcase_add_test(probe2, test_mkmodel_size_checked_first);
     suite_add_tcase(s, probe2);
 
     return s;
