@@ -38,6 +38,7 @@ int cmd_tokenize(int argc, char ** argv) {
         fprintf(stderr, "mg %s: no model: give one with -m FILE.gguf\n", cmd);
         return 1;
     }
+    if (!cli_not_both(cmd, json, "--json", pieces, "--pieces")) return 1;   // --json printed ids alone, --pieces ignored
     size_t len;
     char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &len);
     if (text == NULL) return 1;

@@ -590,6 +590,47 @@ START_TEST(test_mkmodel_size_checked_first) {
 }
 END_TEST
 
+static bool bytes_contain(const char * buf, size_t len, const char * needle) {
+    const size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= len; i++) {
+        if (memcmp(buf + i, needle, n) == 0) return true;
+    }
+    return false;
+}
+
+// Probe: bench kept 16 -m models and quietly let the parser keep only the
+// last of the rest; bench -m '' got past the empty-name check; its -r,
+// --rounds and --kv-type shared one message that named no value; tokenize
+// --json ignored --pieces; logits --top beyond the vocabulary said "top
+// 100000" and printed fewer (and took top x n_vocab steps).
+START_TEST(test_probe_bench_tokenize_logits) {
+    char args[8192] = "bench";
+    for (int i = 0; i < 17; i++) snprintf(args + strlen(args), sizeof(args) - strlen(args), " -m '%s'", model());
+    expect_error("more than 16 models", NULL, "%s -p 8 -n 0 -r 1 -t 1", args);
+    expect_error("-m ''", "empty name", "bench -m '' -p 8 -n 0 -r 1");
+    expect_error("-r 0", "1..1000", "bench -m '%s' -p 8 -r 0", model());
+    expect_error("--rounds 99", "1..20", "bench -m '%s' -p 8 --rounds 99", model());
+    expect_error("--kv-type 'q8'", NULL, "bench -m '%s' -p 8 --kv-type q8", model());
+    expect_error("--json", "--pieces", "tokenize -m '%s' -p hi --json --pieces", model());
+    struct mg_gguf * g = mg_gguf_open(model());
+    ck_assert_ptr_nonnull(g);
+    const int64_t k = mg_gguf_find_key(g, "tokenizer.ggml.tokens");
+    ck_assert_int_ge(k, 0);
+    const int n_vocab = (int) mg_gguf_arr_n(g, k);
+    mg_gguf_close(g);
+    struct mg_test_run r = mg("logits -m '%s' -p hi --top %d", model(), 10 * n_vocab);
+    char head[64];
+    snprintf(head, sizeof(head), "top %d of the last position:", n_vocab);
+    ck_assert_msg(r.status == 0 && strstr(r.out, head) != NULL, "'%s' not in: %.300s", head, r.out);
+    // Every rank up to n_vocab, none past it (the pieces may hold NUL bytes and newlines: search all out_len bytes).
+    char last[32], past[32];
+    snprintf(last, sizeof(last), "\n%3d  ", n_vocab);
+    snprintf(past, sizeof(past), "\n%3d  ", n_vocab + 1);
+    ck_assert_msg(bytes_contain(r.out, r.out_len, last) && !bytes_contain(r.out, r.out_len, past), "ranks: %.300s", r.out);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 // D6: symlinks planted inside output directories are replaced, never
 // followed; a file output that is a symlink to a non-input is written through.
 START_TEST(test_no_symlink_followed_in_output_dirs) {
@@ -1268,6 +1309,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_messages_name_flag_and_value);
     tcase_add_test(probe2, test_kv_cache_checked_against_memory);
     tcase_add_test(probe2, test_mkmodel_size_checked_first);
+    tcase_add_test(probe2, test_probe_bench_tokenize_logits);
     suite_add_tcase(s, probe2);
 
     return s;
