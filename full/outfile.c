@@ -18,16 +18,18 @@
 // The command's inputs
 // ---------------------------------------------------------------------------
 
-enum { MAX_INPUTS = 256 };
-
 struct input {
     char  path[512];          // as given, for messages
     dev_t dev, dir_dev[2];    // the file; the directory its name is in (as typed, and resolved)
     ino_t ino, dir_ino[2];
 };
 
-static struct input inputs[MAX_INPUTS];
-static int          n_inputs = 0;
+// Grown as needed: a --vocab DIR of 5000 files registers them all (a fixed
+// 256 let `mkmodel --vocab DIR -o DIR/tokenizer_config.json` replace the
+// file it read when that name came late in readdir's order).
+static struct input * inputs     = NULL;
+static int            n_inputs   = 0, cap_inputs = 0;
+static bool           inputs_lost = false;   // one could not be remembered (out of memory): every output is refused
 
 // The outputs already checked for this command: two flags may not name one
 // file, nor a file inside a folder another flag writes into under a name that
@@ -46,7 +48,8 @@ static struct output outputs[MAX_OUTPUTS];
 static int           n_outputs = 0;
 
 void mg_outfile_clear_inputs(void) {
-    n_inputs  = 0;
+    n_inputs    = 0;
+    inputs_lost = false;
     n_outputs = 0;
 }
 
@@ -75,7 +78,15 @@ static void stat_dir_of(const char * path, dev_t * dev, ino_t * ino) {
 }
 
 static void add_file(const char * path, const struct stat * st) {
-    if (n_inputs == MAX_INPUTS) return;   // more than any command reads; the entry check at open still applies
+    if (n_inputs == cap_inputs) {
+        const int      cap  = cap_inputs ? 2 * cap_inputs : 64;
+        struct input * more = cap_inputs < INT_MAX / 2 ? realloc(inputs, (size_t) cap * sizeof(*more)) : NULL;
+        if (more == NULL) {
+            inputs_lost = true;
+            return;
+        }
+        inputs = more, cap_inputs = cap;
+    }
     struct input * in = &inputs[n_inputs++];
     copy_cut(in->path, sizeof(in->path), path);
     in->dev = st->st_dev, in->ino = st->st_ino;
@@ -245,6 +256,10 @@ static const char * output_taken(const char * flag, const char * path, bool is_d
 char * mg_outfile_check(const char * flag, const char * path) {
     char what[PATH_MAX + 64];
     named(flag, path, what, sizeof(what));
+    if (inputs_lost) {
+        mg_set_error("%s: out of memory while remembering the inputs, so it cannot be checked against them", what);
+        return NULL;
+    }
     if (path[0] == '\0' || path[strlen(path) - 1] == '/') {   // the rename at the end would fail, after all the work
         mg_set_error("%s%s'%s' is not a file name", flag ? flag : "", flag ? " " : "", path);
         return NULL;
@@ -312,6 +327,10 @@ char * mg_outfile_check(const char * flag, const char * path) {
 bool mg_outfile_check_dir(const char * flag, const char * dir) {
     char what[PATH_MAX + 64];
     named(flag, dir, what, sizeof(what));
+    if (inputs_lost) {
+        mg_set_error("%s: out of memory while remembering the inputs, so it cannot be checked against them", what);
+        return false;
+    }
     struct stat st;
     if (stat(dir, &st) != 0) {
         mg_set_error("%s: %s", what, errno == ENOENT ? "no such directory" : strerror(errno));
@@ -405,6 +424,7 @@ FILE * mg_outfile_open(struct mg_outfile * o, const char * path) {
     memset(o, 0, sizeof(*o));
     struct stat st;
     const char * input = lstat(path, &st) == 0 ? input_named(&st) : NULL;   // the name itself, not a link's target
+    if (inputs_lost) input = "(an input not remembered: out of memory)";
     if (input != NULL) {
         mg_set_error("%s is the same file as the input %s; writing it would destroy that input", path, input);
         return NULL;

@@ -71,6 +71,7 @@ int cmd_info(int argc, char ** argv) {
         fprintf(stderr, "mg info: give one GGUF file (see mg info --help)\n");
         return 1;
     }
+    if (!cli_not_both("info", tensors_only, "--tensors-only", metadata_only, "--metadata-only")) return 1;   // printed the header alone
     struct mg_gguf * g = mg_gguf_open(positional[0]);
     if (g == NULL) {
         fprintf(stderr, "mg info: %s\n", mg_last_error());

@@ -631,6 +631,31 @@ START_TEST(test_probe_bench_tokenize_logits) {
 }
 END_TEST
 
+// Probe: the writer remembered at most 256 inputs, so a --vocab folder of
+// 5000 files left most of them unprotected: mkmodel -o DIR/tokenizer_config.json
+// replaced the file it had read (when readdir listed it late). And mg info
+// --tensors-only --metadata-only printed the header alone, rc 0.
+START_TEST(test_probe_many_inputs_and_info) {
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    copy_file(mg_test_root("data/minimind/tokenizer.json"), in_dir("vocab/tokenizer.json"));
+    copy_file(mg_test_root("data/minimind/tokenizer_config.json"), in_dir("vocab/tokenizer_config.json"));
+    for (int i = 0; i < 5000; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "vocab/f%d", i);
+        write_file(in_dir(name), "", 0);
+    }
+    const char * const read[] = {"vocab/tokenizer.json", "vocab/tokenizer_config.json"};
+    for (int i = 0; i < 2; i++) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s", in_dir(read[i]));
+        const struct digest before = digest_of(path);
+        expect_error("--output", "same file", "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"), path);
+        expect_unchanged(path, before);
+    }
+    expect_error("--tensors-only", "--metadata-only", "info '%s' --tensors-only --metadata-only", model());
+}
+END_TEST
+
 // D6: symlinks planted inside output directories are replaced, never
 // followed; a file output that is a symlink to a non-input is written through.
 START_TEST(test_no_symlink_followed_in_output_dirs) {
@@ -1310,6 +1335,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_kv_cache_checked_against_memory);
     tcase_add_test(probe2, test_mkmodel_size_checked_first);
     tcase_add_test(probe2, test_probe_bench_tokenize_logits);
+    tcase_add_test(probe2, test_probe_many_inputs_and_info);
     suite_add_tcase(s, probe2);
 
     return s;
