@@ -423,8 +423,14 @@ static void par_append(struct par_seq * q, const char * bytes, int32_t n) {
 }
 
 static void par_finish(struct par_seq * q, int index, const char * why) {
+    // The start of a character the model never finished: dropped and said, as mg run does
+    // (cli_stream_flush), not printed as a broken character.
     char tail[16];
-    par_append(q, tail, mg_detok_flush(&q->detok, tail, sizeof(tail)));
+    const int32_t n_tail = mg_detok_flush(&q->detok, tail, sizeof(tail));
+    if (n_tail > 0) {
+        fprintf(stderr, "[sequence %d: the text was cut mid-character: %d byte%s of an unfinished UTF-8 character "
+                        "not printed]\n", index, n_tail, n_tail == 1 ? "" : "s");
+    }
     q->done = true;
     printf("--- sequence %d: %d tokens generated (%s)\n", index, q->n_gen, why);
     cli_print_text(q->prompt, strlen(q->prompt));

@@ -653,6 +653,18 @@ START_TEST(test_probe_many_inputs_and_info) {
         expect_unchanged(path, before);
     }
     expect_error("--tensors-only", "--metadata-only", "info '%s' --tensors-only --metadata-only", model());
+
+    // parallel printed the unfinished start of a character (a broken UTF-8 byte pair) where mg run drops
+    // it and says so: greedy "你好" then one token ends mid-character with this model. The same text as run's.
+    struct mg_test_run r = mg("run -m '%s' -p 你好 -n 1 --temp 0 -t 1", model());
+    struct mg_test_run p = mg("parallel -m '%s' -p 你好 -n 1 --temp 0 -t 1", model());
+    ck_assert_msg(r.status == 0 && p.status == 0, "%s%s", r.err, p.err);
+    ck_assert_msg(strstr(r.err, "cut mid-character") != NULL, "the case no longer ends mid-character: %s", r.err);
+    const char * text = strchr(p.out, '\n');
+    ck_assert_msg(text != NULL && strncmp(text + 1, r.out, strlen(r.out)) == 0, "parallel:\n%s\nrun:\n%s", p.out, r.out);
+    ck_assert_msg(strstr(p.err, "cut mid-character") != NULL, "%s", p.err);
+    mg_test_run_free(&r);
+    mg_test_run_free(&p);
 }
 END_TEST
 
