@@ -141,9 +141,9 @@ static bool kv_fits_in_memory(int n_ctx, uint64_t per_token) {
     const char *   what;
     const uint64_t limit = mg_memory_limit(&what);
     if (bytes <= limit) return true;
-    mg_set_error("the KV cache of %d positions (-c) x %llu bytes = %llu bytes (%.1f GiB) is more than %s, %llu bytes "
-                 "(%.1f GiB); use a smaller -c", n_ctx, (unsigned long long) per_token, (unsigned long long) bytes,
-                 (double) bytes / (1u << 30), what, (unsigned long long) limit, (double) limit / (1u << 30));
+    mg_set_error("the KV cache of %d positions (-c) x %llu bytes = %llu bytes (%.1f MiB) is more than %s, %llu bytes "
+                 "(%.1f MiB); use a smaller -c", n_ctx, (unsigned long long) per_token, (unsigned long long) bytes,
+                 (double) bytes / (1u << 20), what, (unsigned long long) limit, (double) limit / (1u << 20));
     return false;
 }
 //@- full size-check
