@@ -264,6 +264,11 @@ char * mg_outfile_check(const char * flag, const char * path) {
         mg_set_error("%s%s'%s' is not a file name", flag ? flag : "", flag ? " " : "", path);
         return NULL;
     }
+    if (strcmp(path, "-") == 0) {   // many tools' "standard output": here it would quietly make a file named '-'
+        mg_set_error("%s%s'-': outputs go to files, not to standard output (for a file named '-', give ./-)",
+                     flag ? flag : "", flag ? " " : "");
+        return NULL;
+    }
     struct stat link = {0}, st;
     const bool  is_link = lstat(path, &link) == 0 && S_ISLNK(link.st_mode);
     if (stat(path, &st) != 0) {

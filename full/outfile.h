@@ -32,6 +32,8 @@
 //   - Two outputs of one command may not be one file, nor a file that an
 //     output folder's writer would also write (DIR/order.txt beside
 //     --dump-tensors DIR): one would replace the other. Refused.
+//   - "-" is refused: to many tools it means standard output, and here it
+//     would make a file named '-' ("./-" names that file).
 //   - Everything that can be checked before the work is (the output's
 //     directory exists and is writable, the output is a regular file or a new
 //     name), so a refused output costs nothing and destroys nothing.

@@ -6,6 +6,7 @@
 #include "vocab.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ static const char * usage =
 // keep positions 0..n_keep-1, drop the next half of what follows, and move
 // the rest down over the gap (mg_session_seq_add). False when nothing can
 // be dropped (--keep holds the whole context).
+#define UNSET_INT INT_MIN   // an option not given (--keep, --trace-steps: checked against what they need)
+
 static bool context_shift(const char * cmd, struct mg_session * s, int n_keep) {
     const int n_past    = mg_session_n_past(s);
     const int n_discard = (n_past - n_keep) / 2;
@@ -105,6 +108,18 @@ static bool run_parse(const char * cmd, int argc, char ** argv, struct run_state
                 o->n_predict);
         return false;
     }
+    // Flags that only mean something beside another: given alone they were
+    // ignored without a word (as --dot-layers without --dot was).
+    if (o->n_keep != UNSET_INT && !o->ctx_shift) {
+        fprintf(stderr, "mg %s: --keep %d: it says what a context shift keeps: give --context-shift too\n", cmd, o->n_keep);
+        return false;
+    }
+    if (o->trace_steps != UNSET_INT && o->trace_json == NULL) {
+        fprintf(stderr, "mg %s: --trace-steps %d: it bounds --trace-json FILE: give that too\n", cmd, o->trace_steps);
+        return false;
+    }
+    if (o->n_keep == UNSET_INT) o->n_keep = 0;
+    if (o->trace_steps == UNSET_INT) o->trace_steps = 256;
     if (o->trace_steps < 0) {
         fprintf(stderr, "mg %s: --trace-steps must be >= 0, got %d\n", cmd, o->trace_steps);
         return false;
@@ -271,7 +286,7 @@ static void run_free(struct run_state * r) {
 int cmd_run(int argc, char ** argv) {
     const char *     cmd = "run";
     struct run_state r   = {.e = cli_engine_defaults(), .smp = cli_sampling_defaults(),
-                            .o = {.n_predict = 128, .n_keep = 0, .trace_steps = 256}};
+                            .o = {.n_predict = 128, .n_keep = UNSET_INT, .trace_steps = UNSET_INT}};   // defaults 0 and 256
     r.e.draws            = true;   // the prompt's and a decode step's graph (--dot, --svg)
     if (!run_parse(cmd, argc, argv, &r)) return 1;
     bool ok = run_set_up(cmd, &r);

@@ -668,6 +668,29 @@ START_TEST(test_probe_many_inputs_and_info) {
 }
 END_TEST
 
+// Probe: --keep without --context-shift and --trace-steps without
+// --trace-json were accepted and did nothing; -o - made a file named '-'
+// where a user of other tools expects standard output.
+START_TEST(test_probe_flags_that_need_another) {
+    expect_error("--keep 2", "--context-shift", "run -m '%s' -p hi -n 2 --keep 2", model());
+    expect_error("--trace-steps 5", "--trace-json", "run -m '%s' -p hi -n 2 --trace-steps 5", model());
+    struct mg_test_run r = mg("run -m '%s' -p hi -n 2 -c 64 -t 1 --context-shift --keep 1 --trace-json '%s' --trace-steps 1",
+                              model(), in_dir("t.json"));
+    ck_assert_msg(r.status == 0, "both given: %s", r.err);
+    mg_test_run_free(&r);
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "cd '%s';", dir);   // where a file '-' would be made
+    r = mg_test_run_mg(dir, prefix, NULL, "logits -m '%s' -p hi -o -", model());
+    ck_assert_msg(r.status == 1 && strstr(r.err, "--output '-'") != NULL && strstr(r.err, "./-") != NULL, "exit %d: %s",
+                  r.status, r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_ne(access(in_dir("-"), F_OK), 0);
+    r = mg_test_run_mg(dir, prefix, NULL, "logits -m '%s' -p hi -o ./-", model());   // the file, named as a path
+    ck_assert_msg(r.status == 0 && access(in_dir("-"), F_OK) == 0, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 // D6: symlinks planted inside output directories are replaced, never
 // followed; a file output that is a symlink to a non-input is written through.
 START_TEST(test_no_symlink_followed_in_output_dirs) {
@@ -1348,6 +1371,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_mkmodel_size_checked_first);
     tcase_add_test(probe2, test_probe_bench_tokenize_logits);
     tcase_add_test(probe2, test_probe_many_inputs_and_info);
+    tcase_add_test(probe2, test_probe_flags_that_need_another);
     suite_add_tcase(s, probe2);
 
     return s;
