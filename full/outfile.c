@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 // ---------------------------------------------------------------------------
@@ -362,6 +363,19 @@ bool mg_outfile_check_dir(const char * flag, const char * dir) {
         return false;
     }
     return true;
+}
+
+bool mg_outfile_room(const char * flag, const char * path, uint64_t bytes) {
+    char           dir[PATH_MAX];
+    struct statvfs fs;
+    dir_of(path, dir, sizeof(dir));
+    if (statvfs(dir, &fs) != 0) return true;   // nothing known: the write itself will say
+    const uint64_t free_bytes = (uint64_t) fs.f_bavail * (uint64_t) fs.f_frsize;
+    if (bytes <= free_bytes) return true;
+    mg_set_error("%s%s%s needs %llu bytes (%.1f MiB), and %s has %llu bytes (%.1f MiB) free", flag ? flag : "",
+                 flag ? " " : "", path, (unsigned long long) bytes, (double) bytes / (1u << 20), dir,
+                 (unsigned long long) free_bytes, (double) free_bytes / (1u << 20));
+    return false;
 }
 
 // ---------------------------------------------------------------------------

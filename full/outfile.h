@@ -40,6 +40,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 // Remember path as an input of the command (by device and inode, and the
@@ -61,6 +62,13 @@ char * mg_outfile_check(const char * flag, const char * path);
 // it exists, is a directory, can be written, and holds none of the inputs
 // (their names in it would be replaced). False with mg_last_error().
 bool mg_outfile_check_dir(const char * flag, const char * dir);
+
+// Whether the folder path (a checked output) will be written in has room
+// for bytes more (statvfs's space for unprivileged users): a result of known
+// size, checked before the work, so a run does not fill the disk (which
+// other programs share) only to fail at the end. False with mg_last_error()
+// naming the flag, the bytes and the free space.
+bool mg_outfile_room(const char * flag, const char * path, uint64_t bytes);
 
 struct mg_outfile {
     FILE * f;

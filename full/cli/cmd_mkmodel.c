@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #ifndef MG_DATA_DIR
 #define MG_DATA_DIR "data"
@@ -497,17 +496,15 @@ static bool fits(const char * cmd, struct model_writer * mw, const struct preset
     const uint64_t bytes = mw->n_bytes;
     const char *   what;
     const uint64_t limit = mg_memory_limit(&what);
-    char dir[4096];
-    const char * slash = strrchr(target, '/');
-    snprintf(dir, sizeof(dir), "%.*s", slash ? (int) (slash - target) + 1 : 1, slash ? target : ".");
-    struct statvfs fs;
-    const uint64_t free_bytes = statvfs(dir, &fs) == 0 ? (uint64_t) fs.f_bavail * fs.f_frsize : UINT64_MAX;
-    if (bytes > limit || bytes > free_bytes) {
-        fprintf(stderr, "mg %s: the weights of this shape are %llu bytes (%.1f GiB), more than %s%s, %llu bytes "
+    if (bytes > limit) {
+        fprintf(stderr, "mg %s: the weights of this shape are %llu bytes (%.1f GiB), more than %s, %llu bytes "
                         "(%.1f GiB): give smaller --n-layer, --n-embd, --n-ff, or a smaller --type\n", cmd,
-                (unsigned long long) bytes, (double) bytes / (1u << 30), bytes > limit ? what : "the free space in ",
-                bytes > limit ? "" : dir, (unsigned long long) (bytes > limit ? limit : free_bytes),
-                (double) (bytes > limit ? limit : free_bytes) / (1u << 30));
+                (unsigned long long) bytes, (double) bytes / (1u << 30), what, (unsigned long long) limit,
+                (double) limit / (1u << 30));
+        return false;
+    }
+    if (!mg_outfile_room("--output", target, bytes)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
         return false;
     }
     mw->count_only = false;

@@ -428,6 +428,13 @@ static bool ppl_score_text(const char * cmd, struct ppl_run * r) {
     struct mg_outfile save_out = {0};
     FILE *            save     = NULL;
     if (r->o.save_logits != NULL) {
+        // Its size is known: the header, the tokens, and a row of log-probability slots per scored position.
+        const uint64_t n_ctx = (uint64_t) r->e.n_ctx, n_scored = n_ctx - 1 - n_ctx / 2;
+        const uint64_t bytes = 20 + (uint64_t) r->n_chunk * (n_ctx * 4 + n_scored * (uint64_t) mg_ppl_row_slots(r->m->hp.n_vocab) * 2);
+        if (!mg_outfile_room("--save-logits", r->o.save_logits, bytes)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            return false;
+        }
         save = mg_ppl_logits_file_create(&save_out, r->o.save_logits, r->e.n_ctx, r->m->hp.n_vocab, r->n_chunk,
                                          r->tokens);
         if (save == NULL) {

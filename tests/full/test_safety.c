@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "gguf.h"
 #include "gguf_writer.h"
+#include "outfile.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -687,6 +688,28 @@ START_TEST(test_probe_flags_that_need_another) {
     ck_assert_int_ne(access(in_dir("-"), F_OK), 0);
     r = mg_test_run_mg(dir, prefix, NULL, "logits -m '%s' -p hi -o ./-", model());   // the file, named as a path
     ck_assert_msg(r.status == 0 && access(in_dir("-"), F_OK) == 0, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// Probe: results of a known size (perplexity --save-logits, mkmodel's
+// model) were written until the disk, shared with everything else, was full,
+// and only then failed. The free space is checked first (mg_outfile_room):
+// no folder has 2^62 bytes free; every one has room for 1 byte.
+START_TEST(test_probe_free_space_checked_first) {
+    const char * out = in_dir("x.kld");
+    ck_assert(mg_outfile_room("--save-logits", out, 1));
+    ck_assert(!mg_outfile_room("--save-logits", out, (uint64_t) 1 << 62));
+    char said[64];
+    snprintf(said, sizeof(said), "needs %llu bytes", (unsigned long long) ((uint64_t) 1 << 62));
+    ck_assert_msg(strstr(mg_last_error(), "--save-logits") && strstr(mg_last_error(), said) && strstr(mg_last_error(), dir),
+                  "%s", mg_last_error());
+    // With room, perplexity and mkmodel still write their files.
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 --chunks 2 -t 1 --save-logits '%s'", model(), text_file(), out);
+    ck_assert_msg(r.status == 0 && digest_of(out).size > 0, "%s", r.err);
+    mg_test_run_free(&r);
+    r = mg("mkmodel --preset tiny -o '%s'", in_dir("m.gguf"));
+    ck_assert_msg(r.status == 0 && digest_of(in_dir("m.gguf")).size > 0, "%s", r.err);
     mg_test_run_free(&r);
 }
 END_TEST
@@ -1372,6 +1395,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_probe_bench_tokenize_logits);
     tcase_add_test(probe2, test_probe_many_inputs_and_info);
     tcase_add_test(probe2, test_probe_flags_that_need_another);
+    tcase_add_test(probe2, test_probe_free_space_checked_first);
     suite_add_tcase(s, probe2);
 
     return s;
