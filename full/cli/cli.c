@@ -503,7 +503,7 @@ void cli_print_text(const char * text, size_t len) {
         // A whole UTF-8 character goes as it is, but for the C1 controls; a
         // byte that starts none (a piece cut mid-character, a lone 0x9B:
         // CSI to a terminal in 8-bit mode) is \xHH.
-        const size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+        const size_t n = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;   // 80..C1, F5..FF start none
         size_t k = 1;
         while (n > 0 && k < n && i + k < len && ((unsigned char) text[i + k] & 0xC0) == 0x80) k++;
         if (n == 0 || k < n) {

@@ -1234,6 +1234,13 @@ START_TEST(test_terminal_escapes) {
         ck_assert_msg(strstr(out, "\xc2\x9b") == NULL, "mg %s: the C1 CSI reached the terminal", args);
         free(out);
     }
+    // F5..FF start no UTF-8 character: each byte escaped, not passed on as the lead of one.
+    write_file(in_dir("f5.txt"), "a\xf5\x80\x80" "b", 5);
+    ck_assert_int_eq(sh("script -qec \"'%s' run -m '%s' -n 0 -f '%s'\" /dev/null > '%s' 2> /dev/null", mg_test_mg_bin(),
+                        model(), in_dir("f5.txt"), in_dir("tty")), 0);
+    char * f5 = mg_test_read_file(in_dir("tty"), NULL);
+    ck_assert_msg(f5 != NULL && strstr(f5, "a\\xf5\\x80\\x80b") != NULL, "%s", f5 ? f5 : "");
+    free(f5);
     struct mg_test_run r = mg("run -m '%s' -n 0 -f '%s'", model(), in_dir("p.txt"));   // a file: the bytes as they are
     ck_assert_msg(r.status == 0 && strncmp(r.out, text, sizeof(text) - 1) == 0, "exit %d: %s", r.status, r.err);
     mg_test_run_free(&r);
