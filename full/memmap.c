@@ -1,10 +1,31 @@
 //@file full
 // memmap.c - the memory model of a run, counted and drawn (see memmap.h).
+#define _DEFAULT_SOURCE   // sysconf(_SC_PHYS_PAGES)
 #include "memmap.h"
 #include "arena.h"
 #include "svg.h"
 
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+uint64_t mg_memory_limit(const char ** what) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t   limit = pages > 0 && page > 0 ? (uint64_t) pages * (uint64_t) page : UINT64_MAX;
+    *what            = "this machine's memory";
+    static const struct {
+        int          resource;
+        const char * what;
+    } rl[] = {{RLIMIT_AS, "the process's address-space limit (ulimit -v)"},
+              {RLIMIT_DATA, "the process's data limit (ulimit -d)"}};
+    for (size_t i = 0; i < sizeof(rl) / sizeof(rl[0]); i++) {
+        struct rlimit r;
+        if (getrlimit(rl[i].resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY && (uint64_t) r.rlim_cur < limit) {
+            limit = (uint64_t) r.rlim_cur, *what = rl[i].what;
+        }
+    }
+    return limit;
+}
 
 enum mg_mem_region mg_memory_model_find(const struct mg_memory_model * mm, const void * p) {
     for (int r = 0; r < MG_MEM_N; r++) {

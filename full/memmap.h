@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct mg_context;
@@ -58,6 +59,14 @@ enum mg_mem_region mg_memory_model_find(const struct mg_memory_model * mm, const
 static inline double mg_mib(size_t bytes) {
     return (double) bytes / (1024.0 * 1024.0);
 }
+
+// The most memory one buffer of this process can ever have resident: the
+// machine's physical memory, or the process's address-space or data limit
+// (ulimit -v, ulimit -d) when lower; *what names which (for messages).
+// Checked before a buffer sized from user input is allocated (the KV cache,
+// mkmodel's weights): with overcommit a calloc beyond it may succeed and the
+// process be killed later.
+uint64_t mg_memory_limit(const char ** what);
 
 void mg_memory_model_print(FILE * f, const struct mg_memory_model * mm);
 bool mg_memory_model_dump_svg(const struct mg_memory_model * mm, const char * path);

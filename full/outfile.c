@@ -12,13 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 // ---------------------------------------------------------------------------
 // The command's inputs
 // ---------------------------------------------------------------------------
-
-enum { MAX_INPUTS = 256 };
 
 struct input {
     char  path[512];          // as given, for messages
@@ -26,8 +25,12 @@ struct input {
     ino_t ino, dir_ino[2];
 };
 
-static struct input inputs[MAX_INPUTS];
-static int          n_inputs = 0;
+// Grown as needed: a --vocab DIR of 5000 files registers them all (a fixed
+// 256 let `mkmodel --vocab DIR -o DIR/tokenizer_config.json` replace the
+// file it read when that name came late in readdir's order).
+static struct input * inputs     = NULL;
+static int            n_inputs   = 0, cap_inputs = 0;
+static bool           inputs_lost = false;   // one could not be remembered (out of memory): every output is refused
 
 // The outputs already checked for this command: two flags may not name one
 // file, nor a file inside a folder another flag writes into under a name that
@@ -46,7 +49,8 @@ static struct output outputs[MAX_OUTPUTS];
 static int           n_outputs = 0;
 
 void mg_outfile_clear_inputs(void) {
-    n_inputs  = 0;
+    n_inputs    = 0;
+    inputs_lost = false;
     n_outputs = 0;
 }
 
@@ -75,7 +79,15 @@ static void stat_dir_of(const char * path, dev_t * dev, ino_t * ino) {
 }
 
 static void add_file(const char * path, const struct stat * st) {
-    if (n_inputs == MAX_INPUTS) return;   // more than any command reads; the entry check at open still applies
+    if (n_inputs == cap_inputs) {
+        const int      cap  = cap_inputs ? 2 * cap_inputs : 64;
+        struct input * more = cap_inputs < INT_MAX / 2 ? realloc(inputs, (size_t) cap * sizeof(*more)) : NULL;
+        if (more == NULL) {
+            inputs_lost = true;
+            return;
+        }
+        inputs = more, cap_inputs = cap;
+    }
     struct input * in = &inputs[n_inputs++];
     copy_cut(in->path, sizeof(in->path), path);
     in->dev = st->st_dev, in->ino = st->st_ino;
@@ -245,8 +257,17 @@ static const char * output_taken(const char * flag, const char * path, bool is_d
 char * mg_outfile_check(const char * flag, const char * path) {
     char what[PATH_MAX + 64];
     named(flag, path, what, sizeof(what));
+    if (inputs_lost) {
+        mg_set_error("%s: out of memory while remembering the inputs, so it cannot be checked against them", what);
+        return NULL;
+    }
     if (path[0] == '\0' || path[strlen(path) - 1] == '/') {   // the rename at the end would fail, after all the work
         mg_set_error("%s%s'%s' is not a file name", flag ? flag : "", flag ? " " : "", path);
+        return NULL;
+    }
+    if (strcmp(path, "-") == 0) {   // many tools' "standard output": here it would quietly make a file named '-'
+        mg_set_error("%s%s'-': outputs go to files, not to standard output (for a file named '-', give ./-)",
+                     flag ? flag : "", flag ? " " : "");
         return NULL;
     }
     struct stat link = {0}, st;
@@ -312,6 +333,10 @@ char * mg_outfile_check(const char * flag, const char * path) {
 bool mg_outfile_check_dir(const char * flag, const char * dir) {
     char what[PATH_MAX + 64];
     named(flag, dir, what, sizeof(what));
+    if (inputs_lost) {
+        mg_set_error("%s: out of memory while remembering the inputs, so it cannot be checked against them", what);
+        return false;
+    }
     struct stat st;
     if (stat(dir, &st) != 0) {
         mg_set_error("%s: %s", what, errno == ENOENT ? "no such directory" : strerror(errno));
@@ -338,6 +363,19 @@ bool mg_outfile_check_dir(const char * flag, const char * dir) {
         return false;
     }
     return true;
+}
+
+bool mg_outfile_room(const char * flag, const char * path, uint64_t bytes) {
+    char           dir[PATH_MAX];
+    struct statvfs fs;
+    dir_of(path, dir, sizeof(dir));
+    if (statvfs(dir, &fs) != 0) return true;   // nothing known: the write itself will say
+    const uint64_t free_bytes = (uint64_t) fs.f_bavail * (uint64_t) fs.f_frsize;
+    if (bytes <= free_bytes) return true;
+    mg_set_error("%s%s%s needs %llu bytes (%.1f MiB), and %s has %llu bytes (%.1f MiB) free", flag ? flag : "",
+                 flag ? " " : "", path, (unsigned long long) bytes, (double) bytes / (1u << 20), dir,
+                 (unsigned long long) free_bytes, (double) free_bytes / (1u << 20));
+    return false;
 }
 
 // ---------------------------------------------------------------------------
@@ -374,9 +412,13 @@ static void remove_and_die(int sig) {
 
 // Only for signals that would kill the process as it is: one the caller
 // ignores (nohup, `trap '' XFSZ` to get EFBIG instead) stays ignored.
-// SIGPIPE ends `mg run ... | head -1`, SIGXFSZ a write past `ulimit -f`.
+// Every signal whose default action ends the process and that another
+// process or the terminal sends: SIGQUIT is Ctrl-\, SIGPIPE ends
+// `mg run ... | head -1`, SIGXFSZ a write past `ulimit -f`, SIGALRM
+// `timeout -s ALRM`. (A crash's SIGSEGV or SIGBUS is not caught: the state
+// is unknown there, and the core dump matters more than a stray file.)
 void mg_outfile_remove_on_signal(void) {
-    const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ};
+    const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ, SIGALRM, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
         struct sigaction old;
         if (sigaction(signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;
@@ -401,6 +443,7 @@ FILE * mg_outfile_open(struct mg_outfile * o, const char * path) {
     memset(o, 0, sizeof(*o));
     struct stat st;
     const char * input = lstat(path, &st) == 0 ? input_named(&st) : NULL;   // the name itself, not a link's target
+    if (inputs_lost) input = "(an input not remembered: out of memory)";
     if (input != NULL) {
         mg_set_error("%s is the same file as the input %s; writing it would destroy that input", path, input);
         return NULL;
@@ -416,7 +459,11 @@ FILE * mg_outfile_open(struct mg_outfile * o, const char * path) {
         mg_outfile_abort(o);
         return NULL;
     }
-    snprintf(o->tmp, n, "%s/.%s.XXXXXX", dir, slash ? slash + 1 : path);
+    // The name in the folder is at most NAME_MAX bytes: ".NAME.XXXXXX" adds 8
+    // to NAME, so a long NAME is cut in the temporary name (its own name is kept).
+    const char * base    = slash ? slash + 1 : path;
+    const int    base_at = (int) (strlen(base) < NAME_MAX - 8 ? strlen(base) : NAME_MAX - 8);
+    snprintf(o->tmp, n, "%s/.%.*s.XXXXXX", dir, base_at, base);
     const int fd = mkstemp(o->tmp);   // O_CREAT | O_EXCL: a new file, never a planted one
     if (fd < 0) {
         mg_set_error("%s: cannot create a temporary file in %s: %s", path, dir, strerror(errno));

@@ -15,6 +15,7 @@
 //     hard link) would destroy what the command is reading: a mapped model
 //     truncated under a running graph crashes it (SIGBUS). Refused.
 //   - The result goes to a temporary file DIR/.NAME.XXXXXX (mkstemp: O_EXCL,
+//     NAME cut to NAME_MAX - 8 bytes there, so a long name still fits;
 //     never an existing file or a symlink planted at its name) beside the
 //     target DIR/NAME, is fsync'd, and is
 //     renamed over the target only when complete: a run that fails, is killed
@@ -31,12 +32,15 @@
 //   - Two outputs of one command may not be one file, nor a file that an
 //     output folder's writer would also write (DIR/order.txt beside
 //     --dump-tensors DIR): one would replace the other. Refused.
+//   - "-" is refused: to many tools it means standard output, and here it
+//     would make a file named '-' ("./-" names that file).
 //   - Everything that can be checked before the work is (the output's
 //     directory exists and is writable, the output is a regular file or a new
 //     name), so a refused output costs nothing and destroys nothing.
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 // Remember path as an input of the command (by device and inode, and the
@@ -59,6 +63,13 @@ char * mg_outfile_check(const char * flag, const char * path);
 // (their names in it would be replaced). False with mg_last_error().
 bool mg_outfile_check_dir(const char * flag, const char * dir);
 
+// Whether the folder path (a checked output) will be written in has room
+// for bytes more (statvfs's space for unprivileged users): a result of known
+// size, checked before the work, so a run does not fill the disk (which
+// other programs share) only to fail at the end. False with mg_last_error()
+// naming the flag, the bytes and the free space.
+bool mg_outfile_room(const char * flag, const char * path, uint64_t bytes);
+
 struct mg_outfile {
     FILE * f;
     char * path;   // the target
@@ -78,8 +89,8 @@ bool mg_outfile_commit(struct mg_outfile * o);
 // Close and remove the temporary file: the target stays as it was.
 void mg_outfile_abort(struct mg_outfile * o);
 
-// Remove the temporary files still open when SIGINT, SIGTERM, SIGHUP, SIGPIPE
-// or SIGXFSZ ends the process (then die of the signal as before); a signal
+// Remove the temporary files still open when SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+// SIGPIPE, SIGXFSZ, SIGALRM, SIGUSR1 or SIGUSR2 ends the process (then die of the signal as before); a signal
 // the process ignores stays ignored. For programs, not libraries: mg's main
 // calls it.
 void mg_outfile_remove_on_signal(void);

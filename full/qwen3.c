@@ -207,6 +207,24 @@ enum tensor_use {
     USE_LOOKUP,   // read by get_rows: any type that decodes to F32
 };
 
+// The weights are read in place, through pointers to their C types (floats,
+// blocks that start with a ggml_half): a pointer that is not a multiple of
+// the type's alignment is undefined behaviour. general.alignment 1 or 2 lets
+// a file put a tensor anywhere, so each one is checked. A struct's alignment
+// divides its size, so the largest power of 2 dividing the block size (at
+// most 8) is always enough. (ggml does not check: x86 forgives it.)
+static bool aligned_in_place(const struct mg_gguf * g, const struct mg_gguf_tensor_info * info) {
+    const size_t size = mg_type_size((enum mg_type) info->type);
+    size_t       need = 1;
+    while (need < 8 && size % (2 * need) == 0) need *= 2;
+    const size_t at = mg_gguf_data_offset(g) + (size_t) info->offset;   // the mapping starts on a page
+    if (at % need == 0) return true;
+    mg_set_error("%s: tensor '%s' (%s) starts at file byte %zu, not a multiple of %zu, so it cannot be read in place "
+                 "(general.alignment = %zu; llama.cpp's writers use 32)", mg_gguf_path(g), info->name,
+                 mg_gguf_ggml_type_name(info->type), at, need, mg_gguf_alignment(g));
+    return false;
+}
+
 // Find a tensor by name, check it, and make a header that points into the file.
 static struct mg_tensor * load_tensor(struct mg_model * m, const char * name, int64_t ne0, int64_t ne1,
                                       enum tensor_use use, bool required) {
@@ -238,6 +256,7 @@ static struct mg_tensor * load_tensor(struct mg_model * m, const char * name, in
                      use == USE_NORM ? "a norm (F32 only)" : use == USE_MATMUL ? "a matrix multiply" : "a lookup");
         return NULL;
     }
+    if (!aligned_in_place(m->gguf, info)) return NULL;
     struct mg_tensor * t = mg_new_tensor(m->ctx, (enum mg_type) info->type, n_dims, want_ne);
     MG_ASSERT(t != NULL);
     mg_set_name(t, name);

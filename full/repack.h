@@ -27,7 +27,8 @@
 bool mg_repack_q4_0_fits(const struct mg_tensor * t);
 
 // Is repacking on for models loaded from now on? Off with MG_NO_REPACK=1 in
-// the environment (`mg ... --no-repack` sets it), and off in the scalar build
+// the environment (`mg ... --no-repack` sets it; 0, false, no, off leave it
+// on; another value is read as 1, with a warning), and off in the scalar build
 // (-DMG_SCALAR), whose tiles read rows one by one anyway.
 bool mg_repack_enabled(void);
 

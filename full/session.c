@@ -131,6 +131,23 @@ static bool build_graph_sched(struct mg_session * s, int n_tokens, int n_kv, boo
 }
 //@- full backend
 
+//@+ full size-check
+// A cache larger than the machine's memory, or than the process may map
+// (ulimit -v, ulimit -d), can never be resident: with overcommit its calloc
+// may still succeed, and the run then thrashes or is killed by the OOM killer
+// half way. Refused before anything is allocated, naming the limit.
+static bool kv_fits_in_memory(int n_ctx, uint64_t per_token) {
+    const uint64_t bytes = (uint64_t) n_ctx * per_token;
+    const char *   what;
+    const uint64_t limit = mg_memory_limit(&what);
+    if (bytes <= limit) return true;
+    mg_set_error("the KV cache of %d positions (-c) x %llu bytes = %llu bytes (%.1f MiB) is more than %s, %llu bytes "
+                 "(%.1f MiB); use a smaller -c", n_ctx, (unsigned long long) per_token, (unsigned long long) bytes,
+                 (double) bytes / (1u << 20), what, (unsigned long long) limit, (double) limit / (1u << 20));
+    return false;
+}
+//@- full size-check
+
 struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params params) {
     if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     if (params.n_batch <= 0) params.n_batch = 512;
@@ -146,6 +163,7 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
                      "use a smaller -c", params.n_ctx, (unsigned long long) kv_per_token);
         return NULL;
     }
+    if (!kv_fits_in_memory(params.n_ctx, kv_per_token)) return NULL;
     //@- full size-check
     struct mg_session * s = calloc(1, sizeof(*s));
     MG_ASSERT(s != NULL);

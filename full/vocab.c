@@ -833,6 +833,8 @@ struct session {
     size_t           heap_n;
     size_t           heap_cap;
     struct ids       out;
+    int              missing;              // the first byte of the text the vocabulary has no token for, or -1
+    char             missing_spelled[8];   // its character in the byte alphabet
 };
 
 // The priority order: the lowest rank first; on a tie, the leftmost pair
@@ -880,9 +882,11 @@ static void add_bigram(const struct mg_vocab * v, struct session * s, int32_t le
 }
 
 // The final symbols of a piece become tokens. A symbol that is no token
-// (a vocabulary whose merges make strings it lacks) falls back to the tokens
-// of its single bytes, where those exist (llama.cpp does the same, one byte
-// of the spelled-out text at a time).
+// (a vocabulary whose merges make strings it lacks, or that lacks a byte's
+// character) falls back to the tokens of its single bytes, one byte of the
+// spelled-out text at a time, as llama.cpp does. Where one of those is no
+// token either, llama.cpp drops it and the text silently loses a byte; here
+// the first such byte is kept in s->missing and mg_tokenize fails, naming it.
 static void emit_symbol(const struct mg_vocab * v, struct session * s, const struct symbol * sym) {
     const char * text = s->word.data + sym->start;
     int32_t id = mg_vocab_find(v, text, sym->len);
@@ -892,7 +896,17 @@ static void emit_symbol(const struct mg_vocab * v, struct session * s, const str
     }
     for (uint32_t k = 0; k < sym->len; k++) {
         int32_t byte_id = mg_vocab_find(v, text + k, 1);
-        if (byte_id >= 0) ids_push(&s->out, byte_id);
+        if (byte_id >= 0) {
+            ids_push(&s->out, byte_id);
+        } else if (s->missing < 0) {
+            // The character of the byte alphabet that byte k is part of, and the text's byte it spells.
+            uint32_t at = k;
+            while (at > 0 && ((uint8_t) text[at] & 0xC0) == 0x80) at--;
+            size_t         end = at;
+            const uint32_t cpt = mg_utf8_decode(text, sym->len, &end);
+            s->missing = mg_unicode_cpt_to_byte(cpt);
+            snprintf(s->missing_spelled, sizeof(s->missing_spelled), "%.*s", (int) (end - at), text + at);
+        }
     }
 }
 
@@ -1110,6 +1124,7 @@ int32_t mg_tokenize(const struct mg_vocab * v, const char * text, int32_t text_l
     struct session s;
     memset(&s, 0, sizeof(s));
     struct fragments f = {0};
+    s.missing = -1;
 
     if (add_special && v->add_bos) ids_push(&s.out, v->special[MG_SPECIAL_BOS]);
     partition(v, text, len, parse_special, &f);
@@ -1127,7 +1142,12 @@ int32_t mg_tokenize(const struct mg_vocab * v, const char * text, int32_t text_l
     if (add_special && v->add_eos) ids_push(&s.out, v->special[MG_SPECIAL_EOS]);
 
     int32_t result;
-    if (s.out.n > (size_t) INT32_MAX) {
+    if (s.missing >= 0) {
+        mg_set_error("the vocabulary has no token for the byte 0x%02X (spelled '%s' in GPT-2's byte alphabet), so "
+                     "the text cannot be tokenized without losing it (llama.cpp drops it silently)", (unsigned) s.missing,
+                     s.missing_spelled);
+        result = INT32_MIN;
+    } else if (s.out.n > (size_t) INT32_MAX) {
         mg_set_error("mg_tokenize: %zu tokens do not fit in an int32_t", s.out.n);
         result = INT32_MIN;
     } else if ((int64_t) s.out.n > (int64_t) n_max) {

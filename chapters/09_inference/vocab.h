@@ -152,6 +152,8 @@ bool mg_vocab_is_eog(const struct mg_vocab * vocab, int32_t token);
 // mg_utf8_decode): a byte that starts no complete sequence is U+FFFD (three
 // byte tokens); an overlong form is what it spells ("\xC0\xAF" is '/') and a
 // surrogate is itself (its three bytes), as llama.cpp tokenizes them.
+// INT32_MIN, with mg_last_error() naming the byte, when the vocabulary has
+// no token for a byte of the text (llama.cpp drops it and loses the byte).
 int32_t mg_tokenize(const struct mg_vocab * vocab, const char * text, int32_t text_len, int32_t * tokens,
                     int32_t n_max, bool add_special, bool parse_special);
 

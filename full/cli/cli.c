@@ -109,9 +109,16 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         case CLI_FLAG:
             *(bool *) o->value = true;
             return true;
-        case CLI_STRING:
         case CLI_IN_FILE:
         case CLI_IN_DIR:
+            if (text[0] == '\0') {   // else "mg run: : cannot open", naming nothing
+                fprintf(stderr, "mg %s: %s '': an empty name, not a %s\n", cmd, arg,
+                        o->kind == CLI_IN_FILE ? "file" : "directory");
+                return false;
+            }
+            *(const char **) o->value = text;
+            return true;
+        case CLI_STRING:
         case CLI_OUT_FILE:
         case CLI_OUT_DIR:
             *(const char **) o->value = text;
@@ -474,11 +481,63 @@ char * cli_prompt_text(const char * cmd, const char * prompt, const char * promp
     return strdup(prompt);
 }
 
+static bool stdout_is_tty(void) {
+    static int tty = -1;   // asked once: stdout does not change under a running command
+    if (tty < 0) tty = isatty(STDOUT_FILENO);
+    return tty == 1;
+}
+
+void cli_print_text(const char * text, size_t len) {
+    if (!stdout_is_tty()) {
+        fwrite(text, 1, len, stdout);
+        return;
+    }
+    for (size_t i = 0; i < len;) {
+        const unsigned char c = (unsigned char) text[i];
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) printf("\\x%02x", c);
+            else putchar(c);
+            i++;
+            continue;
+        }
+        // A whole UTF-8 character goes as it is, but for the C1 controls; a
+        // byte that starts none (a piece cut mid-character, a lone 0x9B:
+        // CSI to a terminal in 8-bit mode) is \xHH.
+        const size_t n = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;   // 80..C1, F5..FF start none
+        size_t k = 1;
+        while (n > 0 && k < n && i + k < len && ((unsigned char) text[i + k] & 0xC0) == 0x80) k++;
+        if (n == 0 || k < n) {
+            printf("\\x%02x", c);
+            i++;
+        } else if (c == 0xC2 && (unsigned char) text[i + 1] <= 0x9F) {
+            printf("\\u%04x", (unsigned char) text[i + 1]);   // U+0080..U+009F
+            i += 2;
+        } else {
+            fwrite(text + i, 1, n, stdout);
+            i += n;
+        }
+    }
+}
+
+bool cli_logits_finite(const float * logits, int n_rows, int n_vocab, int pos0) {
+    for (int r = 0; r < n_rows; r++) {
+        const float * row = logits + (size_t) r * (size_t) n_vocab;
+        for (int i = 0; i < n_vocab; i++) {
+            if (isfinite(row[i])) continue;
+            mg_set_error("the logits at token position %d are not finite (token %d: %s): the model's weights or its "
+                         "computation hold NaN or inf (--dump-tensors DIR shows the first tensor that does)",
+                         pos0 + r, i, isnan(row[i]) ? "nan" : row[i] > 0 ? "inf" : "-inf");
+            return false;
+        }
+    }
+    return true;
+}
+
 void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_t token) {
     char buf[256];
     const int32_t n = mg_detok_push(d, vocab, token, buf, sizeof(buf));
     if (n > 0) {
-        fwrite(buf, 1, (size_t) n, stdout);
+        cli_print_text(buf, (size_t) n);
         fflush(stdout);
     }
 }
@@ -595,12 +654,15 @@ char * cli_output_path(const char * cmd, const char * out, const char * in) {
 // llama-bench takes them. Each value in lo..hi; -1 on anything else.
 int cli_parse_int_list(const char * text, int * out, int max, long lo, long hi) {
     int n = 0;
-    for (const char * p = text; *p;) {
+    for (const char * p = text;; p++) {
         char * end;
+        // Each item starts with a digit or '-' (strtol would skip spaces and take '+').
+        if (!(*p == '-' || (*p >= '0' && *p <= '9'))) return -1;
+        errno = 0;
         const long v = strtol(p, &end, 10);
-        if (end == p || v < lo || v > hi || (*end != ',' && *end != '\0') || n == max) return -1;
+        if (end == p || errno == ERANGE || v < lo || v > hi || (*end != ',' && *end != '\0') || n == max) return -1;
         out[n++] = (int) v;
-        p = *end == ',' ? end + 1 : end;
+        if (*end == '\0') return n;
+        p = end;   // at the comma: "1,2," and "1,,2" fail at the next item
     }
-    return n;
 }

@@ -235,11 +235,37 @@ static bool bb_need_fits(const struct bb_case * c, int n_ctx) {
     return (c->shared ? c->pp : c->pl * c->pp) + c->pl * c->tg <= n_ctx;
 }
 
+// Without -c the cache is sized for the largest case: when it cannot be
+// made, the flags that asked for it are named (the session's error names -c,
+// which the user never gave).
+static void bb_say_largest_case(const char * cmd, const struct bb_race * race, int n_ctx) {
+    for (int i = 0; i < race->n_cases; i++) {
+        const struct bb_case * c = &race->cases[i];
+        if (!bb_need_fits(c, n_ctx - 1)) {   // the case that needs all n_ctx cells
+            fprintf(stderr, "mg %s: the case -npp %d -ntg %d -npl %d needs a cache of %d cells (%s), and %s; give "
+                            "smaller lists, or a -c that skips the cases that do not fit\n", cmd, c->pp, c->tg, c->pl,
+                    n_ctx, c->shared ? "PP + B x TG" : "B x (PP + TG)", mg_last_error());
+            return;
+        }
+    }
+    fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+}
+
 // The lists of -npp, -ntg and -npl, parsed.
 struct bb_lists {
     int npp[MAX_LIST], ntg[MAX_LIST], npl[MAX_LIST];
     int n_pp, n_tg, n_pl;
 };
+
+// One comma list flag: its count, or 0 after saying which flag, its value
+// and what it takes ("-npl 1,,2", "-npl 0", "-npl 65").
+static int bb_list(const char * cmd, const char * flag, const char * text, int * out, long lo, long hi) {
+    const int n = cli_parse_int_list(text, out, MAX_LIST, lo, hi);
+    if (n > 0) return n;
+    fprintf(stderr, "mg %s: %s '%s': need a comma list of at most %d whole numbers in %ld..%ld\n", cmd, flag, text,
+            MAX_LIST, lo, hi);
+    return 0;
+}
 
 // The options and their checks. False after printing why.
 static bool bb_parse(const char * cmd, int argc, char ** argv, struct cli_engine_opts * e, struct bb_opts * o,
@@ -257,14 +283,10 @@ static bool bb_parse(const char * cmd, int argc, char ** argv, struct cli_engine
     opts[n_opts++] = (struct cli_option) {NULL, "--rival-timeout", CLI_FLOAT, &o->rival_timeout,
                                           "seconds one llama-batched-bench run may take before it is killed (default 3600)"};
     if (!cli_parse_engine_command(cmd, argc, argv, bb_usage, opts, n_opts, e, NULL)) return false;
-    l->n_pp = cli_parse_int_list(o->npp, l->npp, MAX_LIST, 1, 1 << 16);
-    l->n_tg = cli_parse_int_list(o->ntg, l->ntg, MAX_LIST, 0, 1 << 16);
-    l->n_pl = cli_parse_int_list(o->npl, l->npl, MAX_LIST, 1, MAX_PARALLEL);
-    if (l->n_pp <= 0 || l->n_tg <= 0 || l->n_pl <= 0) {
-        fprintf(stderr, "mg %s: -npp, -ntg and -npl take comma lists of whole numbers (-npl at most %d)\n", cmd,
-                MAX_PARALLEL);
-        return false;
-    }
+    l->n_pp = bb_list(cmd, "-npp", o->npp, l->npp, 1, 1 << 16);
+    l->n_tg = l->n_pp > 0 ? bb_list(cmd, "-ntg", o->ntg, l->ntg, 0, 1 << 16) : 0;
+    l->n_pl = l->n_tg > 0 ? bb_list(cmd, "-npl", o->npl, l->npl, 1, MAX_PARALLEL) : 0;
+    if (l->n_pp <= 0 || l->n_tg <= 0 || l->n_pl <= 0) return false;   // said
     if (o->rounds < 1 || o->rounds > MAX_ROUNDS) {
         fprintf(stderr, "mg %s: --rounds must be 1..%d, got %d\n", cmd, MAX_ROUNDS, o->rounds);
         return false;
@@ -340,7 +362,8 @@ int cmd_batched_bench(int argc, char ** argv) {
     struct mg_model * m = cli_load_model(cmd, e.model, NULL);
     if (m == NULL) return 1;
     struct mg_session * s = mg_session_new(m, params);
-    if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    if (s == NULL && e.n_ctx <= 0) bb_say_largest_case(cmd, &race, n_ctx_req);
+    else if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
     bool ok = s != NULL && bb_keep_fitting(cmd, &race, mg_session_n_ctx(s)) && bb_warm_up(cmd, s, m->hp.n_vocab);
     const bool racing = o.llama != NULL;
     if (ok) {
@@ -384,6 +407,7 @@ struct par_seq {
     int32_t            next;   // the token to feed at the next step
     int                n_past, n_gen;
     bool               done;
+    bool               failed;   // its logits were not finite (said on stderr)
 };
 
 static void par_append(struct par_seq * q, const char * bytes, int32_t n) {
@@ -399,16 +423,31 @@ static void par_append(struct par_seq * q, const char * bytes, int32_t n) {
 }
 
 static void par_finish(struct par_seq * q, int index, const char * why) {
+    // The start of a character the model never finished: dropped and said, as mg run does
+    // (cli_stream_flush), not printed as a broken character.
     char tail[16];
-    par_append(q, tail, mg_detok_flush(&q->detok, tail, sizeof(tail)));
+    const int32_t n_tail = mg_detok_flush(&q->detok, tail, sizeof(tail));
+    if (n_tail > 0) {
+        fprintf(stderr, "[sequence %d: the text was cut mid-character: %d byte%s of an unfinished UTF-8 character "
+                        "not printed]\n", index, n_tail, n_tail == 1 ? "" : "s");
+    }
     q->done = true;
-    printf("--- sequence %d: %d tokens generated (%s)\n%s%s\n", index, q->n_gen, why, q->prompt, q->text ? q->text : "");
+    printf("--- sequence %d: %d tokens generated (%s)\n", index, q->n_gen, why);
+    cli_print_text(q->prompt, strlen(q->prompt));
+    if (q->text != NULL) cli_print_text(q->text, q->len);
+    printf("\n");
     fflush(stdout);
 }
 
 // Take the next token of sequence q from its logits; false when it ends.
 static bool par_sample(struct par_seq * q, int index, const struct mg_model * m, const float * logits, int n_predict,
                        bool ignore_eos) {
+    if (!cli_logits_finite(logits, 1, m->hp.n_vocab, q->n_past - 1)) {
+        fprintf(stderr, "mg parallel: sequence %d: %s\n", index, mg_last_error());
+        q->failed = true;
+        par_finish(q, index, "stopped: logits not finite");
+        return false;
+    }
     q->next = mg_sampler_sample(q->sampler, logits);
     if (!ignore_eos && mg_vocab_is_eog(m->vocab, q->next)) {
         par_finish(q, index, "end of generation");
@@ -530,7 +569,7 @@ static bool par_prompts_batch(const char * cmd, struct par_run * r) {
         int32_t * tok = r->tok + r->n_total;
         const int32_t n = mg_tokenize(r->m->vocab, r->prompts[i], (int32_t) len, tok, (int32_t) room, true, true);
         if (n <= 0) {
-            fprintf(stderr, "mg %s: prompt %d gives no tokens\n", cmd, i);
+            fprintf(stderr, "mg %s: prompt %d %s\n", cmd, i, n == INT32_MIN ? mg_last_error() : "gives no tokens");
             return false;
         }
         struct par_seq * q = &r->q[i];
@@ -628,6 +667,7 @@ int cmd_parallel(int argc, char ** argv) {
     const double t1 = mg_time_ms();
     ok = ok && par_generate(cmd, &r, n_active, &n_generated);
     const double gen_ms = mg_time_ms() - t1;
+    for (int i = 0; ok && i < r.n_prompts; i++) ok = !r.q[i].failed;
     if (ok) {
         fprintf(stderr, "\nmg %s: %d sequences; prompts %d tokens in %.2f ms (%.2f t/s); generation %d tokens in "
                         "%.2f ms (%.2f t/s, all sequences together); %d cache cells used\n", cmd, r.n_prompts,

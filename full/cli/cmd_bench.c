@@ -275,7 +275,8 @@ struct baseline {
     double tps;
 };
 
-static struct baseline baselines[256];
+enum { MAX_BASELINES = 256 };
+static struct baseline baselines[MAX_BASELINES];
 static int             n_baselines = 0;
 
 // A small text file of figures, opened: NULL for anything but a regular file
@@ -287,19 +288,28 @@ static FILE * open_figures(const char * path) {
 }
 
 // False when the file cannot be read (a directory: fgets fails with EISDIR),
-// or holds no usable line: a reference that silently adds nothing is a wrong table.
-static bool load_baselines(const char * path) {
+// or holds no usable line: a reference that silently adds nothing is a wrong
+// table. More figures than MAX_BASELINES are refused (said here), not cut:
+// the rows past the limit would print without their reference.
+static bool load_baselines(const char * cmd, const char * path, bool * too_many) {
     FILE * f = open_figures(path);
     if (f == NULL) return false;
     char line[512];
-    while (fgets(line, sizeof(line), f) && n_baselines < 256) {
-        struct baseline * b = &baselines[n_baselines];
-        if (line[0] != '#' && sscanf(line, "%127s %31s %d %lf", b->model, b->test, &b->threads, &b->tps) == 4 &&
-            cli_rate_usable(b->tps)) {
-            n_baselines++;
+    struct baseline b;
+    while (fgets(line, sizeof(line), f)) {
+        if (line[0] == '#' || sscanf(line, "%127s %31s %d %lf", b.model, b.test, &b.threads, &b.tps) != 4 ||
+            !cli_rate_usable(b.tps)) {
+            continue;
         }
+        if (n_baselines == MAX_BASELINES) {
+            fprintf(stderr, "mg %s: --baseline %s: more than %d figures; at most %d are read\n", cmd, path,
+                    MAX_BASELINES, MAX_BASELINES);
+            *too_many = true;
+            break;
+        }
+        baselines[n_baselines++] = b;
     }
-    const bool ok = !ferror(f) && n_baselines > 0;
+    const bool ok = !ferror(f) && n_baselines > 0 && !*too_many;
     fclose(f);
     return ok;
 }
@@ -424,11 +434,19 @@ struct bench_opts {
 };
 
 // -m may repeat: collect every one before handing the rest to the parser.
-static int take_models(int argc, char ** argv, const char ** models, char ** rest, int * n_rest) {
+// More than MAX_MODELS (the 17th went to the parser, which kept the last),
+// or an empty name, is -1 after saying so.
+static int take_models(const char * cmd, int argc, char ** argv, const char ** models, char ** rest, int * n_rest) {
     int n_models = 0;
     *n_rest = 0;
     for (int i = 0; i < argc; i++) {
-        if ((strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) && i + 1 < argc && n_models < MAX_MODELS) {
+        if ((strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0) && i + 1 < argc) {
+            if (n_models == MAX_MODELS || argv[i + 1][0] == '\0') {
+                fprintf(stderr, n_models == MAX_MODELS ? "mg %s: more than %d models (-m); at most %d in one run\n"
+                                                       : "mg %s: -m '': an empty name, not a file\n", cmd,
+                        MAX_MODELS, MAX_MODELS);
+                return -1;
+            }
             models[n_models++] = argv[++i];
         } else {
             rest[(*n_rest)++] = argv[i];
@@ -481,7 +499,11 @@ static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_r
     const char *        model         = NULL;
     char **             rest          = malloc((size_t) argc * sizeof(char *));
     int                 n_rest;
-    b->n_models = take_models(argc, argv, b->models, rest, &n_rest);
+    b->n_models = take_models(cmd, argc, argv, b->models, rest, &n_rest);
+    if (b->n_models < 0) {
+        free(rest);
+        return false;
+    }
     const struct cli_option opts[] = {
         {"-m", "--model", CLI_IN_FILE, &model, "a GGUF model (repeat for several)"},
         {"-p", "--n-prompt", CLI_STRING, &o->prompt, "prompt sizes for ppN, comma-separated (default 64; 0 = none)"},
@@ -509,9 +531,18 @@ static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_r
         return false;
     }
     o->rival_timeout = rival_timeout;
-    if (b->n_models == 0 || o->reps < 1 || o->reps > 1000 || o->rounds < 1 || o->rounds > MAX_ROUNDS ||
-        (strcmp(o->kv, "f16") != 0 && strcmp(o->kv, "f32") != 0)) {
-        fprintf(stderr, "mg %s: need -m MODEL, -r in 1..1000, --rounds in 1..%d, --kv-type f16|f32\n", cmd, MAX_ROUNDS);
+    if (b->n_models == 0) {
+        fprintf(stderr, "mg %s: need -m MODEL\n", cmd);
+        return false;
+    }
+    if (o->reps < 1 || o->reps > 1000 || o->rounds < 1 || o->rounds > MAX_ROUNDS) {
+        const bool reps = o->reps < 1 || o->reps > 1000;
+        fprintf(stderr, "mg %s: %s %d: must be in 1..%d\n", cmd, reps ? "-r" : "--rounds", reps ? o->reps : o->rounds,
+                reps ? 1000 : MAX_ROUNDS);
+        return false;
+    }
+    if (strcmp(o->kv, "f16") != 0 && strcmp(o->kv, "f32") != 0) {
+        fprintf(stderr, "mg %s: --kv-type '%s': f16 or f32\n", cmd, o->kv);
         return false;
     }
     b->n_tests = make_tests(&b->lists, b->tests);
@@ -527,7 +558,9 @@ static bool bench_set_up(const char * cmd, struct bench_run * b) {
     const struct bench_opts * o = &b->o;
     b->kv_type = strcmp(o->kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
     if (o->no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
-    if (o->baseline != NULL && !load_baselines(o->baseline)) {
+    bool too_many = false;
+    if (o->baseline != NULL && !load_baselines(cmd, o->baseline, &too_many)) {
+        if (too_many) return false;   // said
         fprintf(stderr, "mg %s: --baseline %s: not a text file of at most 1 MiB, or no line \"model test threads t/s\" in it\n", cmd,
                 o->baseline);
         return false;

@@ -30,6 +30,7 @@ struct chat {
     bool                think;
     const char *        normalize;    // --normalize: NULL or "nfc"
     bool                start_over;   // the last answer was cut: the next message begins a new conversation
+    bool                failed;       // logits not finite: the model cannot answer, mg chat stops (printed)
 };
 
 // What a turn's evaluation came to.
@@ -74,6 +75,12 @@ static void answer(struct chat * c) {
     bool closed = false, full = false;
     int32_t n;
     for (int i = 0; c->n_predict < 0 || i < c->n_predict; i++) {   // -1: until an end token or a full context
+        if (!cli_logits_finite(mg_get_logits(c->s), 1, c->m->hp.n_vocab, mg_session_n_past(c->s) - 1)) {
+            fflush(stdout);
+            fprintf(stderr, "\nmg chat: %s\n", mg_last_error());
+            c->failed = true;
+            return;
+        }
         const int32_t next = mg_sampler_sample(c->sampler, mg_get_logits(c->s));
         if (mg_vocab_is_eog(c->m->vocab, next)) {
             closed = next == im_end && mg_session_n_past(c->s) < mg_session_n_ctx(c->s) &&
@@ -232,9 +239,10 @@ int cmd_chat(int argc, char ** argv) {
             continue;
         }
         turn(&c, system, line);
+        if (c.failed) break;
     }
     // getline's -1 is also a read error (stdin a directory: EISDIR): said, not taken for the end of the input.
-    const int status = read_error != 0 ? 1 : 0;
+    const int status = read_error != 0 || c.failed ? 1 : 0;
     if (read_error > 0) fprintf(stderr, "mg %s: cannot read the messages from standard input: %s\n", cmd, strerror(read_error));
     free(line);
     mg_sampler_free(c.sampler);

@@ -15,12 +15,25 @@ static const char * usage =
     "(name, type, shape, bytes, offset). Works for any valid GGUF, including types this engine\n"
     "cannot compute.";
 
+// A key or tensor name from the file, left-aligned in width columns:
+// through cli_print_text, since a hostile file's names may hold ESC sequences
+// (the values are escaped by mg_gguf_kv_to_string already).
+static void print_name(const char * name, int width) {
+    const size_t len = strlen(name);
+    cli_print_text(name, len);
+    printf("%*s", len < (size_t) width ? width - (int) len : 0, "");
+}
+
 static void print_metadata(const struct mg_gguf * g) {
     printf("\nmetadata: %lld keys\n", (long long) mg_gguf_n_kv(g));
     char value[200];
     for (int64_t i = 0; i < mg_gguf_n_kv(g); i++) {
         mg_gguf_kv_to_string(g, i, value, sizeof(value));
-        printf("  %-44s %-4s %s\n", mg_gguf_key(g, i), mg_gguf_type_name(mg_gguf_kv_type(g, i)), value);
+        printf("  ");
+        print_name(mg_gguf_key(g, i), 44);
+        printf(" %-4s ", mg_gguf_type_name(mg_gguf_kv_type(g, i)));
+        cli_print_text(value, strlen(value));   // C1 controls are not escaped there
+        printf("\n");
     }
 }
 
@@ -34,8 +47,10 @@ static void print_tensors(const struct mg_gguf * g) {
         char shape[MG_SHAPE_STR_MAX];
         mg_shape_str(t->ne, t->n_dims, ", ", shape, sizeof(shape));
         const char * type = mg_gguf_ggml_type_name(t->type);
-        printf("  %4lld  %-32s %-8s %-26s %12zu %12" PRIu64 "%s\n", (long long) i, t->name, type ? type : "?", shape,
-               t->nbytes, t->offset, mg_type_is_supported(t->type) ? "" : "  (not supported here)");
+        printf("  %4lld  ", (long long) i);
+        print_name(t->name, 32);
+        printf(" %-8s %-26s %12zu %12" PRIu64 "%s\n", type ? type : "?", shape, t->nbytes, t->offset,
+               mg_type_is_supported(t->type) ? "" : "  (not supported here)");
         n_elements += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         n_bytes += t->nbytes;
     }
@@ -56,6 +71,7 @@ int cmd_info(int argc, char ** argv) {
         fprintf(stderr, "mg info: give one GGUF file (see mg info --help)\n");
         return 1;
     }
+    if (!cli_not_both("info", tensors_only, "--tensors-only", metadata_only, "--metadata-only")) return 1;   // printed the header alone
     struct mg_gguf * g = mg_gguf_open(positional[0]);
     if (g == NULL) {
         fprintf(stderr, "mg info: %s\n", mg_last_error());

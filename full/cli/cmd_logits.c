@@ -43,20 +43,38 @@ static bool write_logits(const char * cmd, const char * path, const float * logi
     return true;
 }
 
-// The top logits of one position, highest first, with their pieces.
+// The ids of one position by logit, highest first; ties by the lower id
+// (mg_argmax's order). A sort, not top x argmax: --top 151936 on Qwen3 was
+// 2e10 steps. qsort has no context argument, hence the file-static row.
+static const float * sort_row;
+
+static int by_logit(const void * a, const void * b) {
+    const int32_t i = *(const int32_t *) a, j = *(const int32_t *) b;
+    if (sort_row[i] != sort_row[j]) return sort_row[i] > sort_row[j] ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+// The top logits of one position, highest first, with their pieces. A --top
+// beyond the vocabulary prints all of it, and says how many.
 static bool print_top(const struct mg_vocab * vocab, const float * logits, int n_vocab, int top) {
-    float * copy = malloc((size_t) n_vocab * sizeof(float));
-    if (copy == NULL) return false;
-    memcpy(copy, logits, (size_t) n_vocab * sizeof(float));
+    int32_t * ids = malloc((size_t) n_vocab * sizeof(int32_t));
+    if (ids == NULL) return false;
+    for (int32_t i = 0; i < n_vocab; i++) ids[i] = i;
+    sort_row = logits;
+    qsort(ids, (size_t) n_vocab, sizeof(int32_t), by_logit);
+    if (top > n_vocab) top = n_vocab;
     printf("top %d of the last position:\n", top);
-    for (int k = 0; k < top && k < n_vocab; k++) {
-        const int32_t id = mg_argmax(copy, n_vocab);
-        char          piece[64];
-        const int32_t pl = mg_token_to_piece(vocab, id, piece, sizeof(piece), true);
-        printf("%3d  %6d  %12.6f  '%.*s'\n", k + 1, id, (double) logits[id], pl > 0 ? pl : 0, piece);
-        copy[id] = -INFINITY;
+    for (int k = 0; k < top; k++) {
+        const int32_t id = ids[k];
+        char          small[64], * piece = small;
+        int32_t       pl = mg_token_to_piece(vocab, id, piece, sizeof(small), true);
+        if (pl < 0 && (piece = malloc((size_t) -pl)) != NULL) pl = mg_token_to_piece(vocab, id, piece, -pl, true);   // a long piece
+        printf("%3d  %6d  %12.6f  '", k + 1, id, (double) logits[id]);
+        if (piece != NULL) cli_print_text(piece, pl > 0 ? (size_t) pl : 0);
+        printf("'\n");
+        if (piece != small) free(piece);
     }
-    free(copy);
+    free(ids);
     return true;
 }
 
@@ -118,6 +136,10 @@ int cmd_logits(int argc, char ** argv) {
         }
     }
     const int n_rows = all ? n : 1;
+    if (!cli_logits_finite(mg_get_logits(s), n_rows, m->hp.n_vocab, n - n_rows)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        goto done;
+    }
     if (out_path != NULL && !write_logits(cmd, out_path, mg_get_logits(s), n_rows, m->hp.n_vocab)) goto done;
     printf("tokens (%d):", n);
     for (int i = 0; i < n; i++) printf(" %d", tokens[i]);

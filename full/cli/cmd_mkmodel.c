@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "gguf_writer.h"
 #include "hf_tokenizer.h"
+#include "memmap.h"
 #include "outfile.h"
 
 #include <limits.h>
@@ -160,7 +161,15 @@ struct model_writer {
     bool                    scaled;    // --init scaled, else flat
     void **                 buffers;   // tensor data, kept until the file is written
     int                     n_buffers;
+    bool                    count_only;   // add nothing: only sum the bytes into n_bytes (the first pass)
+    uint64_t                n_bytes;
 };
+
+// In the counting pass, the bytes a tensor would take; true if it was that pass.
+static bool counted(struct model_writer * mw, uint64_t bytes) {
+    if (mw->count_only) mw->n_bytes += bytes;
+    return mw->count_only;
+}
 
 // A {ne0, ne1} matrix of random weights, in the requested type when its rows
 // split into blocks. wide: token_embd or output, whose rows are read whole as
@@ -173,6 +182,7 @@ static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0,
     if (ne0 % mg_blck_size(type) != 0) type = MG_TYPE_F16;
     const struct mg_type_traits * tt = mg_get_type_traits(type);
     const size_t row_size = mg_row_size(type, ne0);
+    if (counted(mw, (uint64_t) row_size * (uint64_t) ne1)) return true;
     char *  data = malloc(row_size * (size_t) ne1);
     float * row  = malloc((size_t) ne0 * sizeof(float));
     if (data == NULL || row == NULL) {
@@ -194,6 +204,7 @@ static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0,
 }
 
 static bool add_norm(struct model_writer * mw, const char * name, int64_t n) {
+    if (counted(mw, (uint64_t) n * sizeof(float))) return true;
     float * data = malloc((size_t) n * sizeof(float));
     if (data == NULL) {
         fprintf(stderr, "mg mkmodel: out of memory for %s\n", name);
@@ -246,6 +257,7 @@ static const char * layer_tensor(char * buf, size_t size, int il, const char * w
 
 // A bias of n random values (std 0.1 scaled, 0.02 flat), F32 as llama.cpp's converter keeps 1-D tensors.
 static bool add_bias(struct model_writer * mw, const char * name, int64_t n) {
+    if (counted(mw, (uint64_t) n * sizeof(float))) return true;
     float * data = malloc((size_t) n * sizeof(float));
     if (data == NULL) {
         fprintf(stderr, "mg mkmodel: out of memory for %s\n", name);
@@ -266,6 +278,7 @@ static bool add_llama3_rope_freqs(struct model_writer * mw, const struct preset 
     const double low_freq_wavelen = old_ctx / low_freq_factor, high_freq_wavelen = old_ctx / high_freq_factor;
     const double base = p->rope_base > 0 ? p->rope_base : 1e6;
     const int64_t n = p->head_dim / 2;
+    if (counted(mw, (uint64_t) n * sizeof(float))) return true;
     float * data = malloc((size_t) n * sizeof(float));
     if (data == NULL) return false;
     for (int64_t i = 0; i < n; i++) {
@@ -435,7 +448,10 @@ static bool loads_and_tokenizes(const char * cmd, const char * path, const char 
         len += k > 0 ? k : 0;
     }
     const bool ok = n > 0 && len == (int32_t) strlen(text) && memcmp(back, text, (size_t) len) == 0;
-    if (!ok) {
+    if (!ok && n == INT32_MIN) {
+        fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s'): %s\n", cmd, out, text,
+                mg_last_error());
+    } else if (!ok) {
         fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s' gives %d tokens that read "
                         "back as '%.*s'); is it a byte-level BPE tokenizer.json?\n", cmd, out, text, n, len, back);
     }
@@ -465,6 +481,33 @@ static bool write_checked(const char * cmd, struct mg_gguf_writer * w, const cha
         fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
         return false;
     }
+    return true;
+}
+
+// The weights are all held in memory until the file is written, and the
+// file is as large: both are checked before a weight is drawn (--n-embd
+// 65536 --n-ff 65536 --n-layer 1024 asked for 50 TB and ran until killed).
+// A counting pass of add_tensors gives the bytes. False after saying why
+// (count_only stays set then, so the caller prints nothing more).
+static bool fits(const char * cmd, struct model_writer * mw, const struct preset * p, int64_t n_vocab,
+                 const char * target) {
+    mw->count_only = true;
+    add_tensors(mw, p, n_vocab);
+    const uint64_t bytes = mw->n_bytes;
+    const char *   what;
+    const uint64_t limit = mg_memory_limit(&what);
+    if (bytes > limit) {
+        fprintf(stderr, "mg %s: the weights of this shape are %llu bytes (%.1f GiB), more than %s, %llu bytes "
+                        "(%.1f GiB): give smaller --n-layer, --n-embd, --n-ff, or a smaller --type\n", cmd,
+                (unsigned long long) bytes, (double) bytes / (1u << 30), what, (unsigned long long) limit,
+                (double) limit / (1u << 30));
+        return false;
+    }
+    if (!mg_outfile_room("--output", target, bytes)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        return false;
+    }
+    mw->count_only = false;
     return true;
 }
 
@@ -522,9 +565,10 @@ int cmd_mkmodel(int argc, char ** argv) {
                               .type   = type,
                               .scaled = strcmp(p->init, "scaled") == 0};
     mw.buffers = calloc((size_t) (16 + 14 * p->n_layer), sizeof(void *));
-    bool ok = add_hparams(mw.w, p, type) && mg_hf_vocab_add_to_gguf(vocab, mw.w, p->pre) &&
-              add_tensors(&mw, p, vocab->n_tokens);
-    if (!ok) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    bool ok = mw.buffers != NULL && fits(cmd, &mw, p, vocab->n_tokens, target);
+    ok = ok && add_hparams(mw.w, p, type) && mg_hf_vocab_add_to_gguf(vocab, mw.w, p->pre) &&
+         add_tensors(&mw, p, vocab->n_tokens);
+    if (!ok && !mw.count_only) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
     ok = ok && write_checked(cmd, mw.w, target);
     if (ok) {
         printf("wrote %s: %s, preset %s, %s matrices, %lld tensors, %lld tokens, pre-tokenizer %s, %s, rng %s, init %s, "

@@ -94,6 +94,8 @@ static bool eval_chunk(struct ppl_eval * ev, const int32_t * tokens) {
         const int     k0  = start >= ev->first ? 0 : ev->first - start;   // first kept row of the batch
         memcpy(ev->logits + (size_t) (start + k0 - ev->first) * (size_t) ev->n_vocab, out + (size_t) k0 * (size_t) ev->n_vocab,
                (size_t) (n - k0) * (size_t) ev->n_vocab * sizeof(float));
+        // A NaN would make the chunk's figures nan, and a row of them a KL divergence of nan or 0.
+        if (!cli_logits_finite(out + (size_t) k0 * (size_t) ev->n_vocab, n - k0, ev->n_vocab, start + k0)) return false;
     }
     return true;
 }
@@ -203,7 +205,7 @@ static bool run_perplexity(const char * cmd, struct ppl_eval * ev, const int32_t
         const int32_t * chunk = tokens + (size_t) c * (size_t) ev->n_ctx;
         const double    t0    = mg_time_ms();
         if (!eval_chunk(ev, chunk)) {
-            fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "\nmg %s: chunk %d: %s\n", cmd, c + 1, mg_last_error());
             ok = false;
             break;
         }
@@ -255,7 +257,7 @@ static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct mg_
     for (int c = 0; ok && c < n_chunk; c++) {
         const int32_t * chunk = b->tokens + (size_t) c * (size_t) ev->n_ctx;
         if (!eval_chunk(ev, chunk)) {
-            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "mg %s: chunk %d: %s\n", cmd, c + 1, mg_last_error());
             ok = false;
             break;
         }
@@ -401,6 +403,11 @@ static bool ppl_set_up(const char * cmd, struct ppl_run * r) {
     if (e->n_batch > e->n_ctx) e->n_batch = e->n_ctx;
     const int n_chunk_max = r->o.kl_base ? r->base.n_chunk : r->n_tokens / e->n_ctx;
     r->n_chunk            = r->o.n_chunks > 0 && r->o.n_chunks < n_chunk_max ? r->o.n_chunks : n_chunk_max;
+    if (r->o.n_chunks > n_chunk_max) {   // llama-perplexity clamps in silence; a table of fewer chunks than asked is said
+        fprintf(stderr, "mg %s: warning: --chunks %d, but %s holds only %d chunk%s of %d tokens: scoring %d\n", cmd,
+                r->o.n_chunks, r->o.kl_base ? r->o.kl_base : "the text", n_chunk_max, n_chunk_max == 1 ? "" : "s",
+                e->n_ctx, n_chunk_max);
+    }
     const int n_vocab     = r->m->hp.n_vocab;
     r->ev = (struct ppl_eval) {
         .s = mg_session_new(r->m, cli_session_params(e)), .n_ctx = e->n_ctx, .n_batch = e->n_batch,
@@ -421,6 +428,13 @@ static bool ppl_score_text(const char * cmd, struct ppl_run * r) {
     struct mg_outfile save_out = {0};
     FILE *            save     = NULL;
     if (r->o.save_logits != NULL) {
+        // Its size is known: the header, the tokens, and a row of log-probability slots per scored position.
+        const uint64_t n_ctx = (uint64_t) r->e.n_ctx, n_scored = n_ctx - 1 - n_ctx / 2;
+        const uint64_t bytes = 20 + (uint64_t) r->n_chunk * (n_ctx * 4 + n_scored * (uint64_t) mg_ppl_row_slots(r->m->hp.n_vocab) * 2);
+        if (!mg_outfile_room("--save-logits", r->o.save_logits, bytes)) {
+            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            return false;
+        }
         save = mg_ppl_logits_file_create(&save_out, r->o.save_logits, r->e.n_ctx, r->m->hp.n_vocab, r->n_chunk,
                                          r->tokens);
         if (save == NULL) {

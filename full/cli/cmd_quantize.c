@@ -31,6 +31,7 @@
 #include "cli.h"
 #include "gguf_writer.h"
 #include "memmap.h"
+#include "outfile.h"
 #include "quant_recipe.h"
 
 #include <ctype.h>
@@ -319,6 +320,29 @@ static bool parse_args(int argc, char ** argv, struct options * o) {
     return true;
 }
 
+// The converted tensors are held in memory until the file is written, and
+// the file holds every tensor: both sizes are known from the plan, so they
+// are checked before any row is converted. False after saying why.
+static bool output_fits(const char * out, const struct tensor_plan * plan, int n) {
+    uint64_t file = 0, held = 0;
+    for (int i = 0; i < n; i++) {
+        file += plan[i].nbytes;
+        held += plan[i].convert ? plan[i].nbytes : 0;
+    }
+    const char *   what;
+    const uint64_t limit = mg_memory_limit(&what);
+    if (held > limit) {
+        fprintf(stderr, "mg quantize: the converted tensors are %llu bytes, more than %s, %llu bytes\n",
+                (unsigned long long) held, what, (unsigned long long) limit);
+        return false;
+    }
+    if (!mg_outfile_room(NULL, out, file)) {
+        fprintf(stderr, "mg quantize: %s\n", mg_last_error());
+        return false;
+    }
+    return true;
+}
+
 int cmd_quantize(int argc, char ** argv) {
     struct options o = {0};
     if (!parse_args(argc, argv, &o)) return 1;
@@ -341,6 +365,7 @@ int cmd_quantize(int argc, char ** argv) {
     }
     if (plan) qsort(plan, (size_t) n, sizeof(*plan), compare_tensors);
     bool ok = plan != NULL && check_not_split(g) && plan_tensors(&o, g, plan, n);
+    ok = ok && (o.dry_run || output_fits(o.out, plan, n));
     if (ok) {
         printf("mg quantize: %s -> %s as %s (general.file_type %d%s), %d thread%s\n", o.in,
                o.dry_run ? "(dry run)" : o.out, o.qo.name, (int) o.qo.ftype, o.pure ? ", --pure" : "", o.n_threads,

@@ -6,6 +6,7 @@
 #include "vocab.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ static const char * usage =
 // keep positions 0..n_keep-1, drop the next half of what follows, and move
 // the rest down over the gap (mg_session_seq_add). False when nothing can
 // be dropped (--keep holds the whole context).
+#define UNSET_INT INT_MIN   // an option not given (--keep, --trace-steps: checked against what they need)
+
 static bool context_shift(const char * cmd, struct mg_session * s, int n_keep) {
     const int n_past    = mg_session_n_past(s);
     const int n_discard = (n_past - n_keep) / 2;
@@ -105,6 +108,18 @@ static bool run_parse(const char * cmd, int argc, char ** argv, struct run_state
                 o->n_predict);
         return false;
     }
+    // Flags that only mean something beside another: given alone they were
+    // ignored without a word (as --dot-layers without --dot was).
+    if (o->n_keep != UNSET_INT && !o->ctx_shift) {
+        fprintf(stderr, "mg %s: --keep %d: it says what a context shift keeps: give --context-shift too\n", cmd, o->n_keep);
+        return false;
+    }
+    if (o->trace_steps != UNSET_INT && o->trace_json == NULL) {
+        fprintf(stderr, "mg %s: --trace-steps %d: it bounds --trace-json FILE: give that too\n", cmd, o->trace_steps);
+        return false;
+    }
+    if (o->n_keep == UNSET_INT) o->n_keep = 0;
+    if (o->trace_steps == UNSET_INT) o->trace_steps = 256;
     if (o->trace_steps < 0) {
         fprintf(stderr, "mg %s: --trace-steps must be >= 0, got %d\n", cmd, o->trace_steps);
         return false;
@@ -183,6 +198,11 @@ static bool run_generate(const char * cmd, struct run_state * r) {
     mg_detok_init(&detok, false);
     bool ok = true;
     for (int i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
+        if (!(ok = cli_logits_finite(mg_get_logits(r->s), 1, r->m->hp.n_vocab, mg_session_n_past(r->s) - 1))) {
+            fflush(stdout);
+            fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
+            break;
+        }
         const int32_t next = mg_sampler_sample(r->sampler, mg_get_logits(r->s));
         if (!o->ignore_eos && mg_vocab_is_eog(r->m->vocab, next)) break;
         cli_stream_token(&detok, r->m->vocab, next);
@@ -266,12 +286,12 @@ static void run_free(struct run_state * r) {
 int cmd_run(int argc, char ** argv) {
     const char *     cmd = "run";
     struct run_state r   = {.e = cli_engine_defaults(), .smp = cli_sampling_defaults(),
-                            .o = {.n_predict = 128, .n_keep = 0, .trace_steps = 256}};
+                            .o = {.n_predict = 128, .n_keep = UNSET_INT, .trace_steps = UNSET_INT}};   // defaults 0 and 256
     r.e.draws            = true;   // the prompt's and a decode step's graph (--dot, --svg)
     if (!run_parse(cmd, argc, argv, &r)) return 1;
     bool ok = run_set_up(cmd, &r);
     if (ok && !r.o.no_display_prompt) {
-        fwrite(r.text, 1, r.text_len, stdout);
+        cli_print_text(r.text, r.text_len);
         fflush(stdout);
     }
     ok = ok && run_prompt(cmd, &r) && run_generate(cmd, &r) && run_report(cmd, &r);

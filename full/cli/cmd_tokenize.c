@@ -38,6 +38,7 @@ int cmd_tokenize(int argc, char ** argv) {
         fprintf(stderr, "mg %s: no model: give one with -m FILE.gguf\n", cmd);
         return 1;
     }
+    if (!cli_not_both(cmd, json, "--json", pieces, "--pieces")) return 1;   // --json printed ids alone, --pieces ignored
     size_t len;
     char * text = cli_prompt_text_normalized(cmd, prompt, prompt_file, normalize, &len);
     if (text == NULL) return 1;
@@ -64,7 +65,9 @@ int cmd_tokenize(int argc, char ** argv) {
         } else if (pieces) {
             char piece[256];
             const int32_t k = mg_token_to_piece(vocab, ids[i], piece, sizeof(piece), true);
-            printf("%6d '%.*s'\n", ids[i], k > 0 ? k : 0, piece);
+            printf("%6d '", ids[i]);
+            cli_print_text(piece, k > 0 ? (size_t) k : 0);
+            printf("'\n");
         } else {
             printf("%d\n", ids[i]);
         }

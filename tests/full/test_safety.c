@@ -6,6 +6,9 @@
 // bytes, the exit status and the message.
 #define _DEFAULT_SOURCE   // symlink, link, chmod
 #include "harness.h"
+#include "gguf.h"
+#include "gguf_writer.h"
+#include "outfile.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -314,6 +317,400 @@ START_TEST(test_killed_run_keeps_old_output) {
     mg_test_run_free(&r);
     expect_unchanged(old, before);
     ck_assert_int_eq(mg_test_count_temp_files(old), 0);
+}
+END_TEST
+
+// Row 8 of the second probe: the temporary file was left behind when SIGQUIT
+// (Ctrl-\), SIGUSR1 or SIGALRM ended the run (only INT, TERM, HUP, PIPE and
+// XFSZ removed it); and an output name of 250 bytes made the temporary name
+// ".NAME.XXXXXX" longer than NAME_MAX, so it could not be written at all.
+START_TEST(test_other_signals_and_long_names) {
+    static const char * const sigs[] = {"QUIT", "USR1", "ALRM"};
+    const char * out = in_dir("new.kld");
+    for (int i = 0; i < 3; i++) {
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "(sleep 2; kill -%s $$) &", sigs[i]);   // $$ is mg after the harness's exec
+        struct mg_test_run r = mg_test_run_mg(dir, prefix, NULL, "perplexity -m '%s' -f '%s' -c 128 -t 1 --save-logits '%s'",
+                                              mg_test_root("models/fortune-toy-q8_0.gguf"),
+                                              mg_test_root("data/heldout/dhammapada.txt"), out);
+        ck_assert_msg(r.status == -1, "SIG%s: perplexity was not killed (exit %d): make the run longer", sigs[i], r.status);
+        mg_test_run_free(&r);
+        ck_assert_msg(mg_test_count_temp_files(out) == 0, "SIG%s left the temporary file of %s", sigs[i], out);
+        ck_assert_int_ne(access(out, F_OK), 0);
+    }
+    char name[251];
+    memset(name, 'n', 250);
+    name[250] = '\0';
+    struct mg_test_run r = mg("logits -m '%s' -p hi -o '%s'", model(), in_dir(name));
+    ck_assert_msg(r.status == 0, "a 250-byte output name: exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_gt(digest_of(in_dir(name)).size, 0);
+    ck_assert_int_eq(mg_test_count_temp_files(in_dir(name)), 0);
+}
+END_TEST
+
+// A copy of the tiny F32 model at path whose output_norm.weight holds value
+// at element 7: every logit of every position is then not finite. (F32: a
+// quantized model's Q8_0 activations would hide the NaN, as in ggml: the
+// block's scale is an fmaxf, which skips it.)
+static void model_with_weight(const char * path, float value) {
+    copy_file(mg_test_fixture("models/tiny-f32.gguf"), path);
+    struct mg_gguf * g = mg_gguf_open(path);
+    ck_assert_ptr_nonnull(g);
+    const struct mg_gguf_tensor_info * t = mg_gguf_find_tensor(g, "output_norm.weight");
+    ck_assert_msg(t != NULL && t->type == 0, "the tiny model has no F32 output_norm.weight");
+    const long at = (long) (mg_gguf_data_offset(g) + t->offset + 7 * sizeof(float));
+    mg_gguf_close(g);
+    FILE * f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, at, SEEK_SET), 0);
+    ck_assert_uint_eq(fwrite(&value, sizeof(value), 1, f), 1);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+// Row 1: a model whose weights hold NaN or inf made every command print or
+// write nan (or sample from it) and exit 0. Now the first position whose
+// logits are not finite is an error, named with its token position.
+START_TEST(test_non_finite_logits) {
+    const char * t = text_file();
+    char base[128], bad[128], prompt[128];
+    snprintf(base, sizeof(base), "%s", in_dir("base.kld"));
+    snprintf(bad, sizeof(bad), "%s", in_dir("bad.gguf"));
+    snprintf(prompt, sizeof(prompt), "%s", in_dir("prompt.txt"));
+    write_file(prompt, "hello there\n", 12);
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 2 -t 1 --save-logits '%s'", model(), t, base);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    r = mg("tokenize -m '%s' -f '%s'", model(), prompt);   // the prompt's last position: its token count - 1
+    ck_assert_int_eq(r.status, 0);
+    char last[64];
+    snprintf(last, sizeof(last), "token position %d ", mg_test_count_lines(r.out) - 1);
+    mg_test_run_free(&r);
+    const float values[] = {NAN, INFINITY};
+    for (int v = 0; v < 2; v++) {
+        model_with_weight(bad, values[v]);
+        expect_failure("not finite", last, "run -m '%s' -f '%s' -n 4 -t 1", bad, prompt);
+        expect_error("not finite", last, "logits -m '%s' -f '%s' -t 1 -o '%s'", bad, prompt, in_dir("out.bin"));
+        expect_error("not finite", "token position 0 ", "logits -m '%s' -f '%s' -t 1 --all", bad, prompt);
+        ck_assert_int_ne(access(in_dir("out.bin"), F_OK), 0);
+        expect_failure("not finite", "chunk 1", "perplexity -m '%s' --kl-base '%s' -t 1", bad, base);
+        expect_failure("not finite", "chunk 1", "perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 1 -t 1", bad, t);
+        expect_failure("not finite", "sequence 0", "parallel -m '%s' -p hi -n 2 -t 1", bad);
+        struct mg_test_run c = mg_test_run_mg(dir, NULL, prompt, "chat -m '%s' -n 4 -t 1", bad);
+        ck_assert_msg(c.status == 1 && strstr(c.err, "not finite") != NULL, "chat: exit %d: %s", c.status, c.err);
+        mg_test_run_free(&c);
+    }
+}
+END_TEST
+
+// Row 2: a vocabulary without the token of a byte (here 'z') dropped that
+// byte from the text it tokenized, silently (llama.cpp does). mkmodel makes
+// one (it spells its check text, "Hello, world: 42 times.", with the byte
+// characters below); tokenizing a 'z' is then an error naming the byte.
+START_TEST(test_missing_byte_token) {
+    static const char json[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\","
+        "\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true},\"post_processor\":null,"
+        "\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\",\"vocab\":{\"H\":0,\"e\":1,\"l\":2,\"o\":3,"
+        "\",\":4,\"\\u0120\":5,\"w\":6,\"r\":7,\"d\":8,\":\":9,\"4\":10,\"2\":11,\"t\":12,\"i\":13,\"m\":14,\"s\":15,"
+        "\".\":16,\"ll\":17},\"merges\":[\"l l\"]}}";
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    write_file(in_dir("vocab/tokenizer.json"), json, sizeof(json) - 1);
+    char m[128];
+    snprintf(m, sizeof(m), "%s", in_dir("m.gguf"));
+    struct mg_test_run r = mg("mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"), m);
+    ck_assert_msg(r.status == 0, "mkmodel: %s", r.err);
+    mg_test_run_free(&r);
+    r = mg("tokenize -m '%s' -p 'Hello world' --no-bos", m);   // every byte has its token: H e ll o Ġ w o r l d
+    ck_assert_msg(r.status == 0 && mg_test_count_lines(r.out) == 10, "exit %d: %s%s", r.status, r.out, r.err);
+    mg_test_run_free(&r);
+    expect_error("byte 0x7A", "'z'", "tokenize -m '%s' -p 'Hello zone'", m);
+    expect_error("byte 0x7A", "'z'", "run -m '%s' -p 'Hello zone' -n 1", m);
+}
+END_TEST
+
+// Row 3: general.alignment 1 lets a file put a tensor at any byte; the engine
+// read F32 weights through a misaligned float pointer (undefined behaviour,
+// which x86 forgives). The tiny model rewritten with alignment 1 and a pad
+// key of 0..3 bytes, until output_norm.weight (F32) starts at a byte that is
+// not a multiple of 4: loading then names the tensor, the byte, and the key
+// with its value.
+START_TEST(test_misaligned_tensor_data) {
+    struct mg_gguf * src = mg_gguf_open(model());
+    ck_assert_ptr_nonnull(src);
+    const char * out = in_dir("a1.gguf");
+    size_t at = 0;
+    for (int pad = 0; pad < 4; pad++) {
+        struct mg_gguf_writer * w = mg_gguf_writer_new();
+        ck_assert(mg_gguf_writer_copy_kvs(w, src, NULL));
+        ck_assert(mg_gguf_writer_set_u32(w, "general.alignment", 1));
+        ck_assert(mg_gguf_writer_set_str(w, "test.pad", &"xxx"[3 - pad]));
+        for (int64_t i = 0; i < mg_gguf_n_tensors(src); i++) {
+            const struct mg_gguf_tensor_info * t = mg_gguf_tensor(src, i);
+            ck_assert(mg_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data));
+        }
+        ck_assert_msg(mg_gguf_writer_write(w, out), "%s", mg_last_error());
+        mg_gguf_writer_free(w);
+        struct mg_gguf * g = mg_gguf_open(out);
+        ck_assert_msg(g != NULL, "%s", mg_last_error());
+        ck_assert_uint_eq(mg_gguf_alignment(g), 1);
+        const struct mg_gguf_tensor_info * norm = mg_gguf_find_tensor(g, "output_norm.weight");
+        ck_assert_ptr_nonnull(norm);
+        at = mg_gguf_data_offset(g) + norm->offset;
+        mg_gguf_close(g);
+        if (at % 4 != 0) break;
+    }
+    mg_gguf_close(src);
+    ck_assert_msg(at % 4 != 0, "no pad put output_norm.weight off a multiple of 4");
+    // The first tensor loaded that is off (token_embd.weight, Q8_0, may be the one) is named.
+    expect_error("cannot be read in place", "general.alignment = 1", "run -m '%s' -p hi -n 1", out);
+    expect_error("not a multiple of", "a1.gguf: tensor '", "logits -m '%s' -p hi", out);
+}
+END_TEST
+
+// The "repacked = ..." line of mg run's report, with MG_NO_REPACK as given (NULL: unset).
+static char * repacked_line(const char * value, char ** err) {
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), value ? "export MG_NO_REPACK='%s';" : "unset MG_NO_REPACK;", value);
+    struct mg_test_run r = mg_test_run_mg(dir, prefix, NULL, "run -m '%s' -p hi -n 1 -t 1",
+                                          mg_test_fixture("models/tiny-q4_k_m.gguf"));
+    ck_assert_msg(r.status == 0, "MG_NO_REPACK=%s: %s", value, r.err);
+    const char * line = strstr(r.err, "repacked  ");
+    ck_assert_msg(line != NULL, "no repacked line: %s", r.err);
+    char * out = strndup(line, strcspn(line, "\n"));
+    *err = r.err;
+    r.err = strdup("");
+    mg_test_run_free(&r);
+    return out;
+}
+
+// Row 5: limits that were silent. MG_NO_REPACK was read by its first
+// character ("false" turned repacking off); bench --baseline read 256 lines
+// and dropped the rest; perplexity --chunks N past the text's or the base
+// file's chunks scored fewer without a word.
+START_TEST(test_silent_limits) {
+    char * err;
+    char * unset = repacked_line(NULL, &err);
+    free(err);
+    static const char * const off_words[] = {"0", "false", "no", "off", ""};
+    for (int i = 0; i < 5; i++) {
+        char * line = repacked_line(off_words[i], &err);
+        ck_assert_msg(strcmp(line, unset) == 0, "MG_NO_REPACK='%s' changed repacking: '%s', unset: '%s'", off_words[i], line, unset);
+        ck_assert_msg(strstr(err, "warning") == NULL, "MG_NO_REPACK='%s': %s", off_words[i], err);
+        free(line);
+        free(err);
+    }
+    free(unset);
+    free(repacked_line("maybe", &err));
+    ck_assert_msg(strstr(err, "MG_NO_REPACK='maybe'") != NULL && strstr(err, "taken as 1") != NULL, "%s", err);
+    free(err);
+
+    FILE * f = fopen(in_dir("baseline.txt"), "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 300; i++) fprintf(f, "model%d pp8 1 %d.5\n", i, 100 + i);
+    ck_assert_int_eq(fclose(f), 0);
+    expect_error("--baseline", "more than 256 figures", "bench -m '%s' -p 8 -n 2 -r 1 -t 1 --baseline '%s'", model(),
+                 in_dir("baseline.txt"));
+
+    const char * t = text_file();
+    char base[128];
+    snprintf(base, sizeof(base), "%s", in_dir("base.kld"));
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 -b 16 --chunks 2 -t 1 --save-logits '%s'", model(), t, base);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    r = mg("perplexity -m '%s' --kl-base '%s' --chunks 5 -t 1", model(), base);
+    ck_assert_msg(r.status == 0 && strstr(r.err, "--chunks 5") && strstr(r.err, "only 2 chunks") && strstr(r.err, base),
+                  "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+    r = mg("perplexity -m '%s' -f '%s' -c 1024 --chunks 100 -t 1", model(), t);
+    ck_assert_msg(r.status == 0 && strstr(r.err, "--chunks 100") && strstr(r.err, "the text holds only"), "exit %d: %s",
+                  r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// Row 6: batched-bench's lists and an empty -m gave messages that named
+// neither the flag nor the value ("-npp, -ntg and -npl take comma lists",
+// "mg run: : cannot open"); "1,2," was taken as "1,2".
+START_TEST(test_messages_name_flag_and_value) {
+    static const struct {
+        const char * flag, * value, * range;
+    } lists[] = {
+        {"-npl", "1,,2", "1..64"}, {"-npl", "0", "1..64"},  {"-npl", "1,2,", "1..64"},
+        {"-npl", " 1", "1..64"},   {"-npp", "0", "1..65536"}, {"-ntg", "-1", "0..65536"},
+    };
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        char said[64];
+        snprintf(said, sizeof(said), "%s '%s'", lists[i].flag, lists[i].value);
+        expect_error(said, lists[i].range, "batched-bench -m '%s' %s '%s' -t 1", model(), lists[i].flag, lists[i].value);
+    }
+    expect_error("-p 1,2,", NULL, "bench -m '%s' -p 1,2, -n 2 -r 1 -t 1", model());
+    expect_error("-m ''", "empty name", "run -m '' -p hi");
+    expect_error("-m ''", "empty name", "batched-bench -m '' -npp 8 -ntg 2 -npl 1");
+    expect_error("-f ''", "empty name", "perplexity -m '%s' -f ''", model());
+}
+END_TEST
+
+// Row 7: a KV cache larger than the machine or the process may hold was
+// only refused when calloc failed (with overcommit it may not), and
+// batched-bench, which sizes its cache from -npp/-ntg/-npl, named -c, a
+// flag the user never gave. 2^31-1 positions of the tiny model's 1 KiB are
+// 2 TiB, beyond any machine this runs on; ulimit -v 1 GB is below the 4 GiB
+// that 64 sequences of 65536 prompt tokens need.
+START_TEST(test_kv_cache_checked_against_memory) {
+    expect_failure("more than this machine's memory", "bytes", "run -m '%s' -p hi -n 1 -c 2147483647", model());
+    struct mg_test_run r = mg_test_run_mg(dir, "ulimit -v 1000000;", NULL,
+                                          "batched-bench -m '%s' -npp 65536 -ntg 0 -npl 64 -t 1", model());
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "-npp 65536 -ntg 0 -npl 64") != NULL && strstr(r.err, "4294967296 bytes") != NULL &&
+                      strstr(r.err, "ulimit -v") != NULL, "%s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// Probe: mkmodel held every weight in memory before writing, unchecked:
+// --n-embd 65536 --n-ff 65536 asked for 114 GiB and ran until the kernel
+// killed it (--n-layer 1024: 112 TiB). The bytes are now counted first and
+// refused beyond the memory limit (ulimit -v 4 GB here, so that a binary
+// without the check fails fast instead of eating the machine).
+START_TEST(test_mkmodel_size_checked_first) {
+    struct mg_test_run r = mg_test_run_mg(dir, "ulimit -v 4000000;", NULL,
+                                          "mkmodel --n-layer 1 --n-embd 65536 --n-head 64 --n-ff 65536 -o '%s'",
+                                          in_dir("big.gguf"));
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    // F32: token_embd (6400 tokens of MiniMind's vocabulary) and seven 65536 x 65536 matrices (q, k, v, output,
+    // gate, up, down; 64 heads of 65536 / 64), the norms: 3 of 65536 and 2 of the head width 1024.
+    const uint64_t E = 65536, bytes = 4 * (6400 * E + 7 * E * E + 3 * E + 2 * 1024);
+    char said[64];
+    snprintf(said, sizeof(said), "%llu bytes", (unsigned long long) bytes);
+    ck_assert_msg(strstr(r.err, said) != NULL && strstr(r.err, "ulimit -v") != NULL && strstr(r.err, "--n-embd") != NULL,
+                  "'%s' not in: %s", said, r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_ne(access(in_dir("big.gguf"), F_OK), 0);
+    ck_assert_int_eq(mg_test_count_temp_files(in_dir("big.gguf")), 0);
+}
+END_TEST
+
+static bool bytes_contain(const char * buf, size_t len, const char * needle) {
+    const size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= len; i++) {
+        if (memcmp(buf + i, needle, n) == 0) return true;
+    }
+    return false;
+}
+
+// Probe: bench kept 16 -m models and quietly let the parser keep only the
+// last of the rest; bench -m '' got past the empty-name check; its -r,
+// --rounds and --kv-type shared one message that named no value; tokenize
+// --json ignored --pieces; logits --top beyond the vocabulary said "top
+// 100000" and printed fewer (and took top x n_vocab steps).
+START_TEST(test_probe_bench_tokenize_logits) {
+    char args[8192] = "bench";
+    for (int i = 0; i < 17; i++) snprintf(args + strlen(args), sizeof(args) - strlen(args), " -m '%s'", model());
+    expect_error("more than 16 models", NULL, "%s -p 8 -n 0 -r 1 -t 1", args);
+    expect_error("-m ''", "empty name", "bench -m '' -p 8 -n 0 -r 1");
+    expect_error("-r 0", "1..1000", "bench -m '%s' -p 8 -r 0", model());
+    expect_error("--rounds 99", "1..20", "bench -m '%s' -p 8 --rounds 99", model());
+    expect_error("--kv-type 'q8'", NULL, "bench -m '%s' -p 8 --kv-type q8", model());
+    expect_error("--json", "--pieces", "tokenize -m '%s' -p hi --json --pieces", model());
+    struct mg_gguf * g = mg_gguf_open(model());
+    ck_assert_ptr_nonnull(g);
+    const int64_t k = mg_gguf_find_key(g, "tokenizer.ggml.tokens");
+    ck_assert_int_ge(k, 0);
+    const int n_vocab = (int) mg_gguf_arr_n(g, k);
+    mg_gguf_close(g);
+    struct mg_test_run r = mg("logits -m '%s' -p hi --top %d", model(), 10 * n_vocab);
+    char head[64];
+    snprintf(head, sizeof(head), "top %d of the last position:", n_vocab);
+    ck_assert_msg(r.status == 0 && strstr(r.out, head) != NULL, "'%s' not in: %.300s", head, r.out);
+    // Every rank up to n_vocab, none past it (the pieces may hold NUL bytes and newlines: search all out_len bytes).
+    char last[32], past[32];
+    snprintf(last, sizeof(last), "\n%3d  ", n_vocab);
+    snprintf(past, sizeof(past), "\n%3d  ", n_vocab + 1);
+    ck_assert_msg(bytes_contain(r.out, r.out_len, last) && !bytes_contain(r.out, r.out_len, past), "ranks: %.300s", r.out);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// Probe: the writer remembered at most 256 inputs, so a --vocab folder of
+// 5000 files left most of them unprotected: mkmodel -o DIR/tokenizer_config.json
+// replaced the file it had read (when readdir listed it late). And mg info
+// --tensors-only --metadata-only printed the header alone, rc 0.
+START_TEST(test_probe_many_inputs_and_info) {
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    copy_file(mg_test_root("data/minimind/tokenizer.json"), in_dir("vocab/tokenizer.json"));
+    copy_file(mg_test_root("data/minimind/tokenizer_config.json"), in_dir("vocab/tokenizer_config.json"));
+    for (int i = 0; i < 5000; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "vocab/f%d", i);
+        write_file(in_dir(name), "", 0);
+    }
+    const char * const read[] = {"vocab/tokenizer.json", "vocab/tokenizer_config.json"};
+    for (int i = 0; i < 2; i++) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s", in_dir(read[i]));
+        const struct digest before = digest_of(path);
+        expect_error("--output", "same file", "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"), path);
+        expect_unchanged(path, before);
+    }
+    expect_error("--tensors-only", "--metadata-only", "info '%s' --tensors-only --metadata-only", model());
+
+    // parallel printed the unfinished start of a character (a broken UTF-8 byte pair) where mg run drops
+    // it and says so: greedy "你好" then one token ends mid-character with this model. The same text as run's.
+    struct mg_test_run r = mg("run -m '%s' -p 你好 -n 1 --temp 0 -t 1", model());
+    struct mg_test_run p = mg("parallel -m '%s' -p 你好 -n 1 --temp 0 -t 1", model());
+    ck_assert_msg(r.status == 0 && p.status == 0, "%s%s", r.err, p.err);
+    ck_assert_msg(strstr(r.err, "cut mid-character") != NULL, "the case no longer ends mid-character: %s", r.err);
+    const char * text = strchr(p.out, '\n');
+    ck_assert_msg(text != NULL && strncmp(text + 1, r.out, strlen(r.out)) == 0, "parallel:\n%s\nrun:\n%s", p.out, r.out);
+    ck_assert_msg(strstr(p.err, "cut mid-character") != NULL, "%s", p.err);
+    mg_test_run_free(&r);
+    mg_test_run_free(&p);
+}
+END_TEST
+
+// Probe: --keep without --context-shift and --trace-steps without
+// --trace-json were accepted and did nothing; -o - made a file named '-'
+// where a user of other tools expects standard output.
+START_TEST(test_probe_flags_that_need_another) {
+    expect_error("--keep 2", "--context-shift", "run -m '%s' -p hi -n 2 --keep 2", model());
+    expect_error("--trace-steps 5", "--trace-json", "run -m '%s' -p hi -n 2 --trace-steps 5", model());
+    struct mg_test_run r = mg("run -m '%s' -p hi -n 2 -c 64 -t 1 --context-shift --keep 1 --trace-json '%s' --trace-steps 1",
+                              model(), in_dir("t.json"));
+    ck_assert_msg(r.status == 0, "both given: %s", r.err);
+    mg_test_run_free(&r);
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "cd '%s';", dir);   // where a file '-' would be made
+    r = mg_test_run_mg(dir, prefix, NULL, "logits -m '%s' -p hi -o -", model());
+    ck_assert_msg(r.status == 1 && strstr(r.err, "--output '-'") != NULL && strstr(r.err, "./-") != NULL, "exit %d: %s",
+                  r.status, r.err);
+    mg_test_run_free(&r);
+    ck_assert_int_ne(access(in_dir("-"), F_OK), 0);
+    r = mg_test_run_mg(dir, prefix, NULL, "logits -m '%s' -p hi -o ./-", model());   // the file, named as a path
+    ck_assert_msg(r.status == 0 && access(in_dir("-"), F_OK) == 0, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// Probe: results of a known size (perplexity --save-logits, mkmodel's
+// model) were written until the disk, shared with everything else, was full,
+// and only then failed. The free space is checked first (mg_outfile_room):
+// no folder has 2^62 bytes free; every one has room for 1 byte.
+START_TEST(test_probe_free_space_checked_first) {
+    const char * out = in_dir("x.kld");
+    ck_assert(mg_outfile_room("--save-logits", out, 1));
+    ck_assert(!mg_outfile_room("--save-logits", out, (uint64_t) 1 << 62));
+    char said[64];
+    snprintf(said, sizeof(said), "needs %llu bytes", (unsigned long long) ((uint64_t) 1 << 62));
+    ck_assert_msg(strstr(mg_last_error(), "--save-logits") && strstr(mg_last_error(), said) && strstr(mg_last_error(), dir),
+                  "%s", mg_last_error());
+    // With room, perplexity and mkmodel still write their files.
+    struct mg_test_run r = mg("perplexity -m '%s' -f '%s' -c 16 --chunks 2 -t 1 --save-logits '%s'", model(), text_file(), out);
+    ck_assert_msg(r.status == 0 && digest_of(out).size > 0, "%s", r.err);
+    mg_test_run_free(&r);
+    r = mg("mkmodel --preset tiny -o '%s'", in_dir("m.gguf"));
+    ck_assert_msg(r.status == 0 && digest_of(in_dir("m.gguf")).size > 0, "%s", r.err);
+    mg_test_run_free(&r);
 }
 END_TEST
 
@@ -809,6 +1206,47 @@ static int sh(const char * fmt, ...) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+// Row 4: text printed to a terminal (the prompt echoed, generated text,
+// token pieces) went out raw, so an ESC sequence in it could retitle the
+// window or rewrite the screen. On a terminal (script(1) gives mg one)
+// control characters are now printed escaped; to a file they stay as they
+// are, so output still compares byte for byte.
+START_TEST(test_terminal_escapes) {
+    if (sh("command -v script > /dev/null") != 0) {
+        mg_test_print_skip("test_terminal_escapes", __FILE__, __LINE__, "no script(1) to give mg a terminal");
+        return;
+    }
+    static const char text[] = "\x1b]0;pwned\x07\x1b[2Jok \xc2\x9b" "1m end";
+    write_file(in_dir("p.txt"), text, sizeof(text) - 1);
+    const char * const lines[] = {"run -m '%s' -n 0 -f '%s'", "tokenize -m '%s' -f '%s' --pieces"};
+    for (int i = 0; i < 2; i++) {
+        char args[1024], fmt[256];
+        snprintf(fmt, sizeof(fmt), "%s", lines[i]);
+        snprintf(args, sizeof(args), fmt, model(), in_dir("p.txt"));
+        ck_assert_int_eq(sh("script -qec \"'%s' %s\" /dev/null > '%s' 2> /dev/null", mg_test_mg_bin(), args, in_dir("tty")), 0);
+        size_t n;
+        char * out = mg_test_read_file(in_dir("tty"), &n);
+        ck_assert_ptr_nonnull(out);
+        ck_assert_msg(memchr(out, 0x1b, n) == NULL && memchr(out, 0x07, n) == NULL, "mg %s: ESC or BEL reached the terminal", args);
+        // run prints the text whole; tokenize one piece a line.
+        const char * shown = i == 0 ? "\\x1b]0;pwned\\x07\\x1b[2Jok \\u009b1m end" : "'\\x1b'";
+        ck_assert_msg(strstr(out, shown) != NULL, "mg %s: '%s' is not shown: %s", args, shown, out);
+        ck_assert_msg(strstr(out, "\xc2\x9b") == NULL, "mg %s: the C1 CSI reached the terminal", args);
+        free(out);
+    }
+    // F5..FF start no UTF-8 character: each byte escaped, not passed on as the lead of one.
+    write_file(in_dir("f5.txt"), "a\xf5\x80\x80" "b", 5);
+    ck_assert_int_eq(sh("script -qec \"'%s' run -m '%s' -n 0 -f '%s'\" /dev/null > '%s' 2> /dev/null", mg_test_mg_bin(),
+                        model(), in_dir("f5.txt"), in_dir("tty")), 0);
+    char * f5 = mg_test_read_file(in_dir("tty"), NULL);
+    ck_assert_msg(f5 != NULL && strstr(f5, "a\\xf5\\x80\\x80b") != NULL, "%s", f5 ? f5 : "");
+    free(f5);
+    struct mg_test_run r = mg("run -m '%s' -n 0 -f '%s'", model(), in_dir("p.txt"));   // a file: the bytes as they are
+    ck_assert_msg(r.status == 0 && strncmp(r.out, text, sizeof(text) - 1) == 0, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 START_TEST(test_output_is_a_descriptor_or_a_redirect) {
     const char * journal = in_dir("journal.log");
     write_file(journal, "1\n2\n3\n", 6);
@@ -946,6 +1384,26 @@ Suite * mg_test_suite(void) {
     tcase_add_test(silent, test_endless_input_is_bounded);
     tcase_add_test(silent, test_meaningless_counts_refused);
     suite_add_tcase(s, silent);
+
+    // The rows a second probe left open (signals, long names, non-finite
+    // logits, byte tokens, alignment, terminal escapes, silent limits).
+    TCase * probe2 = tcase_create("probe2");
+    tcase_set_timeout(probe2, 300);
+    tcase_add_checked_fixture(probe2, setup, teardown);
+    tcase_add_test(probe2, test_other_signals_and_long_names);
+    tcase_add_test(probe2, test_non_finite_logits);
+    tcase_add_test(probe2, test_missing_byte_token);
+    tcase_add_test(probe2, test_misaligned_tensor_data);
+    tcase_add_test(probe2, test_terminal_escapes);
+    tcase_add_test(probe2, test_silent_limits);
+    tcase_add_test(probe2, test_messages_name_flag_and_value);
+    tcase_add_test(probe2, test_kv_cache_checked_against_memory);
+    tcase_add_test(probe2, test_mkmodel_size_checked_first);
+    tcase_add_test(probe2, test_probe_bench_tokenize_logits);
+    tcase_add_test(probe2, test_probe_many_inputs_and_info);
+    tcase_add_test(probe2, test_probe_flags_that_need_another);
+    tcase_add_test(probe2, test_probe_free_space_checked_first);
+    suite_add_tcase(s, probe2);
 
     return s;
 }

@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <limits.h>   // NAME_MAX
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -155,7 +156,7 @@ int mg_test_count_temp_files(const char * path) {
     const char * base  = slash ? slash + 1 : path;
     snprintf(dir, sizeof(dir), "%.*s", slash ? (int) (slash - path) : 1, slash ? path : ".");
     char prefix[512];
-    snprintf(prefix, sizeof(prefix), ".%s.", base);
+    snprintf(prefix, sizeof(prefix), ".%.*s.", (int) (strlen(base) < NAME_MAX - 8 ? strlen(base) : NAME_MAX - 8), base);   // outfile.c cuts NAME so the name fits
     DIR * d = opendir(dir);
     if (d == NULL) return 0;
     int n = 0;

@@ -1069,9 +1069,16 @@ START_TEST(test_add_special) {
     // </s> is on llama.cpp's end-of-generation list, and is eos too.
     ck_assert(mg_vocab_is_eog(v, 4));
     ck_assert(!mg_vocab_is_eog(v, 3));
-    // "ba" has no merge: two tokens. "c" is no token and no byte token: dropped.
-    n = tokenize(v, "bac", 3, ids, false, false);
-    ck_ids(ids, n, (const int32_t[]) { 1, 0 }, 2, "bac");
+    // "ba" has no merge: two tokens.
+    n = tokenize(v, "ba", 2, ids, false, false);
+    ck_ids(ids, n, (const int32_t[]) { 1, 0 }, 2, "ba");
+    // "c" is no token and no byte token: llama.cpp drops it (the text loses
+    // a byte, silently); here it is an error that names the byte. So is a
+    // space, spelled 'Ġ' (U+0120, two bytes) in the byte alphabet.
+    ck_assert_int_eq(mg_tokenize(v, "bac", 3, ids, 8, false, false), INT32_MIN);
+    ck_assert_msg(strstr(mg_last_error(), "byte 0x63") && strstr(mg_last_error(), "'c'"), "%s", mg_last_error());
+    ck_assert_int_eq(mg_tokenize(v, "a b", 3, ids, 8, false, false), INT32_MIN);
+    ck_assert_msg(strstr(mg_last_error(), "byte 0x20") && strstr(mg_last_error(), "'\xc4\xa0'"), "%s", mg_last_error());
     mg_vocab_free(v);
 }
 END_TEST
