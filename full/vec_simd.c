@@ -63,7 +63,7 @@
 //                                    kernels, the type a compile-time constant
 //                                    argument (unpack_codes switches on it)
 //   "K-quants x Q8_K"                Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: a kernel each
-//   "Tiles in ggml's lane order"     the tiles of Q8_0, Q4_1, Q5_0, Q5_1 (lane_tile_32)
+//   "Tiles in ggml's lane order"     the tiles of Q8_0, Q4_1, Q5_0, Q5_1 (lane_panel_32)
 //                                    and Q6_K (lane_tile_q6_K)
 //
 // The macros only make entry points: ENTRY_POINTS(name, kernel) writes
@@ -83,8 +83,10 @@
 //   ggml_vec_dot_q8_0_q8_0 (ggml-cpu/arch/x86/quants.c)
 //
 // then the same type for a prompt, 8 rows x up to 4 columns:
-// mg_vec_dot_tile_q8_0_q8_0_simd -> lane_tile_32 (the same lanes, one
-// register of 8 per output, two passes of 4 rows x 4 columns). The tiles
+// mg_vec_dot_tile_q8_0_q8_0_simd -> lane_panel_32 (the same lanes, one
+// register of 8 per output, two passes of 4 rows x 4 columns; mul_mat calls
+// it as mg_vec_dot_panel_q8_0_q8_0_simd with a row block's tiles at once,
+// so the columns' share is worked out once for all of them). The tiles
 // with 8 rows in the 8 lanes of a register are Q4_0's and IQ4_NL's:
 // mg_vec_dot_tile_q4_0_q8_0_simd -> tile_32 -> tile_block_32 (tile_codes
 // transposes 8 rows' codes so that row r is lane r). For the
@@ -1208,7 +1210,7 @@ KERNEL void dot_q8_0_lanes(int64_t n, float * s, const void * vx, const void * v
     }
     UNROLLED for (int c = 0; c < nc; c++) s[c] = hsum_float_8(acc[c]);
 }
-ENTRY_POINTS(q8_0_q8_0, dot_q8_0_lanes)   // its tile: lane_tile_32, below ("Tiles in ggml's lane order")
+ENTRY_POINTS(q8_0_q8_0, dot_q8_0_lanes)   // its tile: lane_panel_32, below ("Tiles in ggml's lane order")
 
 // Q4_1, Q5_0, Q5_1 the same way (ggml_vec_dot_q4_1_q8_1, _q5_0_q8_0,
 // _q5_1_q8_1, AVX2 paths): the codes unpacked to 32 bytes (Q5_0's made
@@ -1250,7 +1252,7 @@ KERNEL void dot_lanes_32(enum mg_type type, int64_t n, float * s, const void * x
 
 ENTRY_POINTS_LANES(q4_1_q8_1, MG_TYPE_Q4_1)
 ENTRY_POINTS_LANES(q5_0_q8_0, MG_TYPE_Q5_0)
-ENTRY_POINTS_LANES(q5_1_q8_1, MG_TYPE_Q5_1)   // their tiles: lane_tile_32, below
+ENTRY_POINTS_LANES(q5_1_q8_1, MG_TYPE_Q5_1)   // their tiles: lane_panel_32, below
 
 ENTRY_POINTS_32(iq4_nl_q8_0, MG_TYPE_IQ4_NL)
 
@@ -1969,6 +1971,11 @@ KERNEL struct lane_codes lane_codes_of(enum mg_type type, const void * row, int6
     return w;
 }
 
+// Do this build's lanes start from -bias * (the activations' sums)? (VNNI, Q8_0 and Q5_0.)
+KERNEL bool lane_biased(enum mg_type type) {
+    return LANE_TILE_VNNI && lane_bias(type) != 0;
+}
+
 // Where the lanes of activation block qy start: -bias * (each 4 codes' sum).
 KERNEL __m256i lane_start(enum mg_type type, __m256i qy) {
     const int bias = LANE_TILE_VNNI ? lane_bias(type) : 0;
@@ -2016,7 +2023,7 @@ KERNEL void lane_cols_of(enum mg_type type, const void * const y[], int nc, int6
             const mg_fp16_t * hy = act_header(type, y[c], b);
             lc->dy[b - b0][c]    = f16(hy[0]);
             if (has_min(type)) lc->sy[b - b0][c] = f16(hy[1]);
-            if (LANE_TILE_VNNI && lane_bias(type) != 0) {
+            if (lane_biased(type)) {
                 _mm256_store_si256((__m256i *) lc->start[b - b0][c], lane_start(type, load_256(act_codes(type, y[c], b))));
             }
         }
@@ -2030,7 +2037,7 @@ KERNEL void lane_tile_stretch(enum mg_type type, const char * const xr[], int pa
                               int64_t b0, int64_t b1, const struct lane_cols * lc, struct lane_acc * a) {
     enum { ROWS = 2 * LANE_TILE_ROWS };
     const bool          min    = has_min(type);
-    const bool          biased = LANE_TILE_VNNI && lane_bias(type) != 0;
+    const bool          biased = lane_biased(type);
     _Alignas(32) float  scale[LANE_TILE_CHUNK][MAX_COLS][ROWS];   // dW(r) * dA(c) of each block
     for (int64_t b = b0; b < b1; b++) {
         const __m256 dx = rows_header_x8(type, xr, b, 0);
