@@ -559,6 +559,7 @@ END_TEST
 // that 64 sequences of 65536 prompt tokens need.
 START_TEST(test_kv_cache_checked_against_memory) {
     expect_failure("more than this machine's memory", "bytes", "run -m '%s' -p hi -n 1 -c 2147483647", model());
+    if (MG_TEST_SANITIZED) MG_TEST_SKIP("the ulimit -v case: a sanitizer's shadow memory cannot be mapped under it");
     struct mg_test_run r = mg_test_run_mg(dir, "ulimit -v 1000000;", NULL,
                                           "batched-bench -m '%s' -npp 65536 -ntg 0 -npl 64 -t 1", model());
     ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
@@ -574,6 +575,7 @@ END_TEST
 // refused beyond the memory limit (ulimit -v 4 GB here, so that a binary
 // without the check fails fast instead of eating the machine).
 START_TEST(test_mkmodel_size_checked_first) {
+    if (MG_TEST_SANITIZED) MG_TEST_SKIP("ulimit -v: a sanitizer's shadow memory cannot be mapped under it");
     struct mg_test_run r = mg_test_run_mg(dir, "ulimit -v 4000000;", NULL,
                                           "mkmodel --n-layer 1 --n-embd 65536 --n-head 64 --n-ff 65536 -o '%s'",
                                           in_dir("big.gguf"));

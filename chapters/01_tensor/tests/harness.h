@@ -25,6 +25,20 @@ Suite * mg_test_suite(void);
     } while (0)
 void mg_test_print_skip(const char * test, const char * file, int line, const char * why);
 
+// 1 in a build with AddressSanitizer or ThreadSanitizer (make asan, make tsan),
+// whose binaries map terabytes of shadow memory at start and so cannot run
+// under an address-space limit (ulimit -v).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MG_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define MG_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef MG_TEST_SANITIZED
+#define MG_TEST_SANITIZED 0
+#endif
+
 // A path inside tests/fixtures ($MG_FIXTURES overrides the directory).
 // The returned string is one of 16 static buffers, used in turn: the last 16
 // stay valid (enough for one command line's worth).
