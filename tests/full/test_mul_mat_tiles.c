@@ -137,7 +137,7 @@ static void check_case(const struct mm_case * c, const int * threads, int n_thre
     mg_graph_compute_with_ctx(ctx, g, 1);   // the first run gives y its bytes
     for (int t = 0; t < n_threads_counts; t++) {
         memset(y->data, 0xff, mg_nbytes(y));   // NaNs: an element nobody writes cannot pass
-        mg_graph_compute_with_ctx(ctx, g, threads[t]);
+        mg_graph_compute_with_ctx(ctx, g, mg_test_threads(threads[t]));
         for (int64_t b = 0; b < c->x2; b++) {
             for (int64_t j = 0; j < c->n; j++) {
                 const float * got  = (const float *) ((const char *) y->data + j * y->nb[1] + b * y->nb[2]);

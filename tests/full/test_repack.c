@@ -17,6 +17,12 @@
 // - a model, in Q4_0, Q4_K and Q2_K: the loader repacks its matrices (unless
 //   MG_NO_REPACK=1 or the scalar build); the logits of Q4_0 and of Q4_K below
 //   4 tokens (the gemv's order is vec_dot's there) stay bit-identical.
+//
+// On aarch64 (MG_NEON) the loader keeps the file's layout and mul_mat takes
+// the orders of ggml's NEON repacked kernels for more types (repack.c): the
+// layout is still checked (its functions are plain C), which tensors qualify
+// and mul_mat against the reference tiles are checked at that level, and the
+// x86 tile kernels' tests are left out (NEON's tile is its own reference).
 #define _POSIX_C_SOURCE 200809L   // setenv, mkdtemp
 #include "harness.h"
 #include "mg.h"
@@ -44,7 +50,8 @@ static struct mg_tensor * random_q4_0(struct mg_context * ctx, int64_t n, int64_
     return random_matrix(ctx, MG_TYPE_Q4_0, n, rows, rng);
 }
 
-// The copy mul_mat reads, made the way the loader makes it.
+// The copy mul_mat reads, made the way the loader makes it (on NEON the
+// file's layout: the loader copies, the kernels take ggml's NEON orders).
 static void * repacked_copy(const struct mg_tensor * w) {
     ck_assert(mg_repack_fits(w) || (w->type == MG_TYPE_Q2_K && mg_repack_q2_K_fits(w)));
     void * copy = malloc(mg_nbytes(w));
@@ -53,10 +60,22 @@ static void * repacked_copy(const struct mg_tensor * w) {
     return copy;
 }
 
+// The x86 layout of groups of 8 rows, made by the plain C functions every
+// build has (so the layout is checked on NEON too, where the loader does not
+// use it).
+static void * grouped_copy(const struct mg_tensor * w) {
+    void * copy = malloc(mg_nbytes(w));
+    ck_assert_ptr_nonnull(copy);
+    if (w->type == MG_TYPE_Q4_K) mg_repack_q4_K(copy, w->data, w->ne[0], w->ne[1]);
+    else if (w->type == MG_TYPE_Q2_K) mg_repack_q2_K(copy, w->data, w->ne[0], w->ne[1]);
+    else mg_repack_q4_0(copy, w->data, w->ne[0], w->ne[1]);
+    return copy;
+}
+
 static void check_round_trip(enum mg_type type, int64_t n, int64_t rows, uint64_t * rng) {
     struct mg_context * ctx  = mg_init((struct mg_init_params) {.mem_size = 4u << 20});
     struct mg_tensor *  w    = random_matrix(ctx, type, n, rows, rng);
-    void *              copy = repacked_copy(w);
+    void *              copy = grouped_copy(w);
     void *              back = malloc(mg_nbytes(w));
     ck_assert_ptr_nonnull(back);
     if (rows > 8) ck_assert(memcmp(copy, w->data, mg_nbytes(w)) != 0);   // it did move something
@@ -91,7 +110,7 @@ START_TEST(test_layout) {
     struct mg_context *          ctx  = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
     uint64_t                     rng  = 12;
     struct mg_tensor *           w    = random_q4_0(ctx, 64, 16, &rng);
-    uint8_t *                    copy = repacked_copy(w);
+    uint8_t *                    copy = grouped_copy(w);
     const struct mg_block_q4_0 * x    = w->data;
     const uint8_t *              g    = copy + 3 * 144;
     for (int r = 0; r < 8; r++) {
@@ -129,7 +148,7 @@ START_TEST(test_layout_k) {
         struct mg_context * ctx  = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
         uint64_t            rng  = cases[k].seed;
         struct mg_tensor *  w    = random_matrix(ctx, cases[k].type, 512, 16, &rng);
-        uint8_t *           copy = repacked_copy(w);
+        uint8_t *           copy = grouped_copy(w);
         const uint8_t *     g    = copy + 3 * cases[k].group_bytes;
         for (int r = 0; r < 8; r++) {
             const int b = (8 + r) * 2 + 1;   // row 8 + r, super-block 1
@@ -157,24 +176,45 @@ START_TEST(test_fits) {
     struct mg_tensor * wide = mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 128, 16);
     ck_assert(!mg_repack_q4_0_fits(mg_view_2d(ctx, wide, 64, 16, wide->nb[1], 0)));   // rows with gaps
     ck_assert(mg_repack_q4_K_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 768, 16)));
-    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 256, 8)));
-    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 64, 16)));
-    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 256, 12)));       // rows not a multiple of 8
-    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q6_K, 256, 16)));       // not Q4_K
-    ck_assert(!mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_K, 256, 16, 2)));   // not 2-D
     ck_assert(!mg_repack_q4_K_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 256, 16)));
-    struct mg_tensor * wide_k = mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 512, 16);
-    ck_assert(!mg_repack_fits(mg_view_2d(ctx, wide_k, 256, 16, wide_k->nb[1], 0)));   // rows with gaps
     ck_assert(mg_repack_q2_K_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q2_K, 256, 128)));
-    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q2_K, 768, 8)) == MG_REPACK_Q2_K);   // AVX-512 only
-    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q2_K, 256, 20)));      // rows not a multiple of 8
-    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q3_K, 256, 16)));      // not repacked by llama.cpp's x86
-    ck_assert(!mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q2_K, 256, 16, 2)));   // not 2-D
     ck_assert(!mg_repack_q2_K_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 256, 16)));
     mg_free(ctx);
 }
 END_TEST
 
+// Which tensors the loader repacks at this build's level: llama.cpp's choice
+// for the same target (ggml_repack_get_optimal_repack_type).
+START_TEST(test_fits_at_level) {
+    struct mg_context * ctx    = mg_init((struct mg_init_params) {.mem_size = 1u << 20});
+    struct mg_tensor *  wide_k = mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 512, 16);
+    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 256, 8)));
+    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 64, 16)));
+    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 256, 12)));       // rows not a multiple of 8
+    ck_assert(!mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_K, 256, 16, 2)));   // not 2-D
+    ck_assert(!mg_repack_fits(mg_view_2d(ctx, wide_k, 256, 16, wide_k->nb[1], 0)));   // rows with gaps
+    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q2_K, 256, 20)));      // rows not a multiple of 8
+    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q3_K, 256, 16)));      // repacked by neither
+    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_1, 256, 16)));
+#if defined(MG_NEON)
+    // q4_0_4x4, q8_0_4x4, iq4_nl_4x4 and the K-quants' 8x4 (no i8mm, no SVE).
+    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q8_0, 64, 16)));
+    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_IQ4_NL, 64, 16)));
+    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q5_K, 256, 16)));
+    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q6_K, 256, 16)));
+    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q2_K, 768, 8)));       // x86 only
+#else
+    // q4_0_8x8, q4_K_8x8 and (AVX-512) q2_K_8x8.
+    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q8_0, 64, 16)));
+    ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q6_K, 256, 16)));
+    ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q2_K, 768, 8)) == MG_REPACK_Q2_K);   // AVX-512 only
+    ck_assert(!mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q2_K, 256, 16, 2)));   // not 2-D
+#endif
+    mg_free(ctx);
+}
+END_TEST
+
+#if !defined(MG_NEON)   // NEON's tile is its own reference: rows one at a time in ggml's NEON orders
 // The tile on its own: every column count, the SIMD kernel (or, in the
 // scalar build, the reference itself) against the reference, to the bit.
 static void check_tile(enum mg_type type, int64_t n, uint64_t seed) {
@@ -232,12 +272,14 @@ START_TEST(test_tile_vs_reference_q2_K) {
     check_tile(MG_TYPE_Q2_K, 2048, 36);
 }
 END_TEST
+#endif
 
 // Raw bytes, every code and scale pattern the formats allow (the quantizer
 // above makes only some), and every extreme: weights of random bytes with
 // small F16 factors, Q8_K activations of random codes in -127..127 (all of
 // them +-127 in `extreme`) with their bsums. SIMD tile against the scalar
 // reference of the same order, to the bit.
+#if !defined(MG_NEON)
 static void raw_k_rows(enum mg_type type, void * rows, int64_t n, uint64_t * rng) {
     const size_t row_size = mg_row_size(type, n);
     uint8_t *    p        = rows;
@@ -253,6 +295,7 @@ static void raw_k_rows(enum mg_type type, void * rows, int64_t n, uint64_t * rng
         }
     }
 }
+#endif
 
 static void raw_q8_K(struct mg_block_q8_K * y, int64_t n, bool extreme, uint64_t * rng) {
     for (int64_t b = 0; b < n / MG_QK_K; b++) {
@@ -269,6 +312,7 @@ static void raw_q8_K(struct mg_block_q8_K * y, int64_t n, bool extreme, uint64_t
     }
 }
 
+#if !defined(MG_NEON)
 static void check_tile_raw(enum mg_type type, int64_t n, bool extreme, uint64_t seed) {
     uint64_t     rng      = seed;
     const size_t row_size = mg_row_size(type, n), ys = mg_row_size(MG_TYPE_Q8_K, n);
@@ -303,6 +347,7 @@ START_TEST(test_tile_raw_bytes) {
     }
 }
 END_TEST
+#endif
 
 // The two orders are not the same floats: on these random rows, the gemm's
 // tile (4 columns) and the gemv's (the same 4 columns, 3 + 1) part in some
@@ -334,8 +379,12 @@ static int count_order_differences(enum mg_type type, int64_t n, uint64_t seed) 
 }
 
 START_TEST(test_gemm_order_is_not_gemv_order) {
+#if defined(MG_NEON)
+    ck_assert_int_gt(count_order_differences(MG_TYPE_Q6_K, 2048, 37), 0);   // the only NEON K-quant gemm of its own
+#else
     ck_assert_int_gt(count_order_differences(MG_TYPE_Q4_K, 2048, 37), 0);
     ck_assert_int_gt(count_order_differences(MG_TYPE_Q2_K, 2048, 38), 0);
+#endif
 }
 END_TEST
 
@@ -384,7 +433,7 @@ static void check_mul_mat(enum mg_type type, int64_t n, int64_t rows, const int6
         if (copy != NULL) reference_mul_mat(type, n, rows, cols[k], copy, x->data, want);
         else memcpy(want, y->data, mg_nbytes(y));
         w->repacked = copy;
-        for (int t = 1; t <= 3; t++) {   // 3 threads: shares of unequal length
+        for (int t = 1; t <= mg_test_threads(3); t++) {   // 3 threads: shares of unequal length
             memset(y->data, 0xff, mg_nbytes(y));   // NaNs: an element nobody writes cannot pass
             mg_graph_compute_with_ctx(ctx, g, t);
             for (int64_t i = 0; i < rows * cols[k]; i++) {
@@ -412,7 +461,13 @@ START_TEST(test_mul_mat_all_columns) {
     check_mul_mat(MG_TYPE_Q4_0, 256, 48, cols, nc, 21);
     check_mul_mat(MG_TYPE_Q4_K, 256, 48, cols, nc, 41);
     check_mul_mat(MG_TYPE_Q4_K, 768, 16, cols, nc, 42);
-    check_mul_mat(MG_TYPE_Q2_K, 256, 48, cols, nc, 51);
+    check_mul_mat(MG_TYPE_Q2_K, 256, 48, cols, nc, 51);   // on NEON: not repacked
+#if defined(MG_NEON)
+    check_mul_mat(MG_TYPE_Q8_0, 256, 48, cols, nc, 57);
+    check_mul_mat(MG_TYPE_IQ4_NL, 256, 48, cols, nc, 58);
+    check_mul_mat(MG_TYPE_Q5_K, 256, 48, cols, nc, 59);
+    check_mul_mat(MG_TYPE_Q6_K, 256, 48, cols, nc, 60);
+#endif
 }
 END_TEST
 
@@ -466,7 +521,7 @@ static float * model_logits(const char * path, bool repack, int n_tok, int * n_r
     ck_assert_msg(m != NULL, "%s", mg_last_error());
     *n_repacked = m->n_repacked;
     struct mg_session_params p = mg_session_default_params();
-    p.n_threads                = 2;
+    p.n_threads                = mg_test_threads(2);
     p.n_ctx                    = 64;
     struct mg_session * s      = mg_session_new(m, p);
     ck_assert_ptr_nonnull(s);
@@ -503,7 +558,7 @@ static void check_model(const char * options, const char * type, int n_tok, bool
     float * on  = model_logits(path, true, n_tok, &on_repacked, &n_on);
     float * off = model_logits(path, false, n_tok, &off_repacked, &n_off);
     ck_assert_int_eq(off_repacked, 0);
-#if defined(MG_SIMD)
+#if defined(MG_SIMD) || defined(MG_NEON)
     ck_assert_int_ge(on_repacked, min_repacked);
 #else
     (void) min_repacked;
@@ -528,25 +583,40 @@ START_TEST(test_model) {
 }
 END_TEST
 
+// Q4_K's repacked kernels take vec_dot's order below 4 columns on x86 (the
+// gemv's), so the logits keep their bits there; NEON's q4_K_8x4 adds in an
+// order of its own at every column count, and the logits differ by rounding.
+#if defined(MG_NEON)
+#define Q4_K_SAME_BITS false
+#else
+#define Q4_K_SAME_BITS true
+#endif
+
 // --pure: every matrix Q4_K, the tied token_embd/output too (mul_mat reads
 // its repacked copy, get_rows the original): 7 x 2 + 1. A batch of 3 tokens:
-// all of them in the gemv's order, which is vec_dot's (4 would be a gemm group).
+// all of them in the gemv's order (4 would be a gemm group).
 START_TEST(test_model_q4_K) {
-    check_model("--pure", "q4_k_m", 3, true, 15);
+    check_model("--pure", "q4_k_m", 3, Q4_K_SAME_BITS, 15);
 }
 END_TEST
 
-// The real Q4_K_M mix: Q4_K beside Q6_K matrices, which stay as they are.
+// The real Q4_K_M mix: Q4_K beside Q6_K matrices, which stay as they are on
+// x86 (NEON repacks both).
 START_TEST(test_model_q4_K_M) {
-    check_model("", "q4_k_m", 3, true, 12);
+    check_model("", "q4_k_m", 3, Q4_K_SAME_BITS, 12);
 }
 END_TEST
 
 // Q2_K: attn_q, attn_k, ffn_gate and ffn_up of each layer are Q2_K (the rest
 // Q3_K, and Q6_K for token_embd): 4 x 2, repacked in an AVX-512 build only
 // (MG_REPACK_Q2_K), where the logits then differ by rounding; elsewhere none.
+// On NEON only the Q6_K output matrix is (q6_K_8x4, whose gemv keeps the bits here).
 START_TEST(test_model_q2_K) {
+#if defined(MG_NEON)
+    check_model("", "q2_k", 7, true, 1);
+#else
     check_model("", "q2_k", 7, !MG_REPACK_Q2_K, MG_REPACK_Q2_K ? 8 : 0);
+#endif
 }
 END_TEST
 
@@ -615,14 +685,17 @@ Suite * mg_test_suite(void) {
     tcase_add_test(layout, test_layout);
     tcase_add_test(layout, test_layout_k);
     tcase_add_test(layout, test_fits);
+    tcase_add_test(layout, test_fits_at_level);
     suite_add_tcase(s, layout);
     TCase * kernels = tcase_create("tile and mul_mat");
     tcase_set_timeout(kernels, 600);
+#if !defined(MG_NEON)
     tcase_add_test(kernels, test_tile_vs_reference);
     tcase_add_test(kernels, test_tile_vs_reference_q4_K);
     tcase_add_test(kernels, test_tile_vs_reference_q2_K);
-    tcase_add_test(kernels, test_gemm_order_is_not_gemv_order);
     tcase_add_test(kernels, test_tile_raw_bytes);
+#endif
+    tcase_add_test(kernels, test_gemm_order_is_not_gemv_order);
     tcase_add_test(kernels, test_neon_k_orders_near_vec_dot);
     tcase_add_test(kernels, test_mul_mat_all_columns);
     tcase_add_test(kernels, test_mul_mat_shapes);
