@@ -505,7 +505,9 @@ void mg_model_free(struct mg_model * m) {
 }
 
 // ---------------------------------------------------------------------------
-// The forward pass
+// The forward pass. Shapes are in ggml order, innermost first, as llama.cpp's
+// builders write them: [D, H, T] is T tokens of H heads of D = head_dim
+// (Hkv KV heads, E = n_embd, F = n_ff, n_kv cached positions).
 // ---------------------------------------------------------------------------
 
 int mg_qwen3_graph_size(const struct mg_model * m) {
@@ -529,11 +531,8 @@ static struct mg_tensor * input(struct mg_context * ctx, enum mg_type type, int6
 // callback names "Qcur-3" in layer 3 and just "result_norm" when il < 0), so
 // a dump of ours and one of llama.cpp's line up name by name.
 static void cb(struct mg_tensor * t, const char * name, int il) {
-    if (il >= 0) {
-        mg_format_name(t, "%s-%d", name, il);
-    } else {
-        mg_set_name(t, name);
-    }
+    if (il >= 0) mg_format_name(t, "%s-%d", name, il);
+    else         mg_set_name(t, name);
 }
 
 // RMSNorm with a learned scale: (x / rms(x)) * w; the caller names the product
@@ -648,7 +647,7 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
 
     mg_kv_cache_store_rows(ctx, g, kv, il, k, v, in->k_idx, in->v_idx);
     struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);   // [D, n_kv, Hkv]
-    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv]; [D, n_kv, Hkv] for flash
+    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv] (flash: [D, n_kv, Hkv])
     cur = attn_mha(ctx, kv, q, k_all, v_all, in->mask, 1.0f / sqrtf((float) hp->head_dim), il);   // [D*H, T]
     cb(cur, "kqv_out", il);
     cur = mg_mul_mat(ctx, l->wo, cur);                                                              // [E, T]
