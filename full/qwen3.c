@@ -505,9 +505,8 @@ void mg_model_free(struct mg_model * m) {
 }
 
 // ---------------------------------------------------------------------------
-// The forward pass. Shapes are in ggml order, innermost first, as llama.cpp's
-// builders write them: [D, H, T] is T tokens of H heads of D = head_dim
-// (Hkv KV heads, E = n_embd, F = n_ff, n_kv cached positions).
+// The forward pass. Shapes in ggml order, innermost first, as llama.cpp writes them:
+// [D, H, T] = T tokens of H heads of D; Hkv KV heads, E = n_embd, F = n_ff, n_kv cached.
 // ---------------------------------------------------------------------------
 
 int mg_qwen3_graph_size(const struct mg_model * m) {
@@ -526,10 +525,9 @@ static struct mg_tensor * input(struct mg_context * ctx, enum mg_type type, int6
     return mg_set_name(t, name);
 }
 
-// Names a node after the step that made it, as llama.cpp's builders call
-// cb(cur, "Qcur", il) after each step (llm_graph_context::cb; its default
-// callback names "Qcur-3" in layer 3 and just "result_norm" when il < 0), so
-// a dump of ours and one of llama.cpp's line up name by name.
+// Names a node after its step, as llama.cpp's builders do with cb(cur, "Qcur", il)
+// after each one (llm_graph_context::cb): "Qcur-3" in layer 3, "result_norm" for
+// il < 0, so that a dump of ours and one of llama.cpp's line up name by name.
 static void cb(struct mg_tensor * t, const char * name, int il) {
     if (il >= 0) mg_format_name(t, "%s-%d", name, il);
     else         mg_set_name(t, name);
@@ -566,7 +564,7 @@ static struct mg_tensor * attn_mha(struct mg_context * ctx, const struct mg_kv_c
     cb(kq, "kq_soft_max", il);
     struct mg_tensor * kqv = mg_mul_mat(ctx, v, kq);             // [D, T, H]
     struct mg_tensor * cur = mg_cont(ctx, mg_permute(ctx, kqv, 0, 2, 1, 3));   // [D, H, T]
-    cb(kqv, "kqv", il);   // named once its permute is made, so that one keeps the name " (permuted)"
+    cb(kqv, "kqv", il);   // after the permute: that view stays " (permuted)", as chapter 09's graph shows it
     cb(cur, "kqv_out", il);
     return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);         // [D*H, T]
 }
