@@ -314,7 +314,8 @@ void mg_model_free(struct mg_model * m) {
 }
 
 // ---------------------------------------------------------------------------
-// The forward pass
+// The forward pass. Shapes in ggml order, innermost first, as llama.cpp writes them:
+// [D, H, T] = T tokens of H heads of D; Hkv KV heads, E = n_embd, F = n_ff, n_kv cached.
 // ---------------------------------------------------------------------------
 
 int mg_qwen3_graph_size(const struct mg_model * m) {
@@ -333,34 +334,40 @@ static struct mg_tensor * input(struct mg_context * ctx, enum mg_type type, int6
     return mg_set_name(t, name);
 }
 
-// RMSNorm with a learned scale: (x / rms(x)) * w, named like llama.cpp's cb()
+// Names a node after its step, as llama.cpp's builders do with cb(cur, "Qcur", il)
+// after each one (llm_graph_context::cb): "Qcur-3" in layer 3, "result_norm" for
+// il < 0, so that a dump of ours and one of llama.cpp's line up name by name.
+static void cb(struct mg_tensor * t, const char * name, int il) {
+    if (il >= 0) mg_format_name(t, "%s-%d", name, il);
+    else         mg_set_name(t, name);
+}
+
+// RMSNorm with a learned scale: (x / rms(x)) * w; the caller names the product
 // (llama.cpp: llm_graph_context::build_norm with LLM_NORM_RMS).
 static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * w, float eps,
-                               const char * name, int il) {
-    struct mg_tensor * n = mg_rms_norm(ctx, x, eps);
-    struct mg_tensor * t = mg_mul(ctx, il >= 0 ? mg_format_name(n, "norm-%d", il) : mg_set_name(n, "norm"), w);
-    return il >= 0 ? mg_format_name(t, "%s-%d", name, il) : mg_set_name(t, name);
+                               int il) {
+    struct mg_tensor * cur = mg_rms_norm(ctx, x, eps);
+    cb(cur, "norm", il);
+    return mg_mul(ctx, cur, w);
 }
 
-// softmax(K^T Q / sqrt(D) + mask) V over the cache, by whichever path the cache is laid out for.
-static struct mg_tensor * attend(struct mg_context * ctx, const struct mg_kv_cache * kv, struct mg_tensor * q,
-                                 struct mg_tensor * k, struct mg_tensor * v, struct mg_tensor * mask, float scale) {
+// softmax(K^T Q / sqrt(D) + mask) V over the cache, one matmul per head, each
+// node named as it is built (llama.cpp: llm_graph_context::build_attn_mha;
+// chapter 06's mg_attn, unnamed). q: [D, H, T], k: [D, n_kv, Hkv], v: [n_kv, D, Hkv].
+static struct mg_tensor * attn_mha(struct mg_context * ctx, const struct mg_kv_cache * kv, struct mg_tensor * q,
+                                   struct mg_tensor * k, struct mg_tensor * v, struct mg_tensor * mask, float scale,
+                                   int il) {
+    q = mg_permute(ctx, q, 0, 2, 1, 3);                          // [D, T, H]: heads outermost
     MG_UNUSED(kv);   // one path here; full/ also picks flash attention by kv->v_trans
-    return mg_attn(ctx, q, k, v, mask, scale);
-}
-
-// The nodes inside mg_attn get llama.cpp's names (kq, kq_soft_max, kqv, and
-// kqv_out for the merged heads), found from its result: reshape <- cont <-
-// permute <- kqv = mul_mat(v, softmax(kq)). Only names: nothing is computed.
-static void name_attention(struct mg_tensor * attn, int il) {
-    struct mg_tensor * merged = attn->op == MG_OP_RESHAPE ? attn->src[0] : NULL;
-    if (merged == NULL || merged->op != MG_OP_CONT) return;   // the flash path has no such nodes
-    mg_format_name(merged, "kqv_out-%d", il);
-    struct mg_tensor * kqv = merged->src[0]->op == MG_OP_PERMUTE ? merged->src[0]->src[0] : NULL;
-    if (kqv == NULL || kqv->op != MG_OP_MUL_MAT) return;
-    mg_format_name(kqv, "kqv-%d", il);
-    mg_format_name(kqv->src[1], "kq_soft_max-%d", il);
-    if (kqv->src[1]->src[0] != NULL) mg_format_name(kqv->src[1]->src[0], "kq-%d", il);
+    struct mg_tensor * kq = mg_mul_mat(ctx, k, q);               // [n_kv, T, H]: every score
+    cb(kq, "kq", il);
+    kq = mg_soft_max_ext(ctx, kq, mask, scale);                  // [n_kv, T, H]: each row a distribution
+    cb(kq, "kq_soft_max", il);
+    struct mg_tensor * kqv = mg_mul_mat(ctx, v, kq);             // [D, T, H]
+    struct mg_tensor * cur = mg_cont(ctx, mg_permute(ctx, kqv, 0, 2, 1, 3));   // [D, H, T]
+    cb(kqv, "kqv", il);   // after the permute: that view stays " (permuted)", as chapter 09's graph shows it
+    cb(cur, "kqv_out", il);
+    return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);         // [D*H, T]
 }
 
 // RoPE as Qwen3 turns its heads: NEOX pairs (i, i + D/2).
@@ -372,76 +379,95 @@ static struct mg_tensor * rotate(struct mg_context * ctx, const struct mg_model 
 
 // Self-attention of one layer: Q, K, V projections, per-head norms, RoPE,
 // store K and V in the cache, attend over it, project back (llama.cpp:
-// build_qkv, ggml_rope_ext and build_attn).
+// build_qkv, ggml_rope_ext and build_attn, as src/models/qwen3.cpp calls them).
 static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                     struct mg_kv_cache * kv, int il, struct mg_tensor * cur, int n_tokens, int n_kv,
                                     const struct mg_batch_inputs * in) {
     const struct mg_model_hparams * hp = &m->hp;
     const struct mg_layer *         l  = &m->layers[il];
 
-    // The projections are named as in llama.cpp's graph: Qcur-l for the matmul, its reshape and its rope.
-    struct mg_tensor * q = mg_format_name(mg_mul_mat(ctx, l->wq, cur), "Qcur-%d", il);
-    struct mg_tensor * k = mg_format_name(mg_mul_mat(ctx, l->wk, cur), "Kcur-%d", il);
-    struct mg_tensor * v = mg_format_name(mg_mul_mat(ctx, l->wv, cur), "Vcur-%d", il);
-    q = mg_reshape_3d(ctx, q, hp->head_dim, hp->n_head, n_tokens);
-    k = mg_reshape_3d(ctx, k, hp->head_dim, hp->n_head_kv, n_tokens);
-    v = mg_format_name(mg_reshape_3d(ctx, v, hp->head_dim, hp->n_head_kv, n_tokens), "Vcur-%d", il);
+    struct mg_tensor * q = mg_mul_mat(ctx, l->wq, cur);   // [D*H, T]
+    cb(q, "Qcur", il);
+    struct mg_tensor * k = mg_mul_mat(ctx, l->wk, cur);   // [D*Hkv, T]
+    cb(k, "Kcur", il);
+    struct mg_tensor * v = mg_mul_mat(ctx, l->wv, cur);   // [D*Hkv, T]
+    cb(v, "Vcur", il);
+    q = mg_reshape_3d(ctx, q, hp->head_dim, hp->n_head, n_tokens);      // [D, H, T]
+    k = mg_reshape_3d(ctx, k, hp->head_dim, hp->n_head_kv, n_tokens);   // [D, Hkv, T]
+    v = mg_reshape_3d(ctx, v, hp->head_dim, hp->n_head_kv, n_tokens);   // [D, Hkv, T]
 
     // Qwen3 normalises every head of Q and K before rotating them.
-    q = norm(ctx, q, l->q_norm, hp->rms_eps, "Qcur_normed", il);
-    k = norm(ctx, k, l->k_norm, hp->rms_eps, "Kcur_normed", il);
-    q = mg_format_name(rotate(ctx, m, q, in->pos), "Qcur-%d", il);
-    k = mg_format_name(rotate(ctx, m, k, in->pos), "Kcur-%d", il);
+    q = norm(ctx, q, l->q_norm, hp->rms_eps, il);
+    cb(q, "Qcur_normed", il);
+    k = norm(ctx, k, l->k_norm, hp->rms_eps, il);
+    cb(k, "Kcur_normed", il);
+    q = rotate(ctx, m, q, in->pos);
+    k = rotate(ctx, m, k, in->pos);
+    cb(q, "Qcur", il);
+    cb(k, "Kcur", il);
+    cb(v, "Vcur", il);
 
     mg_kv_cache_store_rows(ctx, g, kv, il, k, v, in->k_idx, in->v_idx);
-    struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);
-    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);
-    const float        scale = 1.0f / sqrtf((float) hp->head_dim);
-    struct mg_tensor * attn  = mg_format_name(attend(ctx, kv, q, k_all, v_all, in->mask, scale), "kqv_out-%d", il);
-    name_attention(attn, il);
-    return mg_format_name(mg_mul_mat(ctx, l->wo, attn), "attn_out-%d", il);
+    struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);   // [D, n_kv, Hkv]
+    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv] (flash: [D, n_kv, Hkv])
+    cur = attn_mha(ctx, kv, q, k_all, v_all, in->mask, 1.0f / sqrtf((float) hp->head_dim), il);   // [D*H, T]
+    cb(cur, "kqv_out", il);
+    cur = mg_mul_mat(ctx, l->wo, cur);                                                              // [E, T]
+    cb(cur, "attn_out", il);
+    return cur;
 }
 
 // SwiGLU feed-forward: down(silu(gate(x)) * up(x)) (llama.cpp: build_ffn with
 // LLM_FFN_SILU, LLM_FFN_PAR).
 static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_layer * l, struct mg_tensor * cur,
                                        int il) {
-    struct mg_tensor * gate = mg_format_name(mg_mul_mat(ctx, l->ffn_gate, cur), "ffn_gate-%d", il);
-    struct mg_tensor * up   = mg_format_name(mg_mul_mat(ctx, l->ffn_up, cur), "ffn_up-%d", il);
+    struct mg_tensor * gate = mg_mul_mat(ctx, l->ffn_gate, cur);   // [F, T]
+    cb(gate, "ffn_gate", il);
+    struct mg_tensor * up   = mg_mul_mat(ctx, l->ffn_up, cur);     // [F, T]
+    cb(up, "ffn_up", il);
     struct mg_tensor * act  = mg_mul(ctx, mg_silu(ctx, gate), up);
-    return mg_format_name(mg_mul_mat(ctx, l->ffn_down, mg_format_name(act, "ffn_swiglu-%d", il)), "ffn_out-%d", il);
+    cb(act, "ffn_swiglu", il);
+    return mg_mul_mat(ctx, l->ffn_down, act);                      // [E, T]: the caller names it ffn_out
 }
 
 struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                   struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
                                   struct mg_batch_inputs * in) {
     const struct mg_model_hparams * hp = &m->hp;
-    in->tokens = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_tokens");
-    in->pos    = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_pos");
-    in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");
-    in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");
-    in->v_idx  = input(ctx, MG_TYPE_I32, (int64_t) hp->head_dim * hp->n_head_kv * n_tokens, 0, "v_idxs");
+    in->tokens = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_tokens");   // [T]
+    in->pos    = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_pos");      // [T]
+    in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");   // [n_kv, T]
+    in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");       // [T]
+    in->v_idx  = input(ctx, MG_TYPE_I32, (int64_t) hp->head_dim * hp->n_head_kv * n_tokens, 0, "v_idxs");   // [D*Hkv*T]
 
-    struct mg_tensor * inp = mg_set_name(mg_get_rows(ctx, m->tok_embd, in->tokens), "inp_embd");
+    struct mg_tensor * inp = mg_get_rows(ctx, m->tok_embd, in->tokens);   // [E, T]
+    cb(inp, "inp_embd", -1);
     for (int il = 0; il < hp->n_layer; il++) {
         // Pre-norm attention with a residual around it ...
-        struct mg_tensor * cur = norm(ctx, inp, m->layers[il].attn_norm, hp->rms_eps, "attn_norm", il);
+        struct mg_tensor * cur = norm(ctx, inp, m->layers[il].attn_norm, hp->rms_eps, il);
+        cb(cur, "attn_norm", il);
         cur = attention(ctx, g, m, kv, il, cur, n_tokens, n_kv, in);
         if (il == hp->n_layer - 1 && !all_logits && n_tokens > 1) {
             // Only the last token's logits are wanted: drop the other rows
             // before the last feed-forward and the LM head (llama.cpp's inp_out_ids).
-            cur = mg_view_2d(ctx, cur, hp->n_embd, 1, cur->nb[1], (size_t) (n_tokens - 1) * cur->nb[1]);
-            inp = mg_view_2d(ctx, inp, hp->n_embd, 1, inp->nb[1], (size_t) (n_tokens - 1) * inp->nb[1]);
+            cur = mg_view_2d(ctx, cur, hp->n_embd, 1, cur->nb[1], (size_t) (n_tokens - 1) * cur->nb[1]);   // [E, 1]
+            inp = mg_view_2d(ctx, inp, hp->n_embd, 1, inp->nb[1], (size_t) (n_tokens - 1) * inp->nb[1]);   // [E, 1]
         }
-        struct mg_tensor * ffn_inp = mg_format_name(mg_add(ctx, cur, inp), "ffn_inp-%d", il);
+        struct mg_tensor * ffn_inp = mg_add(ctx, cur, inp);
+        cb(ffn_inp, "ffn_inp", il);
         // ... then a pre-norm feed-forward with a residual around it.
-        cur = norm(ctx, ffn_inp, m->layers[il].ffn_norm, hp->rms_eps, "ffn_norm", il);
+        cur = norm(ctx, ffn_inp, m->layers[il].ffn_norm, hp->rms_eps, il);
+        cb(cur, "ffn_norm", il);
         cur = feed_forward(ctx, &m->layers[il], cur, il);
-        inp = mg_format_name(mg_add(ctx, cur, ffn_inp), "l_out-%d", il);
+        cb(cur, "ffn_out", il);
+        inp = mg_add(ctx, cur, ffn_inp);
+        cb(inp, "l_out", il);
     }
-    struct mg_tensor * cur    = norm(ctx, inp, m->output_norm, hp->rms_eps, "result_norm", -1);
-    struct mg_tensor * logits = mg_set_name(mg_mul_mat(ctx, m->output, cur), "result_output");
-    logits->flags |= MG_TENSOR_FLAG_OUTPUT;
-    mg_build_forward_expand(g, logits);
-    return logits;
+    struct mg_tensor * cur = norm(ctx, inp, m->output_norm, hp->rms_eps, -1);
+    cb(cur, "result_norm", -1);
+    cur = mg_mul_mat(ctx, m->output, cur);   // [n_vocab, T], or [n_vocab, 1] for the last token only
+    cb(cur, "result_output", -1);
+    cur->flags |= MG_TENSOR_FLAG_OUTPUT;
+    mg_build_forward_expand(g, cur);
+    return cur;
 }
