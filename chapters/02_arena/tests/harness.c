@@ -52,6 +52,12 @@ const char * mg_test_root(const char * rel) {
     return path_in_turn(MG_TEST_ROOT, rel);
 }
 
+int mg_test_threads(int n) {
+    const char * env = getenv("MG_TEST_MAX_THREADS");
+    const int    max = env != NULL && *env ? atoi(env) : 0;
+    return max > 0 && max < n ? max : n;
+}
+
 const char * mg_test_mg_bin(void) {
     static char bin[4096];
     const char * env = getenv("MG_BIN");

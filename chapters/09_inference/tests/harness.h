@@ -48,6 +48,11 @@ const char * mg_test_fixture(const char * rel);
 // 16 buffers in turn, as mg_test_fixture.
 const char * mg_test_root(const char * rel);
 
+// The threads a test that shares work among n threads may start: n, or at
+// most $MG_TEST_MAX_THREADS (make test-aarch64 sets 1: under qemu-user the
+// pool's spinning workers crawl; the split itself is tested natively).
+int mg_test_threads(int n);
+
 // The mg binary the full/ tests run: $MG_BIN, else the mg of the build folder
 // this test binary is in ($(BUILD)/tests/.. : build-asan/mg for make asan),
 // else full/build/mg. The returned string is static.
