@@ -720,7 +720,8 @@ struct mg_vocab * mg_vocab_load(const struct mg_gguf * g) {
             const int32_t fallback = p.special[which] < p.n_tokens ? p.special[which] : -1;
             char instead[48] = "ignored";
             if (fallback >= 0) snprintf(instead, sizeof(instead), "using the default id %d", fallback);
-            fprintf(stderr, "mg: warning: %s: %s = %u is out of range (the vocabulary has %d tokens): %s\n", path,
+            fprintf(stderr, "mg: warning: %s: %s = %u is out of range (the vocabulary has %d tokens): %s\n",
+                    mg_quote(path),
                     key, id, p.n_tokens, instead);
             p.special[which] = fallback;
         }

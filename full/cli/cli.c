@@ -127,7 +127,7 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
             const long long v = strtoll(text, &end, 10);
             if (end != text && *end == '\0' && (errno == ERANGE || v < INT_MIN || v > INT_MAX)) {
                 const bool big = text[0] != '-';
-                fprintf(stderr, "mg %s: %s %s is too %s, at %s %d\n", cmd, arg, text, big ? "large" : "small",
+                fprintf(stderr, "mg %s: %s %s is too %s, at %s %d\n", cmd, arg, mg_quote(text), big ? "large" : "small",
                         big ? "most" : "least", big ? INT_MAX : INT_MIN);
                 return false;
             }
@@ -140,7 +140,8 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         case CLI_U64: {
             const unsigned long long v = strtoull(text, &end, 10);
             if (end != text && *end == '\0' && text[0] != '-' && errno == ERANGE) {
-                fprintf(stderr, "mg %s: %s %s is too large, at most %llu\n", cmd, arg, text, (unsigned long long) UINT64_MAX);
+                fprintf(stderr, "mg %s: %s %s is too large, at most %llu\n", cmd, arg, mg_quote(text),
+                        (unsigned long long) UINT64_MAX);
                 return false;
             }
             if (errno == 0 && end != text && *end == '\0' && text[0] != '-') {
@@ -152,7 +153,7 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         case CLI_FLOAT: {
             const float v = strtof(text, &end);
             if (end != text && *end == '\0' && !isfinite(v)) {
-                fprintf(stderr, "mg %s: %s needs a finite number, got '%s'\n", cmd, arg, text);
+                fprintf(stderr, "mg %s: %s needs a finite number, got '%s'\n", cmd, arg, mg_quote(text));
                 return false;
             }
             if (errno == 0 && end != text && *end == '\0') {
@@ -163,7 +164,7 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         }
     }
     fprintf(stderr, "mg %s: %s needs a %s, got '%s'\n", cmd, arg,
-            o->kind == CLI_FLOAT ? "number" : "whole number", text);
+            o->kind == CLI_FLOAT ? "number" : "whole number", mg_quote(text));
     return false;
 }
 
@@ -184,7 +185,7 @@ bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_opti
         if (arg[0] == '-' && arg[1] != '\0') {
             const struct cli_option * o = find_option(arg, opts, n_opts);
             if (o == NULL) {
-                fprintf(stderr, "mg %s: unknown option '%s' (see mg %s --help)\n", cmd, arg, cmd);
+                fprintf(stderr, "mg %s: unknown option '%s' (see mg %s --help)\n", cmd, mg_quote(arg), cmd);
                 return false;
             }
             if (o->kind != CLI_FLAG && i + 1 >= argc) {
@@ -195,7 +196,7 @@ bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_opti
         } else if (*n_positional < max_positional) {
             positional[(*n_positional)++] = arg;
         } else {
-            fprintf(stderr, "mg %s: unexpected argument '%s' (see mg %s --help)\n", cmd, arg, cmd);
+            fprintf(stderr, "mg %s: unexpected argument '%s' (see mg %s --help)\n", cmd, mg_quote(arg), cmd);
             return false;
         }
     }
@@ -255,12 +256,12 @@ static bool cli_devices_setup(const char * cmd, const struct cli_engine_opts * e
     mg_backend_dev_t dev = NULL;
     if (e->device != NULL) {
         if ((dev = mg_backend_dev_by_name(e->device)) == NULL) {
-            fprintf(stderr, "mg %s: -dev %s: %s\n", cmd, e->device, mg_last_error());
+            fprintf(stderr, "mg %s: -dev %s: %s\n", cmd, mg_quote(e->device), mg_last_error());
             return false;
         }
         if (mg_backend_dev_type(dev) == MG_BACKEND_DEVICE_TYPE_CPU) {
             fprintf(stderr, "mg %s: -dev %s: the CPU runs whatever no device takes; -dev names a GPU device "
-                    "(mg --list-devices)\n", cmd, e->device);
+                    "(mg --list-devices)\n", cmd, mg_quote(e->device));
             return false;
         }
     }
@@ -291,7 +292,7 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         return false;
     }
     if (strcmp(e->kv_type, "f16") != 0 && strcmp(e->kv_type, "f32") != 0) {
-        fprintf(stderr, "mg %s: --kv-type must be f16 or f32, got '%s'\n", cmd, e->kv_type);
+        fprintf(stderr, "mg %s: --kv-type must be f16 or f32, got '%s'\n", cmd, mg_quote(e->kv_type));
         return false;
     }
     if (!cli_devices_setup(cmd, e)) return false;
@@ -431,12 +432,12 @@ bool cli_parse_type(const char * name, enum mg_type * out) {
 char * cli_read_file(const char * cmd, const char * path, size_t * len) {
     FILE * f = fopen(path, "rb");
     if (f == NULL) {
-        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, path, strerror(errno));
+        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {   // fopen opens a directory; reading it fails
-        fprintf(stderr, "mg %s: %s is a directory, not a file\n", cmd, path);
+        fprintf(stderr, "mg %s: %s is a directory, not a file\n", cmd, mg_quote(path));
         fclose(f);
         return NULL;
     }
@@ -447,7 +448,7 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len) {
     for (size_t got; buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
         n += got;
         if (n > max) {
-            fprintf(stderr, "mg %s: %s is larger than %zu bytes, the most a prompt can be\n", cmd, path, max);
+            fprintf(stderr, "mg %s: %s is larger than %zu bytes, the most a prompt can be\n", cmd, mg_quote(path), max);
             free(buf);
             fclose(f);
             return NULL;
@@ -461,8 +462,8 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len) {
     const int read_error = ferror(f) ? errno : 0;
     fclose(f);
     if (buf == NULL || read_error != 0) {
-        if (read_error != 0) fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, path, strerror(read_error));
-        else fprintf(stderr, "mg %s: %s is too big to read\n", cmd, path);
+        if (read_error != 0) fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(read_error));
+        else fprintf(stderr, "mg %s: %s is too big to read\n", cmd, mg_quote(path));
         free(buf);
         return NULL;
     }
@@ -574,7 +575,7 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
     fprintf(stderr, "mg: memory           = %9.2f MiB compute buffer (peak), %.2f MiB work buffer, %.2f MiB KV cache\n",
             mg_mib(st.compute_buffer_size), mg_mib(st.work_size), mg_mib(st.kv_size));
     fprintf(stderr, "mg: weights          = %9.2f MiB mapped from %s\n", mg_mib(mg_session_model(s)->n_weight_bytes),
-            mg_session_model(s)->path);
+            mg_quote(mg_session_model(s)->path));
     const struct mg_model * m = mg_session_model(s);
     fprintf(stderr, "mg: repacked         = %9.2f MiB: %d Q4_0/Q4_K/Q2_K matrices in groups of 8 rows (%s)\n",
             mg_mib(m->n_repacked_bytes), m->n_repacked, m->n_repacked > 0 ? "--no-repack to compare" : "off or none");

@@ -1335,6 +1335,40 @@ START_TEST(test_meaningless_counts_refused) {
 }
 END_TEST
 
+// Names a user types or a file holds (a path, a flag's value) went into
+// error messages raw: a file named ESC "[2J" cleared the screen of whoever
+// read the error. Every such name is now quoted (mg_quote): a control byte is
+// shown as \xNN, and the message stays one line.
+static void expect_quoted(const char * fmt, ...) __attribute__((format(printf, 1, 2)));
+static void expect_quoted(const char * fmt, ...) {
+    char    args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    struct mg_test_run r = mg("%s", args);
+    ck_assert_msg(r.status == 1, "mg %s: exit status %d: %s", args, r.status, r.err);
+    ck_assert_msg(strchr(r.err, 0x1b) == NULL && strchr(r.err, '\r') == NULL, "mg %s: ESC or CR in: %s", args, r.err);
+    ck_assert_msg(strstr(r.err, "\\x1b[2J") != NULL, "mg %s: the name is not shown quoted: %s", args, r.err);
+    ck_assert_msg(mg_test_count_lines(r.err) == 1, "mg %s: more than one line: %s", args, r.err);
+    mg_test_run_free(&r);
+}
+
+START_TEST(test_names_quoted_in_messages) {
+    const char * missing = in_dir("\x1b[2J\rfake.gguf");
+    const char * junk    = in_dir("\x1b[2Jjunk.gguf");
+    write_file(junk, "GGUF\x03\x00\x00\x00garbage", 16);
+    expect_quoted("run -m '%s' -p hi -n 1", missing);
+    expect_quoted("info '%s'", missing);
+    expect_quoted("info '%s'", junk);
+    expect_quoted("tokenize -m '%s' -p hi", junk);
+    expect_quoted("run -m '%s' -n 1 -f '%s'", model(), in_dir("\x1b[2J.txt"));
+    expect_quoted("run -m '%s' -p hi -n 1 --kv-type '\x1b[2J'", model());
+    expect_quoted("run -m '%s' -p hi -n '\x1b[2J'", model());
+    expect_quoted("run --\x1b[2J");
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -1406,6 +1440,12 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_probe_flags_that_need_another);
     tcase_add_test(probe2, test_probe_free_space_checked_first);
     suite_add_tcase(s, probe2);
+
+    TCase * left = tcase_create("leftovers");   // names quoted, chat's full context, --seed -1, tokenize's memory
+    tcase_set_timeout(left, 300);
+    tcase_add_checked_fixture(left, setup, teardown);
+    tcase_add_test(left, test_names_quoted_in_messages);
+    suite_add_tcase(s, left);
 
     return s;
 }
