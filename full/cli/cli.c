@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,8 +42,8 @@ static void print_usage(const char * usage, const struct cli_option * opts, int 
 }
 
 static const char * kind_name(enum cli_kind k) {
-    static const char * const names[] = {"flag", "int", "float", "u64", "string", "in-file", "in-dir", "out-file",
-                                         "out-dir"};
+    static const char * const names[] = {"flag", "int", "float", "u64", "seed", "string", "in-file", "in-dir",
+                                         "out-file", "out-dir"};
     return names[k];
 }
 
@@ -105,6 +106,10 @@ static const struct cli_option * find_option(const char * arg, const struct cli_
 static bool set_value(const char * cmd, const struct cli_option * o, const char * arg, const char * text) {
     char * end = NULL;
     errno = 0;
+    if (o->kind == CLI_SEED && strcmp(text, "-1") == 0) {
+        *(uint64_t *) o->value = CLI_SEED_RANDOM;
+        return true;
+    }
     switch (o->kind) {
         case CLI_FLAG:
             *(bool *) o->value = true;
@@ -137,6 +142,7 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
             }
             break;
         }
+        case CLI_SEED:   // -1 (random) is taken before the switch; any other seed is a u64
         case CLI_U64: {
             const unsigned long long v = strtoull(text, &end, 10);
             if (end != text && *end == '\0' && text[0] != '-' && errno == ERANGE) {
@@ -164,7 +170,8 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         }
     }
     fprintf(stderr, "mg %s: %s needs a %s, got '%s'\n", cmd, arg,
-            o->kind == CLI_FLOAT ? "number" : "whole number", mg_quote(text));
+            o->kind == CLI_FLOAT ? "number" : o->kind == CLI_SEED ? "whole number >= 0, or -1 (random)" : "whole number",
+            mg_quote(text));
     return false;
 }
 
@@ -359,7 +366,7 @@ int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out) 
         {NULL, "--min-p", CLI_FLOAT, &s->p.min_p, "drop tokens below this fraction of the best one (0.05)"},
         {NULL, "--repeat-penalty", CLI_FLOAT, &s->p.repeat_penalty, "penalise recent tokens (default 1 = off)"},
         {NULL, "--repeat-last-n", CLI_INT, &s->p.repeat_last_n, "how many recent tokens it looks at (64)"},
-        {"-s", "--seed", CLI_U64, &s->p.seed, "random seed (default: from the clock)"},
+        {"-s", "--seed", CLI_SEED, &s->p.seed, "random seed (default: from the clock; -1: a random one, printed)"},
     };
     memcpy(out, rows, sizeof(rows));
     return (int) (sizeof(rows) / sizeof(rows[0]));
@@ -385,7 +392,25 @@ bool cli_not_both(const char * cmd, bool a, const char * a_flag, bool b, const c
     return false;
 }
 
+// A seed for --seed -1: from the kernel's random source, else from the clock
+// and the process id. 32 bits, as llama.cpp's seeds, so it is short to type
+// back; never CLI_SEED_RANDOM itself.
+static uint64_t random_seed(void) {
+    uint32_t seed = 0;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t) sizeof(seed)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = (uint32_t) ts.tv_nsec ^ (uint32_t) ts.tv_sec ^ ((uint32_t) getpid() << 16);
+    }
+    return seed;
+}
+
 bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s) {
+    if (s->p.seed == CLI_SEED_RANDOM) {
+        s->p.seed = random_seed();
+        fprintf(stderr, "mg %s: --seed -1: the seed is %llu (--seed %llu repeats this run)\n", cmd,
+                (unsigned long long) s->p.seed, (unsigned long long) s->p.seed);
+    }
     const struct mg_sampler_params * p = &s->p;
     const char * why = NULL;
     char value[64] = "";

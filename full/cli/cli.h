@@ -38,6 +38,7 @@ enum cli_kind {
     CLI_INT,        // int
     CLI_FLOAT,      // float
     CLI_U64,        // uint64_t
+    CLI_SEED,       // uint64_t, or -1: CLI_SEED_RANDOM (a random seed, picked and printed by cli_sampling_setup)
     CLI_STRING,     // const char *: text, not a file
     CLI_IN_FILE,    // a file the command reads: no output may be it
     CLI_IN_DIR,     // a directory whose files the command reads (mkmodel --vocab)
@@ -103,6 +104,11 @@ struct mg_model * cli_load_model(const char * cmd, const char * path, double * l
 struct cli_sampling_opts {
     struct mg_sampler_params p;
 };
+
+// --seed -1, as llama.cpp takes it (LLAMA_DEFAULT_SEED, 0xFFFFFFFF there):
+// "pick a random seed". The seed picked is printed on stderr, so that the
+// run can be repeated with it.
+#define CLI_SEED_RANDOM UINT64_MAX
 
 struct cli_sampling_opts cli_sampling_defaults(void);
 int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out);

@@ -1369,6 +1369,49 @@ START_TEST(test_names_quoted_in_messages) {
 }
 END_TEST
 
+// A chat message longer than the whole context was said to be "not
+// answered", and mg chat still exited 0: a script feeding it messages could
+// not tell. The chat goes on (the next message is answered), and the exit
+// status is 1 with a last line that counts what was not answered.
+START_TEST(test_chat_unanswered_message_fails) {
+    char long_line[4096] = "";
+    for (int i = 0; i < 40; i++) strcat(long_line, "hello there ");
+    char text[4200];
+    const int n = snprintf(text, sizeof(text), "%s\nhi\n", long_line);
+    write_file(in_dir("msgs.txt"), text, (size_t) n);
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, in_dir("msgs.txt"), "chat -m '%s' -c 32 -n 2 -t 1", model());
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "not answered; a shorter message") != NULL, "%s", r.err);
+    ck_assert_msg(strstr(r.err, "mg chat: 1 message was not answered: longer than the context (-c 32)") != NULL, "%s",
+                  r.err);
+    ck_assert_msg(r.out_len > 1, "the short message after it was not answered: '%s'", r.out);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// --seed -1 was refused ("needs a whole number"); llama.cpp takes it as
+// "pick a random seed". Accepted now, and the seed picked is printed so that
+// the same run can be made again with it.
+START_TEST(test_seed_minus_one_is_random_and_printed) {
+    const char * run = "run -m '%s' -p hello -n 12 -t 1 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed %s";
+    struct mg_test_run a = mg(run, model(), "-1");
+    ck_assert_msg(a.status == 0, "exit %d: %s", a.status, a.err);
+    const char * said = strstr(a.err, "--seed -1: the seed is ");
+    ck_assert_msg(said != NULL, "no seed printed: %s", a.err);
+    unsigned long long seed = 0;
+    ck_assert_int_eq(sscanf(said, "--seed -1: the seed is %llu", &seed), 1);
+    char again[32];
+    snprintf(again, sizeof(again), "%llu", seed);
+    struct mg_test_run b = mg(run, model(), again);
+    ck_assert_msg(b.status == 0, "exit %d: %s", b.status, b.err);
+    ck_assert_msg(a.out_len == b.out_len && memcmp(a.out, b.out, a.out_len) == 0, "--seed %s: '%s', -1 gave '%s'",
+                  again, b.out, a.out);
+    mg_test_run_free(&a);
+    mg_test_run_free(&b);
+    expect_error("--seed", "or -1 (random), got '-2'", "run -m '%s' -p hi -n 1 --seed -2", model());
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -1445,6 +1488,8 @@ Suite * mg_test_suite(void) {
     tcase_set_timeout(left, 300);
     tcase_add_checked_fixture(left, setup, teardown);
     tcase_add_test(left, test_names_quoted_in_messages);
+    tcase_add_test(left, test_chat_unanswered_message_fails);
+    tcase_add_test(left, test_seed_minus_one_is_random_and_printed);
     suite_add_tcase(s, left);
 
     return s;
