@@ -468,7 +468,10 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len) {
     }
     // At most what cli_tokenize takes: /dev/zero or a runaway pipe ends with a message, not out of memory.
     const size_t max = (size_t) INT32_MAX / 4;
+    // A regular file's buffer is its size (and one byte to see it grew): the
+    // doubling that a pipe needs would hold up to twice the text.
     size_t cap = 4096, n = 0;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t) st.st_size < max) cap = (size_t) st.st_size + 2;
     char * buf = malloc(cap);
     for (size_t got; buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
         n += got;
@@ -502,7 +505,14 @@ char * cli_prompt_text(const char * cmd, const char * prompt, const char * promp
         fprintf(stderr, "mg %s: give the prompt with either -p TEXT or -f FILE\n", cmd);
         return NULL;
     }
-    if (prompt_file != NULL) return cli_read_file(cmd, prompt_file, len);
+    if (prompt_file != NULL) {
+        char * text = cli_read_file(cmd, prompt_file, len);
+        if (text != NULL && !cli_tokenize_fits(cmd, mg_quote(prompt_file), *len)) {   // said with the file's name
+            free(text);
+            return NULL;
+        }
+        return text;
+    }
     *len = strlen(prompt);
     return strdup(prompt);
 }
@@ -610,31 +620,36 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
 // Tokenizing and sessions, with the checks every command needs
 // ---------------------------------------------------------------------------
 
-// mg_tokenize into a buffer of the right size: a guess first (a byte gives at
-// most three byte tokens: an invalid byte is U+FFFD), then exactly the count
-// a negative return asks for. NULL after printing why.
+// The most the tokenizer holds per byte of text, all at once: the text
+// itself (1), its code points (4, in an array grown by doubling: 8), the
+// pre-tokenizer's pieces (at most one per code point, a size_t each, doubling:
+// 16) and the ids (up to 3 per byte, U+FFFD's byte tokens for an invalid
+// byte, 4 bytes each, doubling: 24). Random bytes come to 15.5 bytes of peak
+// RSS per byte; the limit is checked against this bound, so that running out
+// of memory mid-tokenization (an abort) cannot happen below the limit.
+enum { TOKENIZE_BYTES_PER_BYTE = 49 };
+
+bool cli_tokenize_fits(const char * cmd, const char * name, size_t len) {
+    const char *   what;
+    const uint64_t limit = mg_memory_limit(&what);
+    const uint64_t need  = (uint64_t) len * TOKENIZE_BYTES_PER_BYTE + (1u << 20);
+    if (need <= limit) return true;
+    fprintf(stderr, "mg %s: %s is %zu bytes: tokenizing it may need up to %llu bytes, more than %s, %llu bytes\n",
+            cmd, name, len, (unsigned long long) need, what, (unsigned long long) limit);
+    return false;
+}
+
+// mg_tokenize_alloc, with the length and the memory it needs checked first.
+// NULL after printing why.
 int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const char * text, size_t len,
                        bool add_special, bool parse_special, int32_t * n_tokens) {
     if (len > (size_t) INT32_MAX / 4) {
         fprintf(stderr, "mg %s: the text is %zu bytes; at most %d can be tokenized\n", cmd, len, INT32_MAX / 4);
         return NULL;
     }
-    int32_t   cap = (int32_t) len + 2;
-    int32_t * ids = malloc((size_t) cap * sizeof(int32_t));
-    int32_t   n   = ids ? mg_tokenize(vocab, text, (int32_t) len, ids, cap, add_special, parse_special) : 0;
-    if (ids != NULL && n < 0 && n != INT32_MIN) {
-        cap = -n;
-        free(ids);
-        ids = malloc((size_t) cap * sizeof(int32_t));
-        n   = ids ? mg_tokenize(vocab, text, (int32_t) len, ids, cap, add_special, parse_special) : 0;
-    }
-    if (ids == NULL || n < 0) {
-        fprintf(stderr, "mg %s: cannot tokenize the text (%zu bytes): %s\n", cmd, len,
-                ids == NULL ? "out of memory" : n == INT32_MIN ? mg_last_error() : "the token count changed");
-        free(ids);
-        return NULL;
-    }
-    *n_tokens = n;
+    if (!cli_tokenize_fits(cmd, "the text", len)) return NULL;
+    int32_t * ids = mg_tokenize_alloc(vocab, text, len, add_special, parse_special, n_tokens);
+    if (ids == NULL) fprintf(stderr, "mg %s: cannot tokenize the text (%zu bytes): %s\n", cmd, len, mg_last_error());
     return ids;
 }
 

@@ -142,6 +142,11 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len);
 // A prompt from -p or -f: exactly one of them must be given.
 char * cli_prompt_text(const char * cmd, const char * prompt, const char * prompt_file, size_t * len);
 
+// Whether tokenizing len bytes fits in the memory this process may use
+// (mg_memory_limit), at the tokenizer's most per byte; false after printing
+// why, naming name (a file, or "the text") and the bytes it may need.
+bool cli_tokenize_fits(const char * cmd, const char * name, size_t len);
+
 // The tokens of text[0..len) (mg_tokenize's flags), in a buffer sized by the
 // count mg_tokenize asks for; *n_tokens may be 0. NULL after printing why.
 int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const char * text, size_t len,

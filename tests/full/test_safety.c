@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1412,6 +1413,45 @@ START_TEST(test_seed_minus_one_is_random_and_printed) {
 }
 END_TEST
 
+// The peak resident memory of this test's children so far, in bytes.
+static uint64_t children_peak_rss(void) {
+    struct rusage ru;
+    ck_assert_int_eq(getrusage(RUSAGE_CHILDREN, &ru), 0);
+    return (uint64_t) ru.ru_maxrss * 1024;
+}
+
+// tokenize -f held the ids twice (a buffer of one id per byte beside the
+// tokenizer's own array) and read a file into a buffer grown by doubling:
+// 20 MB of English took 196 MB (9.8 bytes per byte), 20 MB of random bytes
+// 455 MB, and under ulimit -v it aborted ("vocab.c: assertion failed").
+// Now the ids are held once (mg_tokenize_alloc), a file is read into a buffer
+// of its size, and the memory the tokenizer may need is checked first.
+START_TEST(test_tokenize_memory_bounded) {
+    size_t n_text;
+    char * dham = mg_test_read_file(mg_test_root("data/heldout/dhammapada.txt"), &n_text);
+    ck_assert_ptr_nonnull(dham);
+    enum { SIZE = 20 * 1000 * 1000 };
+    char * big = malloc(SIZE);
+    for (size_t o = 0; o < SIZE; o += n_text) memcpy(big + o, dham, SIZE - o < n_text ? SIZE - o : n_text);
+    write_file(in_dir("big.txt"), big, SIZE);
+    for (size_t i = 0; i < SIZE; i++) big[i] = (char) (rand() & 0xFF);
+    write_file(in_dir("random.bin"), big, SIZE);
+    free(big);
+    free(dham);
+    ck_assert_int_eq(sh("'%s' tokenize -m '%s' -f '%s' > /dev/null 2> '%s'", mg_test_mg_bin(), model(),
+                        in_dir("big.txt"), in_dir("err")), 0);
+    const double per_byte = (double) children_peak_rss() / SIZE;
+    if (!MG_TEST_SANITIZED) ck_assert_msg(per_byte < 9.2, "tokenize -f: %.1f bytes of memory per byte of text", per_byte);
+    if (MG_TEST_SANITIZED) MG_TEST_SKIP("the ulimit -v case: a sanitizer's shadow memory cannot be mapped under it");
+    struct mg_test_run r = mg_test_run_mg(dir, "ulimit -v 500000;", NULL, "tokenize -m '%s' -f '%s'", model(),
+                                          in_dir("random.bin"));
+    ck_assert_msg(r.status == 1, "exit %d: %.500s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "random.bin is 20000000 bytes: tokenizing it may need up to") != NULL &&
+                      strstr(r.err, "ulimit -v") != NULL, "%s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -1490,6 +1530,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(left, test_names_quoted_in_messages);
     tcase_add_test(left, test_chat_unanswered_message_fails);
     tcase_add_test(left, test_seed_minus_one_is_random_and_printed);
+    tcase_add_test(left, test_tokenize_memory_bounded);
     suite_add_tcase(s, left);
 
     return s;
