@@ -1146,8 +1146,8 @@ static bool tokenize_session(const struct mg_vocab * v, const char * text, size_
     bool ok = true;
     if (s->missing >= 0) {
         mg_set_error("the vocabulary has no token for the byte 0x%02X (spelled '%s' in GPT-2's byte alphabet), so "
-                     "the text cannot be tokenized without losing it (llama.cpp drops it silently)", (unsigned) s->missing,
-                     s->missing_spelled);
+                     "the text cannot be tokenized without losing it (llama.cpp drops it silently)",
+                     (unsigned) s->missing, s->missing_spelled);
         ok = false;
     } else if (s->out.n > (size_t) INT32_MAX) {
         mg_set_error("mg_tokenize: %zu tokens do not fit in an int32_t", s->out.n);

@@ -170,7 +170,9 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         }
     }
     fprintf(stderr, "mg %s: %s needs a %s, got '%s'\n", cmd, arg,
-            o->kind == CLI_FLOAT ? "number" : o->kind == CLI_SEED ? "whole number >= 0, or -1 (random)" : "whole number",
+            o->kind == CLI_FLOAT  ? "number"
+            : o->kind == CLI_SEED ? "whole number >= 0, or -1 (random)"
+                                  : "whole number",
             mg_quote(text));
     return false;
 }

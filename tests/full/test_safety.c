@@ -1441,7 +1441,9 @@ START_TEST(test_tokenize_memory_bounded) {
     ck_assert_int_eq(sh("'%s' tokenize -m '%s' -f '%s' > /dev/null 2> '%s'", mg_test_mg_bin(), model(),
                         in_dir("big.txt"), in_dir("err")), 0);
     const double per_byte = (double) children_peak_rss() / SIZE;
-    if (!MG_TEST_SANITIZED) ck_assert_msg(per_byte < 9.2, "tokenize -f: %.1f bytes of memory per byte of text", per_byte);
+    if (!MG_TEST_SANITIZED) {
+        ck_assert_msg(per_byte < 9.2, "tokenize -f: %.1f bytes of memory per byte of text", per_byte);
+    }
     if (MG_TEST_SANITIZED) MG_TEST_SKIP("the ulimit -v case: a sanitizer's shadow memory cannot be mapped under it");
     struct mg_test_run r = mg_test_run_mg(dir, "ulimit -v 500000;", NULL, "tokenize -m '%s' -f '%s'", model(),
                                           in_dir("random.bin"));
