@@ -624,12 +624,13 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
 
 // The most the tokenizer holds per byte of text, all at once: the text
 // itself (1), its code points (4, in an array grown by doubling: 8), the
-// pre-tokenizer's pieces (at most one per code point, a size_t each, doubling:
-// 16) and the ids (up to 3 per byte, U+FFFD's byte tokens for an invalid
-// byte, 4 bytes each, doubling: 24). Random bytes come to 15.5 bytes of peak
-// RSS per byte; the limit is checked against this bound, so that running out
-// of memory mid-tokenization (an abort) cannot happen below the limit.
-enum { TOKENIZE_BYTES_PER_BYTE = 49 };
+// pre-tokenizer's pieces (at most one per code point, 4 bytes each,
+// doubling: 8) and the ids (up to 3 per byte, U+FFFD's byte tokens for an
+// invalid byte, 4 bytes each, doubling: 24). Random bytes come to 14 bytes of
+// peak RSS per byte, English text to 8; the limit is checked against this
+// bound, so that running out of memory mid-tokenization (an abort) cannot
+// happen below the limit.
+enum { TOKENIZE_BYTES_PER_BYTE = 41 };
 
 bool cli_tokenize_fits(const char * cmd, const char * name, size_t len) {
     const char *   what;
