@@ -13,7 +13,7 @@
 // A programming error (a tensor outside its buffer, a copy between tensors of
 // different sizes): stop with a message, as GGML_ASSERT does.
 static void backend_abort(const char * what, const struct mg_tensor * t) {
-    fprintf(stderr, "mg: backend: %s (tensor '%s')\n", what, t != NULL ? t->name : "?");
+    fprintf(stderr, "mg: backend: %s (tensor '%s')\n", what, mg_quote(t != NULL ? t->name : "?"));
     abort();
 }
 

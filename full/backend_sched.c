@@ -89,7 +89,7 @@ void mg_sched_free(struct mg_sched * sched) {
 
 void mg_sched_set_tensor_backend(struct mg_sched * sched, struct mg_tensor * t, int i) {
     if (i < 0 || i >= sched->n_backends) {
-        fprintf(stderr, "mg: scheduler: backend %d of %d for tensor '%s'\n", i, sched->n_backends, t->name);
+        fprintf(stderr, "mg: scheduler: backend %d of %d for tensor '%s'\n", i, sched->n_backends, mg_quote(t->name));
         abort();
     }
     if (sched->n_pins == sched->pins_capacity) {

@@ -734,7 +734,7 @@ bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
         fprintf(stderr, "MG_DOT: %s\n", mg_last_error());
         return false;
     }
-    fprintf(stderr, "wrote %s\n", path);
+    fprintf(stderr, "wrote %s\n", mg_quote(path));
     return true;
 }
 //@- full dot-extras
@@ -779,7 +779,7 @@ bool mg_session_dump_svg(const struct mg_session * s, const char * name) {
     //@+ full backend
     if (s->sched != NULL) {
         if (getenv("MG_SVG") != NULL) fprintf(stderr, "MG_SVG: %s: the memory map of a graph run by the scheduler "
-                                                      "(-ngl) is not yet drawn\n", name);
+                                                      "(-ngl) is not yet drawn\n", mg_quote(name));
         return false;
     }
     //@- full backend

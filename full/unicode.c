@@ -151,12 +151,13 @@ const char * mg_pretok_name(enum mg_pretok type) {
 
 void mg_pieces_push(struct mg_pieces * p, size_t len) {
     if (len == 0) return;
+    MG_ASSERT(len <= UINT32_MAX);   // a piece is part of one text, and texts are far shorter (vocab.h)
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 64;
         p->len = realloc(p->len, p->cap * sizeof(p->len[0]));
         MG_ASSERT(p->len != NULL);
     }
-    p->len[p->n++] = len;
+    p->len[p->n++] = (uint32_t) len;
 }
 
 void mg_pieces_free(struct mg_pieces * p) {

@@ -740,7 +740,8 @@ struct mg_vocab * mg_vocab_load(const struct mg_gguf * g) {
             const int32_t fallback = p.special[which] < p.n_tokens ? p.special[which] : -1;
             char instead[48] = "ignored";
             if (fallback >= 0) snprintf(instead, sizeof(instead), "using the default id %d", fallback);
-            fprintf(stderr, "mg: warning: %s: %s = %u is out of range (the vocabulary has %d tokens): %s\n", path,
+            fprintf(stderr, "mg: warning: %s: %s = %u is out of range (the vocabulary has %d tokens): %s\n",
+                    mg_quote(path),
                     key, id, p.n_tokens, instead);
             p.special[which] = fallback;
         }
@@ -1118,15 +1119,16 @@ static void partition(const struct mg_vocab * v, const char * text, size_t len, 
     free(next.data);
 }
 
-int32_t mg_tokenize(const struct mg_vocab * v, const char * text, int32_t text_len, int32_t * tokens, int32_t n_max,
-                    bool add_special, bool parse_special) {
-    const size_t len = text == NULL ? 0 : text_len < 0 ? strlen(text) : (size_t) text_len;
-    struct session s;
-    memset(&s, 0, sizeof(s));
+// The text's ids into s->out (the caller frees s->out.data, whatever the
+// result); the other buffers of the session are freed here. False after
+// mg_set_error.
+static bool tokenize_session(const struct mg_vocab * v, const char * text, size_t len, bool add_special,
+                             bool parse_special, struct session * s) {
+    memset(s, 0, sizeof(*s));
     struct fragments f = {0};
-    s.missing = -1;
+    s->missing = -1;
 
-    if (add_special && v->add_bos) ids_push(&s.out, v->special[MG_SPECIAL_BOS]);
+    if (add_special && v->add_bos) ids_push(&s->out, v->special[MG_SPECIAL_BOS]);
     partition(v, text, len, parse_special, &f);
     for (size_t i = 0; i < f.n; i++) {
         if (f.data[i].token >= 0) {
@@ -1134,21 +1136,38 @@ int32_t mg_tokenize(const struct mg_vocab * v, const char * text, int32_t text_l
                 mg_trace(MG_TRACE_BPE, "special token '%s' cut out before BPE: id %d", token_text(v, f.data[i].token),
                          f.data[i].token);
             }
-            ids_push(&s.out, f.data[i].token);
+            ids_push(&s->out, f.data[i].token);
         } else {
-            tokenize_text(v, &s, text + f.data[i].start, f.data[i].len);
+            tokenize_text(v, s, text + f.data[i].start, f.data[i].len);
         }
     }
-    if (add_special && v->add_eos) ids_push(&s.out, v->special[MG_SPECIAL_EOS]);
+    if (add_special && v->add_eos) ids_push(&s->out, v->special[MG_SPECIAL_EOS]);
 
-    int32_t result;
-    if (s.missing >= 0) {
+    bool ok = true;
+    if (s->missing >= 0) {
         mg_set_error("the vocabulary has no token for the byte 0x%02X (spelled '%s' in GPT-2's byte alphabet), so "
-                     "the text cannot be tokenized without losing it (llama.cpp drops it silently)", (unsigned) s.missing,
-                     s.missing_spelled);
-        result = INT32_MIN;
-    } else if (s.out.n > (size_t) INT32_MAX) {
-        mg_set_error("mg_tokenize: %zu tokens do not fit in an int32_t", s.out.n);
+                     "the text cannot be tokenized without losing it (llama.cpp drops it silently)",
+                     (unsigned) s->missing, s->missing_spelled);
+        ok = false;
+    } else if (s->out.n > (size_t) INT32_MAX) {
+        mg_set_error("mg_tokenize: %zu tokens do not fit in an int32_t", s->out.n);
+        ok = false;
+    }
+    free(f.data);
+    free(s->cpts);
+    mg_pieces_free(&s->pieces);
+    free(s->word.data);
+    free(s->symbols);
+    free(s->heap);
+    return ok;
+}
+
+int32_t mg_tokenize(const struct mg_vocab * v, const char * text, int32_t text_len, int32_t * tokens, int32_t n_max,
+                    bool add_special, bool parse_special) {
+    const size_t len = text == NULL ? 0 : text_len < 0 ? strlen(text) : (size_t) text_len;
+    struct session s;
+    int32_t result;
+    if (!tokenize_session(v, text, len, add_special, parse_special, &s)) {
         result = INT32_MIN;
     } else if ((int64_t) s.out.n > (int64_t) n_max) {
         result = -(int32_t) s.out.n;
@@ -1156,16 +1175,26 @@ int32_t mg_tokenize(const struct mg_vocab * v, const char * text, int32_t text_l
         if (s.out.n > 0) memcpy(tokens, s.out.data, s.out.n * sizeof(int32_t));
         result = (int32_t) s.out.n;
     }
-
-    free(f.data);
-    free(s.cpts);
-    mg_pieces_free(&s.pieces);
-    free(s.word.data);
-    free(s.symbols);
-    free(s.heap);
     free(s.out.data);
     return result;
 }
+
+//@+ full tokenize-alloc
+int32_t * mg_tokenize_alloc(const struct mg_vocab * v, const char * text, size_t len, bool add_special,
+                            bool parse_special, int32_t * n_tokens) {
+    struct session s;
+    if (!tokenize_session(v, text, len, add_special, parse_special, &s)) {
+        free(s.out.data);
+        return NULL;
+    }
+    // The session's own array, cut to its length: no second copy of the ids.
+    int32_t * ids = s.out.n > 0 ? realloc(s.out.data, s.out.n * sizeof(int32_t)) : NULL;
+    if (ids == NULL) ids = s.out.n > 0 ? s.out.data : malloc(sizeof(int32_t));
+    if (ids == NULL) mg_set_error("out of memory");
+    *n_tokens = (int32_t) s.out.n;
+    return ids;
+}
+//@- full tokenize-alloc
 
 // ---------------------------------------------------------------------------
 // Ids -> text

@@ -156,6 +156,14 @@ bool mg_vocab_is_eog(const struct mg_vocab * vocab, int32_t token);
 // no token for a byte of the text (llama.cpp drops it and loses the byte).
 int32_t mg_tokenize(const struct mg_vocab * vocab, const char * text, int32_t text_len, int32_t * tokens,
                     int32_t n_max, bool add_special, bool parse_special);
+//@+ full tokenize-alloc
+// The same into an array of exactly the ids' count (*n_tokens, may be 0;
+// the caller frees it): a long text is tokenized once, and its ids are held
+// once, not in a buffer sized by a guess beside the tokenizer's own. NULL
+// after mg_set_error.
+int32_t * mg_tokenize_alloc(const struct mg_vocab * vocab, const char * text, size_t len, bool add_special,
+                            bool parse_special, int32_t * n_tokens);
+//@- full tokenize-alloc
 
 // ---------------------------------------------------------------------------
 // Ids -> text

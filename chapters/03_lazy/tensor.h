@@ -54,6 +54,16 @@ const char * mg_last_error(void);
 void         mg_set_error(const char * fmt, ...);
 void         mg_clear_error(void);
 
+// A name from a user or a file (a path, a flag's value, a key or tensor name)
+// as an error message may show it: every control byte (C0 including \n and
+// \t, DEL, the C1 controls) and every byte that starts no UTF-8 character is
+// written \xNN, so that a name holding ESC sequences cannot clear the screen,
+// retitle the window or fake a line of output (coreutils' quote() does the
+// same). The result lives in one of 4 slots per thread, so a message can
+// quote up to 4 names; a name longer than about 500 bytes is cut with "...".
+// mg_set_error escapes its whole message the same way.
+const char * mg_quote(const char * s);
+
 // ---------------------------------------------------------------------------
 // Element types. The numbers are ggml's (ggml.h, enum ggml_type) because they
 // are written into GGUF files: a type id read from a file indexes this enum.

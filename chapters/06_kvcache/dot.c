@@ -159,6 +159,6 @@ bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name) {
         fprintf(stderr, "MG_DOT: %s\n", mg_last_error());
         return false;
     }
-    fprintf(stderr, "wrote %s\n", path);
+    fprintf(stderr, "wrote %s\n", mg_quote(path));
     return true;
 }

@@ -34,10 +34,61 @@ const char * mg_last_error(void) {
     return mg_error_message;
 }
 
+// How many bytes at s[i] form one character a terminal only shows: 0 for a
+// control byte (C0 with \n and \t, DEL, the C1 controls U+0080..U+009F) and
+// for a byte that starts no whole UTF-8 character (a lone 0x9B is CSI to a
+// terminal in 8-bit mode). Those are the bytes a terminal acts on.
+static size_t shown_char_len(const unsigned char * s, size_t len, size_t i) {
+    const unsigned char c = s[i];
+    if (c < 0x20 || c == 0x7F) return 0;
+    if (c < 0x80) return 1;
+    const size_t n = c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;   // 80..C1, F5..FF start none
+    if (n == 0 || i + n > len) return 0;
+    for (size_t k = 1; k < n; k++) {
+        if ((s[i + k] & 0xC0) != 0x80) return 0;
+    }
+    return c == 0xC2 && s[i + 1] <= 0x9F ? 0 : n;
+}
+
+// s[0..len) into out (cap >= 8 bytes, NUL-terminated), every byte
+// shown_char_len refuses written \xNN; cut with "..." when it does not fit.
+static void escape_controls(const char * s, size_t len, char * out, size_t cap) {
+    const unsigned char * u = (const unsigned char *) s;
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        const size_t n    = shown_char_len(u, len, i);
+        const size_t need = n > 0 ? n : 4;
+        if (o + need + 4 > cap) {   // room for "..." and the NUL
+            memcpy(out + o, "...", 4);
+            return;
+        }
+        if (n > 0) memcpy(out + o, s + i, n);
+        else snprintf(out + o, cap - o, "\\x%02x", u[i]);
+        o += need;
+        i += n > 0 ? n : 1;
+    }
+    out[o] = '\0';
+}
+
+const char * mg_quote(const char * s) {
+    static _Thread_local char slots[4][512];
+    static _Thread_local int  next = 0;
+    if (s == NULL) return "(null)";
+    char * out = slots[next];
+    next = (next + 1) % 4;
+    escape_controls(s, strlen(s), out, sizeof(slots[0]));
+    return out;
+}
+
 void mg_set_error(const char * fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    vsnprintf(mg_error_message, sizeof(mg_error_message), fmt, args);
+    // A message may hold names from users and files that its caller did not
+    // quote: escaped here too, so that no error can carry ESC to a terminal.
+    // (Formatted apart first: an argument may be the last message itself.)
+    char raw[sizeof(mg_error_message)];
+    vsnprintf(raw, sizeof(raw), fmt, args);
+    escape_controls(raw, strlen(raw), mg_error_message, sizeof(mg_error_message));
     va_end(args);
 }
 

@@ -96,6 +96,6 @@ bool mg_gallocr_dump_svg_env(const struct mg_gallocr * ga, const struct mg_cgrap
         fprintf(stderr, "MG_SVG: %s\n", mg_last_error());
         return false;
     }
-    fprintf(stderr, "wrote %s\n", path);
+    fprintf(stderr, "wrote %s\n", mg_quote(path));
     return true;
 }

@@ -120,9 +120,9 @@ const char * mg_pretok_name(enum mg_pretok type);   // "default", "gpt2", "qwen2
 
 // A list of piece lengths, in code points; the pieces are consecutive.
 struct mg_pieces {
-    size_t * len;
-    size_t   n;
-    size_t   cap;
+    uint32_t * len;   // 32 bits, half of a size_t: a long text of short pieces holds one per code point
+    size_t     n;
+    size_t     cap;
 };
 
 void mg_pieces_push(struct mg_pieces * p, size_t len);   // ignores len 0

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,8 +42,8 @@ static void print_usage(const char * usage, const struct cli_option * opts, int 
 }
 
 static const char * kind_name(enum cli_kind k) {
-    static const char * const names[] = {"flag", "int", "float", "u64", "string", "in-file", "in-dir", "out-file",
-                                         "out-dir"};
+    static const char * const names[] = {"flag", "int", "float", "u64", "seed", "string", "in-file", "in-dir",
+                                         "out-file", "out-dir"};
     return names[k];
 }
 
@@ -105,6 +106,10 @@ static const struct cli_option * find_option(const char * arg, const struct cli_
 static bool set_value(const char * cmd, const struct cli_option * o, const char * arg, const char * text) {
     char * end = NULL;
     errno = 0;
+    if (o->kind == CLI_SEED && strcmp(text, "-1") == 0) {
+        *(uint64_t *) o->value = CLI_SEED_RANDOM;
+        return true;
+    }
     switch (o->kind) {
         case CLI_FLAG:
             *(bool *) o->value = true;
@@ -127,7 +132,7 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
             const long long v = strtoll(text, &end, 10);
             if (end != text && *end == '\0' && (errno == ERANGE || v < INT_MIN || v > INT_MAX)) {
                 const bool big = text[0] != '-';
-                fprintf(stderr, "mg %s: %s %s is too %s, at %s %d\n", cmd, arg, text, big ? "large" : "small",
+                fprintf(stderr, "mg %s: %s %s is too %s, at %s %d\n", cmd, arg, mg_quote(text), big ? "large" : "small",
                         big ? "most" : "least", big ? INT_MAX : INT_MIN);
                 return false;
             }
@@ -137,10 +142,12 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
             }
             break;
         }
+        case CLI_SEED:   // -1 (random) is taken before the switch; any other seed is a u64
         case CLI_U64: {
             const unsigned long long v = strtoull(text, &end, 10);
             if (end != text && *end == '\0' && text[0] != '-' && errno == ERANGE) {
-                fprintf(stderr, "mg %s: %s %s is too large, at most %llu\n", cmd, arg, text, (unsigned long long) UINT64_MAX);
+                fprintf(stderr, "mg %s: %s %s is too large, at most %llu\n", cmd, arg, mg_quote(text),
+                        (unsigned long long) UINT64_MAX);
                 return false;
             }
             if (errno == 0 && end != text && *end == '\0' && text[0] != '-') {
@@ -152,7 +159,7 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         case CLI_FLOAT: {
             const float v = strtof(text, &end);
             if (end != text && *end == '\0' && !isfinite(v)) {
-                fprintf(stderr, "mg %s: %s needs a finite number, got '%s'\n", cmd, arg, text);
+                fprintf(stderr, "mg %s: %s needs a finite number, got '%s'\n", cmd, arg, mg_quote(text));
                 return false;
             }
             if (errno == 0 && end != text && *end == '\0') {
@@ -163,7 +170,10 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
         }
     }
     fprintf(stderr, "mg %s: %s needs a %s, got '%s'\n", cmd, arg,
-            o->kind == CLI_FLOAT ? "number" : "whole number", text);
+            o->kind == CLI_FLOAT  ? "number"
+            : o->kind == CLI_SEED ? "whole number >= 0, or -1 (random)"
+                                  : "whole number",
+            mg_quote(text));
     return false;
 }
 
@@ -184,7 +194,7 @@ bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_opti
         if (arg[0] == '-' && arg[1] != '\0') {
             const struct cli_option * o = find_option(arg, opts, n_opts);
             if (o == NULL) {
-                fprintf(stderr, "mg %s: unknown option '%s' (see mg %s --help)\n", cmd, arg, cmd);
+                fprintf(stderr, "mg %s: unknown option '%s' (see mg %s --help)\n", cmd, mg_quote(arg), cmd);
                 return false;
             }
             if (o->kind != CLI_FLAG && i + 1 >= argc) {
@@ -195,7 +205,7 @@ bool cli_parse(int argc, char ** argv, const char * usage, const struct cli_opti
         } else if (*n_positional < max_positional) {
             positional[(*n_positional)++] = arg;
         } else {
-            fprintf(stderr, "mg %s: unexpected argument '%s' (see mg %s --help)\n", cmd, arg, cmd);
+            fprintf(stderr, "mg %s: unexpected argument '%s' (see mg %s --help)\n", cmd, mg_quote(arg), cmd);
             return false;
         }
     }
@@ -255,12 +265,12 @@ static bool cli_devices_setup(const char * cmd, const struct cli_engine_opts * e
     mg_backend_dev_t dev = NULL;
     if (e->device != NULL) {
         if ((dev = mg_backend_dev_by_name(e->device)) == NULL) {
-            fprintf(stderr, "mg %s: -dev %s: %s\n", cmd, e->device, mg_last_error());
+            fprintf(stderr, "mg %s: -dev %s: %s\n", cmd, mg_quote(e->device), mg_last_error());
             return false;
         }
         if (mg_backend_dev_type(dev) == MG_BACKEND_DEVICE_TYPE_CPU) {
             fprintf(stderr, "mg %s: -dev %s: the CPU runs whatever no device takes; -dev names a GPU device "
-                    "(mg --list-devices)\n", cmd, e->device);
+                    "(mg --list-devices)\n", cmd, mg_quote(e->device));
             return false;
         }
     }
@@ -291,7 +301,7 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         return false;
     }
     if (strcmp(e->kv_type, "f16") != 0 && strcmp(e->kv_type, "f32") != 0) {
-        fprintf(stderr, "mg %s: --kv-type must be f16 or f32, got '%s'\n", cmd, e->kv_type);
+        fprintf(stderr, "mg %s: --kv-type must be f16 or f32, got '%s'\n", cmd, mg_quote(e->kv_type));
         return false;
     }
     if (!cli_devices_setup(cmd, e)) return false;
@@ -358,7 +368,7 @@ int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out) 
         {NULL, "--min-p", CLI_FLOAT, &s->p.min_p, "drop tokens below this fraction of the best one (0.05)"},
         {NULL, "--repeat-penalty", CLI_FLOAT, &s->p.repeat_penalty, "penalise recent tokens (default 1 = off)"},
         {NULL, "--repeat-last-n", CLI_INT, &s->p.repeat_last_n, "how many recent tokens it looks at (64)"},
-        {"-s", "--seed", CLI_U64, &s->p.seed, "random seed (default: from the clock)"},
+        {"-s", "--seed", CLI_SEED, &s->p.seed, "random seed (default: from the clock; -1: a random one, printed)"},
     };
     memcpy(out, rows, sizeof(rows));
     return (int) (sizeof(rows) / sizeof(rows[0]));
@@ -384,7 +394,25 @@ bool cli_not_both(const char * cmd, bool a, const char * a_flag, bool b, const c
     return false;
 }
 
+// A seed for --seed -1: from the kernel's random source, else from the clock
+// and the process id. 32 bits, as llama.cpp's seeds, so it is short to type
+// back; never CLI_SEED_RANDOM itself.
+static uint64_t random_seed(void) {
+    uint32_t seed = 0;
+    if (getrandom(&seed, sizeof(seed), 0) != (ssize_t) sizeof(seed)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = (uint32_t) ts.tv_nsec ^ (uint32_t) ts.tv_sec ^ ((uint32_t) getpid() << 16);
+    }
+    return seed;
+}
+
 bool cli_sampling_setup(const char * cmd, struct cli_sampling_opts * s) {
+    if (s->p.seed == CLI_SEED_RANDOM) {
+        s->p.seed = random_seed();
+        fprintf(stderr, "mg %s: --seed -1: the seed is %llu (--seed %llu repeats this run)\n", cmd,
+                (unsigned long long) s->p.seed, (unsigned long long) s->p.seed);
+    }
     const struct mg_sampler_params * p = &s->p;
     const char * why = NULL;
     char value[64] = "";
@@ -431,23 +459,26 @@ bool cli_parse_type(const char * name, enum mg_type * out) {
 char * cli_read_file(const char * cmd, const char * path, size_t * len) {
     FILE * f = fopen(path, "rb");
     if (f == NULL) {
-        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, path, strerror(errno));
+        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {   // fopen opens a directory; reading it fails
-        fprintf(stderr, "mg %s: %s is a directory, not a file\n", cmd, path);
+        fprintf(stderr, "mg %s: %s is a directory, not a file\n", cmd, mg_quote(path));
         fclose(f);
         return NULL;
     }
     // At most what cli_tokenize takes: /dev/zero or a runaway pipe ends with a message, not out of memory.
     const size_t max = (size_t) INT32_MAX / 4;
+    // A regular file's buffer is its size (and one byte to see it grew): the
+    // doubling that a pipe needs would hold up to twice the text.
     size_t cap = 4096, n = 0;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t) st.st_size < max) cap = (size_t) st.st_size + 2;
     char * buf = malloc(cap);
     for (size_t got; buf != NULL && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
         n += got;
         if (n > max) {
-            fprintf(stderr, "mg %s: %s is larger than %zu bytes, the most a prompt can be\n", cmd, path, max);
+            fprintf(stderr, "mg %s: %s is larger than %zu bytes, the most a prompt can be\n", cmd, mg_quote(path), max);
             free(buf);
             fclose(f);
             return NULL;
@@ -461,8 +492,8 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len) {
     const int read_error = ferror(f) ? errno : 0;
     fclose(f);
     if (buf == NULL || read_error != 0) {
-        if (read_error != 0) fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, path, strerror(read_error));
-        else fprintf(stderr, "mg %s: %s is too big to read\n", cmd, path);
+        if (read_error != 0) fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(read_error));
+        else fprintf(stderr, "mg %s: %s is too big to read\n", cmd, mg_quote(path));
         free(buf);
         return NULL;
     }
@@ -476,7 +507,14 @@ char * cli_prompt_text(const char * cmd, const char * prompt, const char * promp
         fprintf(stderr, "mg %s: give the prompt with either -p TEXT or -f FILE\n", cmd);
         return NULL;
     }
-    if (prompt_file != NULL) return cli_read_file(cmd, prompt_file, len);
+    if (prompt_file != NULL) {
+        char * text = cli_read_file(cmd, prompt_file, len);
+        if (text != NULL && !cli_tokenize_fits(cmd, mg_quote(prompt_file), *len)) {   // said with the file's name
+            free(text);
+            return NULL;
+        }
+        return text;
+    }
     *len = strlen(prompt);
     return strdup(prompt);
 }
@@ -574,7 +612,7 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
     fprintf(stderr, "mg: memory           = %9.2f MiB compute buffer (peak), %.2f MiB work buffer, %.2f MiB KV cache\n",
             mg_mib(st.compute_buffer_size), mg_mib(st.work_size), mg_mib(st.kv_size));
     fprintf(stderr, "mg: weights          = %9.2f MiB mapped from %s\n", mg_mib(mg_session_model(s)->n_weight_bytes),
-            mg_session_model(s)->path);
+            mg_quote(mg_session_model(s)->path));
     const struct mg_model * m = mg_session_model(s);
     fprintf(stderr, "mg: repacked         = %9.2f MiB: %d Q4_0/Q4_K/Q2_K matrices in groups of 8 rows (%s)\n",
             mg_mib(m->n_repacked_bytes), m->n_repacked, m->n_repacked > 0 ? "--no-repack to compare" : "off or none");
@@ -584,31 +622,37 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
 // Tokenizing and sessions, with the checks every command needs
 // ---------------------------------------------------------------------------
 
-// mg_tokenize into a buffer of the right size: a guess first (a byte gives at
-// most three byte tokens: an invalid byte is U+FFFD), then exactly the count
-// a negative return asks for. NULL after printing why.
+// The most the tokenizer holds per byte of text, all at once: the text
+// itself (1), its code points (4, in an array grown by doubling: 8), the
+// pre-tokenizer's pieces (at most one per code point, 4 bytes each,
+// doubling: 8) and the ids (up to 3 per byte, U+FFFD's byte tokens for an
+// invalid byte, 4 bytes each, doubling: 24). Random bytes come to 14 bytes of
+// peak RSS per byte, English text to 8; the limit is checked against this
+// bound, so that running out of memory mid-tokenization (an abort) cannot
+// happen below the limit.
+enum { TOKENIZE_BYTES_PER_BYTE = 41 };
+
+bool cli_tokenize_fits(const char * cmd, const char * name, size_t len) {
+    const char *   what;
+    const uint64_t limit = mg_memory_limit(&what);
+    const uint64_t need  = (uint64_t) len * TOKENIZE_BYTES_PER_BYTE + (1u << 20);
+    if (need <= limit) return true;
+    fprintf(stderr, "mg %s: %s is %zu bytes: tokenizing it may need up to %llu bytes, more than %s, %llu bytes\n",
+            cmd, name, len, (unsigned long long) need, what, (unsigned long long) limit);
+    return false;
+}
+
+// mg_tokenize_alloc, with the length and the memory it needs checked first.
+// NULL after printing why.
 int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const char * text, size_t len,
                        bool add_special, bool parse_special, int32_t * n_tokens) {
     if (len > (size_t) INT32_MAX / 4) {
         fprintf(stderr, "mg %s: the text is %zu bytes; at most %d can be tokenized\n", cmd, len, INT32_MAX / 4);
         return NULL;
     }
-    int32_t   cap = (int32_t) len + 2;
-    int32_t * ids = malloc((size_t) cap * sizeof(int32_t));
-    int32_t   n   = ids ? mg_tokenize(vocab, text, (int32_t) len, ids, cap, add_special, parse_special) : 0;
-    if (ids != NULL && n < 0 && n != INT32_MIN) {
-        cap = -n;
-        free(ids);
-        ids = malloc((size_t) cap * sizeof(int32_t));
-        n   = ids ? mg_tokenize(vocab, text, (int32_t) len, ids, cap, add_special, parse_special) : 0;
-    }
-    if (ids == NULL || n < 0) {
-        fprintf(stderr, "mg %s: cannot tokenize the text (%zu bytes): %s\n", cmd, len,
-                ids == NULL ? "out of memory" : n == INT32_MIN ? mg_last_error() : "the token count changed");
-        free(ids);
-        return NULL;
-    }
-    *n_tokens = n;
+    if (!cli_tokenize_fits(cmd, "the text", len)) return NULL;
+    int32_t * ids = mg_tokenize_alloc(vocab, text, len, add_special, parse_special, n_tokens);
+    if (ids == NULL) fprintf(stderr, "mg %s: cannot tokenize the text (%zu bytes): %s\n", cmd, len, mg_last_error());
     return ids;
 }
 

@@ -38,6 +38,7 @@ enum cli_kind {
     CLI_INT,        // int
     CLI_FLOAT,      // float
     CLI_U64,        // uint64_t
+    CLI_SEED,       // uint64_t, or -1: CLI_SEED_RANDOM (a random seed, picked and printed by cli_sampling_setup)
     CLI_STRING,     // const char *: text, not a file
     CLI_IN_FILE,    // a file the command reads: no output may be it
     CLI_IN_DIR,     // a directory whose files the command reads (mkmodel --vocab)
@@ -104,6 +105,11 @@ struct cli_sampling_opts {
     struct mg_sampler_params p;
 };
 
+// --seed -1, as llama.cpp takes it (LLAMA_DEFAULT_SEED, 0xFFFFFFFF there):
+// "pick a random seed". The seed picked is printed on stderr, so that the
+// run can be repeated with it.
+#define CLI_SEED_RANDOM UINT64_MAX
+
 struct cli_sampling_opts cli_sampling_defaults(void);
 int cli_sampling_options(struct cli_sampling_opts * s, struct cli_option * out);
 
@@ -135,6 +141,11 @@ char * cli_read_file(const char * cmd, const char * path, size_t * len);
 
 // A prompt from -p or -f: exactly one of them must be given.
 char * cli_prompt_text(const char * cmd, const char * prompt, const char * prompt_file, size_t * len);
+
+// Whether tokenizing len bytes fits in the memory this process may use
+// (mg_memory_limit), at the tokenizer's most per byte; false after printing
+// why, naming name (a file, or "the text") and the bytes it may need.
+bool cli_tokenize_fits(const char * cmd, const char * name, size_t len);
 
 // The tokens of text[0..len) (mg_tokenize's flags), in a buffer sized by the
 // count mg_tokenize asks for; *n_tokens may be 0. NULL after printing why.

@@ -14,7 +14,7 @@ bool cli_normalize(const char * cmd, const char * mode, char ** text, size_t * l
     if (mode == NULL) return true;
     if (strcmp(mode, "nfc") != 0) {
         fprintf(stderr, "mg %s: --normalize '%s': only 'nfc' is supported (canonical composition, as tokenizer.json's "
-                        "NFC normalizer)\n", cmd, mode);
+                        "NFC normalizer)\n", cmd, mg_quote(mode));
         return false;
     }
     if (text == NULL) return true;   // only checking the flag

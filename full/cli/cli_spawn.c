@@ -98,7 +98,7 @@ bool cli_run_child(const char * cmd, char * const * argv, double timeout_s, size
     c->status = -1;
     int pipe_fd[2];
     if (pipe(pipe_fd) != 0) {
-        fprintf(stderr, "mg %s: cannot run %s: pipe: %s\n", cmd, argv[0], strerror(errno));
+        fprintf(stderr, "mg %s: cannot run %s: pipe: %s\n", cmd, mg_quote(argv[0]), strerror(errno));
         return false;
     }
     posix_spawn_file_actions_t fa;
@@ -120,7 +120,7 @@ bool cli_run_child(const char * cmd, char * const * argv, double timeout_s, size
     close(pipe_fd[1]);
     if (rc != 0) {
         close(pipe_fd[0]);
-        fprintf(stderr, "mg %s: cannot run %s: %s\n", cmd, argv[0], strerror(rc));
+        fprintf(stderr, "mg %s: cannot run %s: %s\n", cmd, mg_quote(argv[0]), strerror(rc));
         return false;
     }
     const double deadline = seconds_now() + timeout_s;
@@ -134,15 +134,16 @@ bool cli_run_child(const char * cmd, char * const * argv, double timeout_s, size
     }
     c->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (c->timed_out) {
-        fprintf(stderr, "mg %s: %s did not finish within %g s (--rival-timeout): killed\n", cmd, argv[0], timeout_s);
+        fprintf(stderr, "mg %s: %s did not finish within %g s (--rival-timeout): killed\n", cmd, mg_quote(argv[0]),
+                timeout_s);
         return false;
     }
     if (c->too_big) {
-        fprintf(stderr, "mg %s: %s printed more than %zu bytes: killed\n", cmd, argv[0], max_out);
+        fprintf(stderr, "mg %s: %s printed more than %zu bytes: killed\n", cmd, mg_quote(argv[0]), max_out);
         return false;
     }
     if (!complete) {
-        fprintf(stderr, "mg %s: out of memory reading the output of %s\n", cmd, argv[0]);
+        fprintf(stderr, "mg %s: out of memory reading the output of %s\n", cmd, mg_quote(argv[0]));
         return false;
     }
     if (c->out == NULL && !append(c, "", 0, max_out)) return false;   // an empty string, never NULL

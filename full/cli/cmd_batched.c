@@ -172,7 +172,7 @@ static bool bb_run_llama(const char * exe, const char * model, const struct bb_r
                     said_nothing ? "it printed nothing on stdout"
                     : n_bad > 0  ? "its speeds were not numbers in (0, 1e9)"
                                  : "its table has no such row",
-                    exe);
+                    mg_quote(exe));
             return false;
         }
     }
@@ -262,7 +262,8 @@ struct bb_lists {
 static int bb_list(const char * cmd, const char * flag, const char * text, int * out, long lo, long hi) {
     const int n = cli_parse_int_list(text, out, MAX_LIST, lo, hi);
     if (n > 0) return n;
-    fprintf(stderr, "mg %s: %s '%s': need a comma list of at most %d whole numbers in %ld..%ld\n", cmd, flag, text,
+    fprintf(stderr, "mg %s: %s '%s': need a comma list of at most %d whole numbers in %ld..%ld\n", cmd, flag,
+            mg_quote(text),
             MAX_LIST, lo, hi);
     return 0;
 }

@@ -253,11 +253,11 @@ static bool run_llama_bench(const char * exe, const char * model, const struct b
             char name[48];
             test_name(&tests[i], name, sizeof(name));
             fprintf(stderr, "mg bench: llama-bench gave no result for %s at %d threads (exit status %d; %s) from %s\n",
-                    name, tests[i].n_threads, status,
+                    mg_quote(name), tests[i].n_threads, status,
                     said_nothing ? "it printed nothing on stdout"
                     : n_bad > 0  ? "its avg_ts was not a number in (0, 1e9)"
                                  : "its CSV has no row for it",
-                    exe);
+                    mg_quote(exe));
             return false;
         }
     }
@@ -302,7 +302,7 @@ static bool load_baselines(const char * cmd, const char * path, bool * too_many)
             continue;
         }
         if (n_baselines == MAX_BASELINES) {
-            fprintf(stderr, "mg %s: --baseline %s: more than %d figures; at most %d are read\n", cmd, path,
+            fprintf(stderr, "mg %s: --baseline %s: more than %d figures; at most %d are read\n", cmd, mg_quote(path),
                     MAX_BASELINES, MAX_BASELINES);
             *too_many = true;
             break;
@@ -471,7 +471,7 @@ static bool parse_lists(const char * cmd, const struct bench_opts * o, struct be
         *lists[i].n = cli_parse_int_list(lists[i].text, lists[i].out, MAX_LIST, lists[i].lo, lists[i].hi);
         if (*lists[i].n <= 0) {
             fprintf(stderr, "mg %s: %s %s: need a comma list of at most %d whole numbers in %ld..%ld\n", cmd,
-                    lists[i].flag, lists[i].text, MAX_LIST, lists[i].lo, lists[i].hi);
+                    lists[i].flag, mg_quote(lists[i].text), MAX_LIST, lists[i].lo, lists[i].hi);
             return false;
         }
     }
@@ -542,7 +542,7 @@ static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_r
         return false;
     }
     if (strcmp(o->kv, "f16") != 0 && strcmp(o->kv, "f32") != 0) {
-        fprintf(stderr, "mg %s: --kv-type '%s': f16 or f32\n", cmd, o->kv);
+        fprintf(stderr, "mg %s: --kv-type '%s': f16 or f32\n", cmd, mg_quote(o->kv));
         return false;
     }
     b->n_tests = make_tests(&b->lists, b->tests);
@@ -562,12 +562,12 @@ static bool bench_set_up(const char * cmd, struct bench_run * b) {
     if (o->baseline != NULL && !load_baselines(cmd, o->baseline, &too_many)) {
         if (too_many) return false;   // said
         fprintf(stderr, "mg %s: --baseline %s: not a text file of at most 1 MiB, or no line \"model test threads t/s\" in it\n", cmd,
-                o->baseline);
+                mg_quote(o->baseline));
         return false;
     }
     if (o->bandwidth != NULL && !load_bandwidth(o->bandwidth)) {
         fprintf(stderr, "mg %s: --bandwidth %s: not a text file of at most 1 MiB, or no line \"threads GB/s\" (GB/s > 0) in it\n", cmd,
-                o->bandwidth);
+                mg_quote(o->bandwidth));
         return false;
     }
     b->race     = o->llama_bench != NULL;
@@ -583,12 +583,12 @@ static void bench_warn(const char * cmd, const struct bench_run * b, const char 
     const int need = ctx_needed(b->tests, b->n_tests);
     if (need > m->hp.n_ctx_train) {   // as the other commands warn about -c (llama.cpp too)
         fprintf(stderr, "mg %s: warning: %s: the tests need %d positions (-d + -p or -n), more than the %d the "
-                        "model was trained with: possible training context overflow\n", cmd, path, need,
+                        "model was trained with: possible training context overflow\n", cmd, mg_quote(path), need,
                 m->hp.n_ctx_train);
     }
     if (m->n_repacked > 0) {
         fprintf(stderr, "mg %s: %s: %d Q4_0/Q4_K/Q2_K matrices repacked in groups of 8 rows (%.2f MiB; --no-repack to compare)\n",
-                cmd, path, m->n_repacked, mg_mib(m->n_repacked_bytes));
+                cmd, mg_quote(path), m->n_repacked, mg_mib(m->n_repacked_bytes));
     }
 }
 
@@ -604,7 +604,7 @@ static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int 
     const double weight_bytes = (double) m->n_weight_bytes;
     mg_model_free(m);
     if (!ok) {
-        fprintf(stderr, "mg %s: %s: %s\n", cmd, path, mg_last_error());
+        fprintf(stderr, "mg %s: %s: %s\n", cmd, mg_quote(path), mg_last_error());
         return false;
     }
     if (b->race && !run_llama_bench(b->o.llama_bench, path, &b->lists, b->tests, b->n_tests, b->o.reps, b->o.kv,
@@ -621,7 +621,8 @@ static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int 
         if (b->race) r->theirs[round] = theirs[i];
         else print_row(r, 1, false);
     }
-    if (b->race) fprintf(stderr, "mg %s: round %d of %d: %s done\n", cmd, round + 1, b->n_rounds, base_name(path));
+    if (b->race) fprintf(stderr, "mg %s: round %d of %d: %s done\n", cmd, round + 1, b->n_rounds,
+                         mg_quote(base_name(path)));
     return true;
 }
 

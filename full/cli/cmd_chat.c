@@ -31,6 +31,7 @@ struct chat {
     const char *        normalize;    // --normalize: NULL or "nfc"
     bool                start_over;   // the last answer was cut: the next message begins a new conversation
     bool                failed;       // logits not finite: the model cannot answer, mg chat stops (printed)
+    int                 n_unanswered; // messages too long for the whole context: said, and the exit status is 1
 };
 
 // What a turn's evaluation came to.
@@ -144,6 +145,7 @@ static void turn(struct chat * c, const char * system, const char * user) {
     if (fed == NO_ROOM) {
         fprintf(stderr, "[mg chat: this message is %d tokens with its template, more than the context holds (-c %d): "
                         "not answered; a shorter message, or a larger -c]\n", n, n_ctx);
+        c->n_unanswered++;
     } else if (fed == FED) {
         answer(c);
     }
@@ -242,7 +244,16 @@ int cmd_chat(int argc, char ** argv) {
         if (c.failed) break;
     }
     // getline's -1 is also a read error (stdin a directory: EISDIR): said, not taken for the end of the input.
-    const int status = read_error != 0 || c.failed ? 1 : 0;
+    // A message too long for the context was not answered: the chat goes on
+    // (a shorter one may follow), but the exit status says that not every
+    // message got an answer. llama-cli does the same for a prompt longer than
+    // the context ("prompt is too long", exit 1); llama-simple-chat stops with
+    // "context size exceeded" and exit 0, which a script cannot tell from success.
+    if (c.n_unanswered > 0) {
+        fprintf(stderr, "mg %s: %d message%s not answered: longer than the context (-c %d)\n", cmd, c.n_unanswered,
+                c.n_unanswered == 1 ? " was" : "s were", mg_session_n_ctx(c.s));
+    }
+    const int status = read_error != 0 || c.failed || c.n_unanswered > 0 ? 1 : 0;
     if (read_error > 0) fprintf(stderr, "mg %s: cannot read the messages from standard input: %s\n", cmd, strerror(read_error));
     free(line);
     mg_sampler_free(c.sampler);

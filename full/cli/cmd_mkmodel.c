@@ -186,7 +186,7 @@ static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0,
     char *  data = malloc(row_size * (size_t) ne1);
     float * row  = malloc((size_t) ne0 * sizeof(float));
     if (data == NULL || row == NULL) {
-        fprintf(stderr, "mg mkmodel: out of memory for %s\n", name);
+        fprintf(stderr, "mg mkmodel: out of memory for %s\n", mg_quote(name));
         return false;
     }
     for (int64_t r = 0; r < ne1; r++) {
@@ -207,7 +207,7 @@ static bool add_norm(struct model_writer * mw, const char * name, int64_t n) {
     if (counted(mw, (uint64_t) n * sizeof(float))) return true;
     float * data = malloc((size_t) n * sizeof(float));
     if (data == NULL) {
-        fprintf(stderr, "mg mkmodel: out of memory for %s\n", name);
+        fprintf(stderr, "mg mkmodel: out of memory for %s\n", mg_quote(name));
         return false;
     }
     for (int64_t i = 0; i < n; i++) data[i] = mw->scaled ? 1.0f + rng_weight(&mw->rng, 0.1f) : 1.0f;
@@ -260,7 +260,7 @@ static bool add_bias(struct model_writer * mw, const char * name, int64_t n) {
     if (counted(mw, (uint64_t) n * sizeof(float))) return true;
     float * data = malloc((size_t) n * sizeof(float));
     if (data == NULL) {
-        fprintf(stderr, "mg mkmodel: out of memory for %s\n", name);
+        fprintf(stderr, "mg mkmodel: out of memory for %s\n", mg_quote(name));
         return false;
     }
     for (int64_t i = 0; i < n; i++) data[i] = rng_weight(&mw->rng, mw->scaled ? 0.1f : 0.02f);
@@ -347,7 +347,7 @@ static bool choose_shape(const char * cmd, const char * preset_name, const struc
     }
     if (base == NULL) {
         fprintf(stderr, "mg %s: --preset '%s': not a preset (tiny, tiny2, minimind, qwen3-0.6b, tiny-llama, tiny-qwen2, "
-                        "llama3.2-1b, smollm2-135m, qwen2.5-0.5b)\n", cmd, preset_name);
+                        "llama3.2-1b, smollm2-135m, qwen2.5-0.5b)\n", cmd, mg_quote(preset_name));
         return false;
     }
     *shape = *base;
@@ -397,7 +397,8 @@ static bool check_shape(const char * cmd, const struct preset * p) {
         return false;
     }
     if (p->arch != NULL && strcmp(p->arch, "llama") != 0 && strcmp(p->arch, "qwen2") != 0) {
-        fprintf(stderr, "mg %s: --arch '%s': not an architecture mkmodel writes (llama, qwen2, qwen3)\n", cmd, p->arch);
+        fprintf(stderr, "mg %s: --arch '%s': not an architecture mkmodel writes (llama, qwen2, qwen3)\n", cmd,
+                mg_quote(p->arch));
         return false;
     }
     if (p->arch != NULL && strcmp(p->arch, "qwen2") == 0 && p->head_dim * p->n_head != p->n_embd) {
@@ -414,15 +415,15 @@ static bool check_shape(const char * cmd, const struct preset * p) {
     if (p->pre != NULL && strcmp(p->pre, "gpt-2") != 0 && strcmp(p->pre, "qwen2") != 0 &&
         strcmp(p->pre, "llama-bpe") != 0 && strcmp(p->pre, "smollm") != 0) {
         fprintf(stderr, "mg %s: --pre '%s': not a pre-tokenizer mkmodel writes (gpt-2, qwen2, llama-bpe, smollm)\n",
-                cmd, p->pre);
+                cmd, mg_quote(p->pre));
         return false;
     }
     if (strcmp(p->rng, "box-muller") != 0 && strcmp(p->rng, "sum4") != 0) {
-        fprintf(stderr, "mg %s: --rng '%s': not a generator (box-muller, sum4)\n", cmd, p->rng);
+        fprintf(stderr, "mg %s: --rng '%s': not a generator (box-muller, sum4)\n", cmd, mg_quote(p->rng));
         return false;
     }
     if (strcmp(p->init, "flat") != 0 && strcmp(p->init, "scaled") != 0) {
-        fprintf(stderr, "mg %s: --init '%s': not a weight scale (flat, scaled)\n", cmd, p->init);
+        fprintf(stderr, "mg %s: --init '%s': not a weight scale (flat, scaled)\n", cmd, mg_quote(p->init));
         return false;
     }
     return true;
@@ -435,7 +436,7 @@ static bool check_shape(const char * cmd, const struct preset * p) {
 static bool loads_and_tokenizes(const char * cmd, const char * path, const char * out) {
     struct mg_model * m = mg_model_load(path);
     if (m == NULL) {
-        fprintf(stderr, "mg %s: the model written for %s does not load: %s\n", cmd, out, mg_last_error());
+        fprintf(stderr, "mg %s: the model written for %s does not load: %s\n", cmd, mg_quote(out), mg_last_error());
         return false;
     }
     static const char text[] = "Hello, world: 42 times.";
@@ -449,11 +450,13 @@ static bool loads_and_tokenizes(const char * cmd, const char * path, const char 
     }
     const bool ok = n > 0 && len == (int32_t) strlen(text) && memcmp(back, text, (size_t) len) == 0;
     if (!ok && n == INT32_MIN) {
-        fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s'): %s\n", cmd, out, text,
-                mg_last_error());
+        fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s'): %s\n", cmd, mg_quote(out),
+                text, mg_last_error());
     } else if (!ok) {
+        back[len] = '\0';   // the pieces of a hostile tokenizer.json may hold control bytes: quoted
         fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s' gives %d tokens that read "
-                        "back as '%.*s'); is it a byte-level BPE tokenizer.json?\n", cmd, out, text, n, len, back);
+                        "back as '%s'); is it a byte-level BPE tokenizer.json?\n", cmd, mg_quote(out), text, n,
+                mg_quote(back));
     }
     mg_model_free(m);
     return ok;
@@ -551,7 +554,7 @@ int cmd_mkmodel(int argc, char ** argv) {
         return 1;
     }
     if (!cli_parse_type(type_name, &type) || mg_get_type_traits_cpu(type) == NULL) {
-        fprintf(stderr, "mg %s: '%s' is not a weight type this engine can write and run\n", cmd, type_name);
+        fprintf(stderr, "mg %s: '%s' is not a weight type this engine can write and run\n", cmd, mg_quote(type_name));
         return 1;
     }
     const char * target = out;   // checked by cli_parse (not --vocab's files); a symlink's target

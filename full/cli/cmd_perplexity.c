@@ -304,7 +304,8 @@ static bool same_tokens(const char * cmd, const struct ppl_opts * o, const struc
     free(t);
     if (n / b->n_ctx < b->n_chunk || i < n_base) {
         fprintf(stderr, "mg %s: %s does not match %s: %s %d (%d tokens, %d chunks of %d; the base has %d chunks)\n",
-                cmd, o->text_file, o->kl_base, i < n && i < n_base ? "the tokens differ at" : "it ends at token", i, n,
+                cmd, mg_quote(o->text_file), mg_quote(o->kl_base),
+                i < n && i < n_base ? "the tokens differ at" : "it ends at token", i, n,
                 n / b->n_ctx, b->n_ctx, b->n_chunk);
         return false;
     }
@@ -363,8 +364,8 @@ static bool ppl_open_base(const char * cmd, struct ppl_run * r) {
         return false;
     }
     if (r->e.n_ctx != 0 && r->e.n_ctx != r->base.n_ctx) {
-        fprintf(stderr, "mg %s: %s was saved with -c %d, not %d (leave -c out)\n", cmd, r->o.kl_base, r->base.n_ctx,
-                r->e.n_ctx);
+        fprintf(stderr, "mg %s: %s was saved with -c %d, not %d (leave -c out)\n", cmd, mg_quote(r->o.kl_base),
+                r->base.n_ctx, r->e.n_ctx);
         return false;
     }
     if (r->o.text_file != NULL && !same_tokens(cmd, &r->o, r->m->vocab, &r->base)) return false;
@@ -380,7 +381,7 @@ static bool ppl_read_text(const char * cmd, struct ppl_run * r) {
     if (r->tokens == NULL) return false;
     if ((int64_t) r->n_tokens < 2 * (int64_t) r->e.n_ctx) {   // 64 bits: -c near INT_MAX must not wrap
         fprintf(stderr, "mg %s: %s tokenizes to only %d tokens: perplexity with -c %d needs at least %lld\n", cmd,
-                r->o.text_file, r->n_tokens, r->e.n_ctx, (long long) 2 * r->e.n_ctx);
+                mg_quote(r->o.text_file), r->n_tokens, r->e.n_ctx, (long long) 2 * r->e.n_ctx);
         return false;
     }
     return true;

@@ -111,7 +111,8 @@ static bool plan_tensors(const struct options * o, const struct mg_gguf * g, str
         if (!p->convert) continue;
         const struct mg_type_traits * src = mg_type_is_supported(in->type) ? mg_get_type_traits(in->type) : NULL;
         if (src == NULL || src->to_float == NULL) {
-            fprintf(stderr, "mg quantize: %s: cannot read type %s (this engine does not decode it)\n", in->name,
+            fprintf(stderr, "mg quantize: %s: cannot read type %s (this engine does not decode it)\n",
+                    mg_quote(in->name),
                     type_name(in->type));
             return false;
         }
@@ -182,7 +183,7 @@ static bool convert_tensor(struct tensor_plan * p, int n_threads, bool stats) {
     float *              scratch = malloc((size_t) n_jobs * 2 * ne0 * sizeof(float));
     const bool           ok = p->data && jobs && tids && started && scratch;
     if (!ok) {
-        fprintf(stderr, "mg quantize: out of memory converting %s (%zu bytes)\n", in->name, p->nbytes);
+        fprintf(stderr, "mg quantize: out of memory converting %s (%zu bytes)\n", mg_quote(in->name), p->nbytes);
     }
     for (int j = 0; ok && j < n_jobs; j++) {
         float * x = scratch + (size_t) j * 2 * ne0;
@@ -204,7 +205,7 @@ static bool convert_tensor(struct tensor_plan * p, int n_threads, bool stats) {
     // NaN or inf in the weights: llama-quantize refuses them too (ggml_validate_row_data on what it wrote).
     if (ok && bad >= 0) {
         fprintf(stderr, "mg quantize: %s: row %lld, element %lld is not a finite number; the model's weights are "
-                        "damaged\n", in->name, (long long) jobs[bad].bad_row, (long long) jobs[bad].bad_col);
+                        "damaged\n", mg_quote(in->name), (long long) jobs[bad].bad_row, (long long) jobs[bad].bad_col);
     }
     const bool finite = bad < 0;
     free(scratch);
@@ -264,7 +265,7 @@ static bool check_not_split(const struct mg_gguf * g) {
     uint32_t n_split = 1;
     if (mg_gguf_find_key(g, "split.count") >= 0 && mg_gguf_get_u32(g, "split.count", &n_split) && n_split > 1) {
         fprintf(stderr, "mg quantize: %s is one of %u shards; merge them first (llama-gguf-split --merge)\n",
-                mg_gguf_path(g), n_split);
+                mg_quote(mg_gguf_path(g)), n_split);
         return false;
     }
     mg_clear_error();

@@ -241,7 +241,8 @@ static bool run_write_trace(const char * cmd, const struct run_state * r) {
         fprintf(stderr, "mg %s: --trace-json: %s\n", cmd, mg_last_error());
         return false;
     }
-    fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd, r->o.trace_json);
+    fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd,
+            mg_quote(r->o.trace_json));
     if (r->n_eval > r->o.trace_steps) {
         fprintf(stderr, "mg %s: --trace-json holds the prompt and the first %d of %d decode steps (--trace-steps)\n",
                 cmd, r->o.trace_steps, r->n_eval);
@@ -263,7 +264,7 @@ static bool run_report(const char * cmd, struct run_state * r) {
     bool ok = true;
     if (r->o.memory_map != NULL) {
         if (mg_memory_model_dump_svg(&mm, r->o.memory_map)) {
-            fprintf(stderr, "mg %s: wrote %s\n", cmd, r->o.memory_map);
+            fprintf(stderr, "mg %s: wrote %s\n", cmd, mg_quote(r->o.memory_map));
         } else {
             fprintf(stderr, "mg %s: --memory-map: %s\n", cmd, mg_last_error());
             ok = false;

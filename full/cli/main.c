@@ -89,7 +89,7 @@ int main(int argc, char ** argv) {
     for (int i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], commands[i].name) == 0) return stdout_written(argv[1], commands[i].run(argc - 1, argv + 1));
     }
-    fprintf(stderr, "mg: unknown command '%s'\n\n", argv[1]);
+    fprintf(stderr, "mg: unknown command '%s'\n\n", mg_quote(argv[1]));
     usage(stderr);
     return 1;
 }

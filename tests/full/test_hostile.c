@@ -411,7 +411,7 @@ START_TEST(test_quantize_write_error) {
 END_TEST
 
 // ---------------------------------------------------------------------------
-// Chat: a turn that does not fit is said so; the session goes on
+// Chat: a turn that does not fit is said so; the session goes on, the exit status is 1
 // ---------------------------------------------------------------------------
 
 START_TEST(test_chat_overflow) {
@@ -421,7 +421,7 @@ START_TEST(test_chat_overflow) {
     strcat(msgs, "\nhi\n");
     write_file(in_dir("chat.txt"), msgs, strlen(msgs));
     struct mg_test_run r = mg_with("", in_dir("chat.txt"), "chat -m '%s' -c 64 -n 4 --temp 0", model());
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(r.status == 1, "exit %d (1: a message was not answered): %s", r.status, r.err);
     ck_assert_msg(strstr(r.err, "not answered") && strstr(r.err, "-c 64"), "%s", r.err);
     ck_assert_msg(mg_test_count_lines(r.out) == 1 && r.out_len > 1, "the short message got no answer: '%s'", r.out);
     mg_test_run_free(&r);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1335,6 +1336,125 @@ START_TEST(test_meaningless_counts_refused) {
 }
 END_TEST
 
+// Names a user types or a file holds (a path, a flag's value) went into
+// error messages raw: a file named ESC "[2J" cleared the screen of whoever
+// read the error. Every such name is now quoted (mg_quote): a control byte is
+// shown as \xNN, and the message stays one line.
+static void expect_quoted(const char * fmt, ...) __attribute__((format(printf, 1, 2)));
+static void expect_quoted(const char * fmt, ...) {
+    char    args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    struct mg_test_run r = mg("%s", args);
+    ck_assert_msg(r.status == 1, "mg %s: exit status %d: %s", args, r.status, r.err);
+    ck_assert_msg(strchr(r.err, 0x1b) == NULL && strchr(r.err, '\r') == NULL, "mg %s: ESC or CR in: %s", args, r.err);
+    ck_assert_msg(strstr(r.err, "\\x1b[2J") != NULL, "mg %s: the name is not shown quoted: %s", args, r.err);
+    ck_assert_msg(mg_test_count_lines(r.err) == 1, "mg %s: more than one line: %s", args, r.err);
+    mg_test_run_free(&r);
+}
+
+START_TEST(test_names_quoted_in_messages) {
+    const char * missing = in_dir("\x1b[2J\rfake.gguf");
+    const char * junk    = in_dir("\x1b[2Jjunk.gguf");
+    write_file(junk, "GGUF\x03\x00\x00\x00garbage", 16);
+    expect_quoted("run -m '%s' -p hi -n 1", missing);
+    expect_quoted("info '%s'", missing);
+    expect_quoted("info '%s'", junk);
+    expect_quoted("tokenize -m '%s' -p hi", junk);
+    expect_quoted("run -m '%s' -n 1 -f '%s'", model(), in_dir("\x1b[2J.txt"));
+    expect_quoted("run -m '%s' -p hi -n 1 --kv-type '\x1b[2J'", model());
+    expect_quoted("run -m '%s' -p hi -n '\x1b[2J'", model());
+    expect_quoted("run --\x1b[2J");
+}
+END_TEST
+
+// A chat message longer than the whole context was said to be "not
+// answered", and mg chat still exited 0: a script feeding it messages could
+// not tell. The chat goes on (the next message is answered), and the exit
+// status is 1 with a last line that counts what was not answered.
+START_TEST(test_chat_unanswered_message_fails) {
+    char long_line[4096] = "";
+    for (int i = 0; i < 40; i++) strcat(long_line, "hello there ");
+    char text[4200];
+    const int n = snprintf(text, sizeof(text), "%s\nhi\n", long_line);
+    write_file(in_dir("msgs.txt"), text, (size_t) n);
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, in_dir("msgs.txt"), "chat -m '%s' -c 32 -n 2 -t 1", model());
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "not answered; a shorter message") != NULL, "%s", r.err);
+    ck_assert_msg(strstr(r.err, "mg chat: 1 message was not answered: longer than the context (-c 32)") != NULL, "%s",
+                  r.err);
+    ck_assert_msg(r.out_len > 1, "the short message after it was not answered: '%s'", r.out);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// --seed -1 was refused ("needs a whole number"); llama.cpp takes it as
+// "pick a random seed". Accepted now, and the seed picked is printed so that
+// the same run can be made again with it.
+START_TEST(test_seed_minus_one_is_random_and_printed) {
+    const char * run = "run -m '%s' -p hello -n 12 -t 1 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed %s";
+    struct mg_test_run a = mg(run, model(), "-1");
+    ck_assert_msg(a.status == 0, "exit %d: %s", a.status, a.err);
+    const char * said = strstr(a.err, "--seed -1: the seed is ");
+    ck_assert_msg(said != NULL, "no seed printed: %s", a.err);
+    unsigned long long seed = 0;
+    ck_assert_int_eq(sscanf(said, "--seed -1: the seed is %llu", &seed), 1);
+    char again[32];
+    snprintf(again, sizeof(again), "%llu", seed);
+    struct mg_test_run b = mg(run, model(), again);
+    ck_assert_msg(b.status == 0, "exit %d: %s", b.status, b.err);
+    ck_assert_msg(a.out_len == b.out_len && memcmp(a.out, b.out, a.out_len) == 0, "--seed %s: '%s', -1 gave '%s'",
+                  again, b.out, a.out);
+    mg_test_run_free(&a);
+    mg_test_run_free(&b);
+    expect_error("--seed", "or -1 (random), got '-2'", "run -m '%s' -p hi -n 1 --seed -2", model());
+}
+END_TEST
+
+// The peak resident memory of this test's children so far, in bytes.
+static uint64_t children_peak_rss(void) {
+    struct rusage ru;
+    ck_assert_int_eq(getrusage(RUSAGE_CHILDREN, &ru), 0);
+    return (uint64_t) ru.ru_maxrss * 1024;
+}
+
+// tokenize -f held the ids twice (a buffer of one id per byte beside the
+// tokenizer's own array) and read a file into a buffer grown by doubling:
+// 20 MB of English took 196 MB (9.8 bytes per byte), 20 MB of random bytes
+// 455 MB, and under ulimit -v it aborted ("vocab.c: assertion failed").
+// Now the ids are held once (mg_tokenize_alloc), a file is read into a buffer
+// of its size, a piece length is 4 bytes (not a size_t), and the memory the
+// tokenizer may need is checked first: 149 MB and 276 MB.
+START_TEST(test_tokenize_memory_bounded) {
+    size_t n_text;
+    char * dham = mg_test_read_file(mg_test_root("data/heldout/dhammapada.txt"), &n_text);
+    ck_assert_ptr_nonnull(dham);
+    enum { SIZE = 20 * 1000 * 1000 };
+    char * big = malloc(SIZE);
+    for (size_t o = 0; o < SIZE; o += n_text) memcpy(big + o, dham, SIZE - o < n_text ? SIZE - o : n_text);
+    write_file(in_dir("big.txt"), big, SIZE);
+    for (size_t i = 0; i < SIZE; i++) big[i] = (char) (rand() & 0xFF);
+    write_file(in_dir("random.bin"), big, SIZE);
+    free(big);
+    free(dham);
+    ck_assert_int_eq(sh("'%s' tokenize -m '%s' -f '%s' > /dev/null 2> '%s'", mg_test_mg_bin(), model(),
+                        in_dir("big.txt"), in_dir("err")), 0);
+    const double per_byte = (double) children_peak_rss() / SIZE;
+    if (!MG_TEST_SANITIZED) {
+        ck_assert_msg(per_byte < 8.5, "tokenize -f: %.1f bytes of memory per byte of text", per_byte);
+    }
+    if (MG_TEST_SANITIZED) MG_TEST_SKIP("the ulimit -v case: a sanitizer's shadow memory cannot be mapped under it");
+    struct mg_test_run r = mg_test_run_mg(dir, "ulimit -v 500000;", NULL, "tokenize -m '%s' -f '%s'", model(),
+                                          in_dir("random.bin"));
+    ck_assert_msg(r.status == 1, "exit %d: %.500s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "random.bin is 20000000 bytes: tokenizing it may need up to") != NULL &&
+                      strstr(r.err, "ulimit -v") != NULL, "%s", r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("safety");
 
@@ -1406,6 +1526,15 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe2, test_probe_flags_that_need_another);
     tcase_add_test(probe2, test_probe_free_space_checked_first);
     suite_add_tcase(s, probe2);
+
+    TCase * left = tcase_create("leftovers");   // names quoted, chat's full context, --seed -1, tokenize's memory
+    tcase_set_timeout(left, 300);
+    tcase_add_checked_fixture(left, setup, teardown);
+    tcase_add_test(left, test_names_quoted_in_messages);
+    tcase_add_test(left, test_chat_unanswered_message_fails);
+    tcase_add_test(left, test_seed_minus_one_is_random_and_printed);
+    tcase_add_test(left, test_tokenize_memory_bounded);
+    suite_add_tcase(s, left);
 
     return s;
 }
