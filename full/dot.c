@@ -10,6 +10,7 @@
 #include "graph.h"
 
 //@+ full dot-extras
+#include "backend_sched.h"
 #include "galloc.h"
 //@- full dot-extras
 //@+ full outfile
@@ -177,6 +178,22 @@ static void put_annotations(FILE * f, const struct mg_cgraph * g, int i) {
 }
 
 static void put_boxes(FILE * f, const struct mg_cgraph * g);
+
+// The scheduler's copies: c<split>_<input>, the id put_edges gives a node
+// that reads one.
+static bool put_copy_id(FILE * f, const struct mg_tensor * t) {
+    const struct mg_sched * sched = extras != NULL ? extras->sched : NULL;
+    for (int k = 0; sched != NULL && k < mg_sched_n_splits(sched); k++) {
+        const struct mg_sched_split * sp = mg_sched_get_split(sched, k);
+        for (int j = 0; j < sp->n_inputs; j++) {
+            if (sp->copies[j] == t) {
+                fprintf(f, "c%d_%d", k, j);
+                return true;
+            }
+        }
+    }
+    return false;
+}
 //@- full dot-extras
 
 // An id that is the same on every run: n<index> for nodes, l<index> for leafs.
@@ -193,6 +210,9 @@ static void put_id(FILE * f, const struct mg_cgraph * g, const struct mg_tensor 
             return;
         }
     }
+    //@+ full dot-extras
+    if (put_copy_id(f, t)) return;   // a scheduler's copy: the graph's nodes read it, the graph does not hold it
+    //@- full dot-extras
     fprintf(f, "outside");   // a view_src the graph does not hold (cannot happen for built graphs)
 }
 
@@ -312,12 +332,58 @@ bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name) {
 }
 
 //@+ full dot-extras
-// Boxes: without extras as the chapters draw them; with extras, each layer's
-// boxes inside a cluster of their own, and only the drawn ones.
+// A split's fill, by backend: the first backend (the device's with -ngl) blue,
+// the next green, ... (pale, so that the op colours of the boxes still show).
+static const char * backend_colour(int backend) {
+    static const char * const colours[] = {"#dae8fc", "#d5e8d4", "#fff2cc", "#f8cecc"};
+    return colours[backend % (int) (sizeof(colours) / sizeof(colours[0]))];
+}
+
+// The copy of split k's input j: a box in the split that reads it, and the
+// edge from the tensor it copies, labelled with the bytes that cross.
+static void put_copy(FILE * f, const struct mg_cgraph * g, int k, int j) {
+    const struct mg_sched_split * sp   = mg_sched_get_split(extras->sched, k);
+    const char *                  into = mg_backend_name(mg_sched_get_backend(extras->sched, sp->backend));
+    fprintf(f, "  c%d_%d [shape=record, style=\"dashed,filled\", fillcolor=\"#ffffff\", label=\"{copy to ", k, j);
+    put_escaped(f, into);
+    fprintf(f, " | ");
+    put_escaped(f, sp->copies[j]->name);
+    fprintf(f, " | %zu bytes}\"];\n  ", mg_nbytes(sp->inputs[j]));
+    put_id(f, g, sp->inputs[j]);
+    fprintf(f, " -> c%d_%d [style=bold, label=\"%zu bytes\", fontsize=9];\n", k, j, mg_nbytes(sp->inputs[j]));
+}
+
+// A graph the scheduler planned: the leafs, then each split as a cluster
+// filled with its backend's colour, holding its copies and its drawn nodes
+// (ggml_backend_sched_print_assignments says the same in text).
+static void put_splits(FILE * f, const struct mg_cgraph * g) {
+    for (int i = 0; i < g->n_leafs; i++) {
+        if (leaf_drawn[i]) put_leaf(f, g, i);
+    }
+    for (int k = 0; k < mg_sched_n_splits(extras->sched); k++) {
+        const struct mg_sched_split * sp = mg_sched_get_split(extras->sched, k);
+        fprintf(f, "  subgraph cluster_split%d {\n  label=\"split %d: ", k, k);
+        put_escaped(f, mg_backend_name(mg_sched_get_backend(extras->sched, sp->backend)));
+        fprintf(f, "\"; style=\"rounded,filled\"; fillcolor=\"%s\"; color=\"#999999\";\n", backend_colour(sp->backend));
+        for (int j = 0; j < sp->n_inputs; j++) put_copy(f, g, k, j);
+        for (int i = sp->i_start; i < sp->i_end; i++) {
+            if (node_drawn[i]) put_node(f, g, i);
+        }
+        fprintf(f, "  }\n");
+    }
+}
+
+// Boxes: without extras as the chapters draw them; with a scheduler's plan,
+// by split; otherwise each layer's boxes inside a cluster of their own, and
+// only the drawn ones.
 static void put_boxes(FILE * f, const struct mg_cgraph * g) {
     if (extras == NULL) {
         for (int i = 0; i < g->n_leafs; i++) put_leaf(f, g, i);
         for (int i = 0; i < g->n_nodes; i++) put_node(f, g, i);
+        return;
+    }
+    if (extras->sched != NULL) {
+        put_splits(f, g);
         return;
     }
     int n_layers = 0;

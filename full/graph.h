@@ -85,9 +85,16 @@ bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name);
 // ("attn_norm-3", "blk.3.attn_q.weight", as llama.cpp names them), one
 // cluster per layer, drawing only layers below max_layers (-1: all) so that
 // one layer of a real model stays readable.
+//
+// A graph the scheduler planned (sched, after mg_sched_alloc_graph) is drawn
+// by split instead of by layer: one cluster per split, filled with its
+// backend's colour, and each copy the scheduler inserted as a box of its own
+// in the split that reads it, fed by the tensor it copies, with its bytes.
 struct mg_gallocr;
+struct mg_sched;
 struct mg_dot_extras {
     const struct mg_gallocr * galloc;     // NULL: no offsets
+    const struct mg_sched *   sched;      // NULL: one backend, the clusters are layers
     const double *            node_us;    // [n_nodes], NULL: no times
     int                       max_layers;
 };

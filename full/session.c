@@ -724,7 +724,7 @@ bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
         us = NULL;
     }
     // A graph the scheduler planned (-ngl) has no offsets in the session's allocator.
-    const struct mg_dot_extras x = {.galloc = s->sched == NULL ? s->galloc : NULL, .node_us = us,
+    const struct mg_dot_extras x = {.galloc = s->sched == NULL ? s->galloc : NULL, .sched = s->sched, .node_us = us,
                                     .max_layers = layers != NULL && layers[0] != '\0' ? atoi(layers) : -1};
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s.dot", dir, name);

@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "ops.h"
 #include "plan.h"
+#include "graph.h"
 #include "backend_sched.h"
 #include "trace.h"
 
@@ -285,6 +286,62 @@ START_TEST(test_splits_and_copies_of_a_known_graph) {
 }
 END_TEST
 
+// The drawing of a planned graph (mg_graph_dump_dot_ext with the scheduler):
+// one cluster per split in its backend's colour, each copy a box of its own
+// in the split that reads it, fed by what it copies with its bytes, and the
+// nodes that read a copy drawn reading it (never an edge from "outside").
+static const char * after(const char * dot, const char * what) {
+    const char * at = strstr(dot, what);
+    ck_assert_msg(at != NULL, "the drawing has no \"%s\":\n%s", what, dot);
+    return at;
+}
+
+START_TEST(test_dot_by_split) {
+    struct known_graph k;
+    build_known_graph(&k, true);
+    mg_backend_t backends[2] = {mg_backend_dev_init(&cpu2_device), mg_backend_cpu_init()};
+    struct mg_sched * s = mg_sched_new(backends, 2, 64);
+    ck_assert(mg_sched_alloc_graph(s, k.g));
+    char path[] = "/tmp/mg_test_sched_dot_XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    const struct mg_dot_extras x = {.sched = s, .max_layers = -1};
+    ck_assert_msg(mg_graph_dump_dot_ext(k.g, path, &x), "%s", mg_last_error());
+    size_t n;
+    char * dot = mg_test_read_file(path, &n);
+    ck_assert_ptr_nonnull(dot);
+    unlink(path);
+
+    // Splits 0-3 in order: CPU2 (blue), CPU (green), CPU2, CPU.
+    const char * s0 = after(dot, "subgraph cluster_split0 {\n  label=\"split 0: CPU2\"; style=\"rounded,filled\"; fillcolor=\"#dae8fc\"");
+    const char * s1 = after(dot, "subgraph cluster_split1 {\n  label=\"split 1: CPU\"; style=\"rounded,filled\"; fillcolor=\"#d5e8d4\"");
+    const char * s2 = after(dot, "subgraph cluster_split2 {\n  label=\"split 2: CPU2\"; style=\"rounded,filled\"; fillcolor=\"#dae8fc\"");
+    const char * s3 = after(dot, "subgraph cluster_split3 {\n  label=\"split 3: CPU\"; style=\"rounded,filled\"; fillcolor=\"#d5e8d4\"");
+    ck_assert(s0 < s1 && s1 < s2 && s2 < s3);
+    // Each split holds its copy and its nodes: y y2 | z | w | o.
+    const char * c0 = after(dot, "c0_0 [shape=record, style=\"dashed,filled\", fillcolor=\"#ffffff\", label=\"{copy to CPU2 | CPU2#x#0 | 32 bytes}\"]");
+    const char * c1 = after(dot, "c1_0 [shape=record, style=\"dashed,filled\", fillcolor=\"#ffffff\", label=\"{copy to CPU | CPU#y2#0 | 24 bytes}\"]");
+    ck_assert(s0 < c0 && c0 < s1 && s1 < c1 && c1 < s2);
+    const char * n0 = after(dot, "  n0 [shape=record");
+    const char * n1 = after(dot, "  n1 [shape=record");
+    const char * n2 = after(dot, "  n2 [shape=record");
+    const char * n4 = after(dot, "  n4 [shape=record");
+    ck_assert(s0 < n0 && n0 < n1 && n1 < s1 && s1 < n2 && n2 < s2 && s3 < n4);
+    // The copies' edges: from what they copy, with its bytes; the readers read the copy.
+    after(dot, " -> c0_0 [style=bold, label=\"32 bytes\", fontsize=9];");
+    after(dot, "  n1 -> c1_0 [style=bold, label=\"24 bytes\", fontsize=9];");
+    after(dot, "  c0_0 -> n0 [label=\"src1\"");   // y = W1 x reads x's copy in CPU2
+    after(dot, "  c1_0 -> n2 [label=\"src0\"");   // z = silu(y2) reads y2's copy in the CPU
+    ck_assert_msg(strstr(dot, "outside") == NULL, "an edge from outside:\n%s", dot);
+    free(dot);
+    mg_sched_free(s);
+    free_known_graph(&k);
+    mg_backend_free(backends[0]);
+    mg_backend_free(backends[1]);
+}
+END_TEST
+
 // MG_TRACE=sched: the summary, each split with its nodes, each copy with its bytes.
 START_TEST(test_sched_trace) {
     char path[] = "/tmp/mg_test_sched_XXXXXX";
@@ -371,6 +428,7 @@ Suite * mg_test_suite(void) {
     TCase * tc = tcase_create("sched");
     tcase_add_test(tc, test_splits_and_copies_of_a_known_graph);
     tcase_add_test(tc, test_sched_trace);
+    tcase_add_test(tc, test_dot_by_split);
     tcase_add_test(tc, test_sched_errors);
     tcase_add_test(tc, test_register_device);
     suite_add_tcase(s, tc);
