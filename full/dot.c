@@ -362,6 +362,9 @@ static void put_splits(FILE * f, const struct mg_cgraph * g) {
     }
     for (int k = 0; k < mg_sched_n_splits(extras->sched); k++) {
         const struct mg_sched_split * sp = mg_sched_get_split(extras->sched, k);
+        bool any = false;
+        for (int i = sp->i_start; i < sp->i_end; i++) any = any || node_drawn[i];
+        if (!any) continue;   // a split of the layers --dot-layers cut
         fprintf(f, "  subgraph cluster_split%d {\n  label=\"split %d: ", k, k);
         put_escaped(f, mg_backend_name(mg_sched_get_backend(extras->sched, sp->backend)));
         fprintf(f, "\"; style=\"rounded,filled\"; fillcolor=\"%s\"; color=\"#999999\";\n", backend_colour(sp->backend));
