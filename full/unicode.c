@@ -5,8 +5,11 @@
 // Mirrors llama.cpp's src/unicode.cpp: unicode_cpt_from_utf8,
 // unicode_cpts_from_utf8, unicode_cpt_to_utf8, unicode_cpt_flags_from_cpt,
 // unicode_byte_to_utf8_map, and the splitters behind unicode_regex_split
-// (unicode_regex_split_custom_gpt2, ..._custom_qwen2, and the std::regex
-// fallback that the DEFAULT pipeline's other three regexes go through).
+// (unicode_regex_split_custom_gpt2 and ..._custom_qwen2).
+//@+ full pretok-default
+// And the std::regex fallback that the DEFAULT pipeline's other three regexes
+// go through (the pipeline of a file without tokenizer.ggml.pre).
+//@- full pretok-default
 #include "unicode.h"
 #include "tensor.h"
 
@@ -138,7 +141,9 @@ int mg_unicode_cpt_to_byte(uint32_t cpt) {
 
 const char * mg_pretok_name(enum mg_pretok type) {
     switch (type) {
+        //@+ full pretok-default
         case MG_PRETOK_DEFAULT: return "default";
+        //@- full pretok-default
         case MG_PRETOK_GPT2:    return "gpt2";
         case MG_PRETOK_QWEN2:   return "qwen2";
         //@+ full llama-bpe
@@ -329,6 +334,7 @@ static void split_qwen2(const struct span * s, size_t max_digits, struct mg_piec
     }
 }
 
+//@+ full pretok-default
 // The DEFAULT pipeline's other regexes go through std::regex in llama.cpp, on
 // a copy of the text where each non-ASCII code point is replaced by one byte
 // naming its class (\p{P} -> 0xD3, \p{N} -> 0xD1, white space -> 0x0B). A
@@ -372,6 +378,7 @@ static size_t match_number_run(const struct span * s, size_t pos) {
     while (pos + n < s->end && is_number(mg_unicode_flags(s->cpts[pos + n]))) n++;
     return n;
 }
+//@- full pretok-default
 
 //@+ full llama-bpe
 // \p{N} : one number code point (SmolLM's first regex).
@@ -380,6 +387,7 @@ static size_t match_one_number(const struct span * s, size_t pos) {
 }
 //@- full llama-bpe
 
+//@+ full pretok-default
 // [0-9][0-9][0-9] : exactly three ASCII digits (other scripts' digits do not count).
 static size_t match_three_digits(const struct span * s, size_t pos) {
     if (pos + 3 > s->end) return 0;
@@ -389,8 +397,12 @@ static size_t match_three_digits(const struct span * s, size_t pos) {
     }
     return 3;
 }
+//@- full pretok-default
 
-enum split_step { STEP_GPT2, STEP_QWEN2, STEP_PUNCT, STEP_NUMBERS, STEP_THREE_DIGITS,
+enum split_step { STEP_GPT2, STEP_QWEN2,
+                  //@+ full pretok-default
+                  STEP_PUNCT, STEP_NUMBERS, STEP_THREE_DIGITS,
+                  //@- full pretok-default
                   //@+ full llama-bpe
                   STEP_LLAMA3, STEP_ONE_NUMBER,
                   //@- full llama-bpe
@@ -410,9 +422,11 @@ static void apply_step(enum split_step step, const uint32_t * cpts, const struct
             case STEP_LLAMA3:       split_qwen2(&s, 3, out); break;
             case STEP_ONE_NUMBER:   split_matches(&s, match_one_number, out); break;
             //@- full llama-bpe
+            //@+ full pretok-default
             case STEP_PUNCT:        split_matches(&s, match_punct_run, out); break;
             case STEP_NUMBERS:      split_matches(&s, match_number_run, out); break;
             case STEP_THREE_DIGITS: split_matches(&s, match_three_digits, out); break;
+            //@- full pretok-default
         }
         begin = s.end;
     }
@@ -421,7 +435,9 @@ static void apply_step(enum split_step step, const uint32_t * cpts, const struct
 void mg_pretokenize(enum mg_pretok type, const uint32_t * cpts, size_t n, struct mg_pieces * out) {
     static const enum split_step gpt2[]  = { STEP_GPT2 };
     static const enum split_step qwen2[] = { STEP_QWEN2 };
+    //@+ full pretok-default
     static const enum split_step dflt[]  = { STEP_PUNCT, STEP_GPT2, STEP_NUMBERS, STEP_THREE_DIGITS };
+    //@- full pretok-default
     //@+ full llama-bpe
     static const enum split_step llama3[] = { STEP_LLAMA3 };
     static const enum split_step smollm[] = { STEP_ONE_NUMBER, STEP_GPT2 };   // llama.cpp: LLAMA_VOCAB_PRE_TYPE_SMOLLM
@@ -432,7 +448,9 @@ void mg_pretokenize(enum mg_pretok type, const uint32_t * cpts, size_t n, struct
     switch (type) {
         case MG_PRETOK_GPT2:    steps = gpt2;  n_steps = 1; break;
         case MG_PRETOK_QWEN2:   steps = qwen2; n_steps = 1; break;
+        //@+ full pretok-default
         case MG_PRETOK_DEFAULT: steps = dflt;  n_steps = sizeof(dflt) / sizeof(dflt[0]); break;
+        //@- full pretok-default
         //@+ full llama-bpe
         case MG_PRETOK_LLAMA3:  steps = llama3; n_steps = 1; break;
         case MG_PRETOK_SMOLLM:  steps = smollm; n_steps = 2; break;

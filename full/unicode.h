@@ -104,7 +104,9 @@ int      mg_unicode_cpt_to_byte(uint32_t cpt);   // the inverse; -1 if cpt is no
 //   GPT2     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
 //   QWEN2    (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
 //            | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//@+ full pretok-default
 //   DEFAULT  [\p{P}\$\+<=>\^~\|]+   then GPT2   then \p{N}+   then [0-9][0-9][0-9]
+//@- full pretok-default
 //@+ full llama-bpe
 //   LLAMA3   QWEN2's with \p{N}{1,3} for \p{N}: digits in groups of up to three
 //   SMOLLM   \p{N}   then GPT2: every digit a piece of its own first
@@ -114,8 +116,13 @@ int      mg_unicode_cpt_to_byte(uint32_t cpt);   // the inverse; -1 if cpt is no
 // each regex is a loop that tries the alternatives in order at each position.
 // ---------------------------------------------------------------------------
 
+//@+ full pretok-default
+#define MG_HAS_PRETOK_DEFAULT 1   // chapter 09 leaves llama.cpp's DEFAULT pipeline to full/
+//@- full pretok-default
 enum mg_pretok {
-    MG_PRETOK_DEFAULT,   // tokenizer.ggml.pre missing or "default"
+    //@+ full pretok-default
+    MG_PRETOK_DEFAULT,   // tokenizer.ggml.pre missing or "default" (MG_HAS_PRETOK_DEFAULT)
+    //@- full pretok-default
     MG_PRETOK_GPT2,      // "gpt-2" and the names that use its regex
     MG_PRETOK_QWEN2,     // "qwen2" and its aliases (Qwen3 models)
     //@+ full llama-bpe

@@ -5,8 +5,7 @@
 // Mirrors llama.cpp's src/unicode.cpp: unicode_cpt_from_utf8,
 // unicode_cpts_from_utf8, unicode_cpt_to_utf8, unicode_cpt_flags_from_cpt,
 // unicode_byte_to_utf8_map, and the splitters behind unicode_regex_split
-// (unicode_regex_split_custom_gpt2, ..._custom_qwen2, and the std::regex
-// fallback that the DEFAULT pipeline's other three regexes go through).
+// (unicode_regex_split_custom_gpt2 and ..._custom_qwen2).
 #include "unicode.h"
 #include "tensor.h"
 
@@ -136,7 +135,6 @@ int mg_unicode_cpt_to_byte(uint32_t cpt) {
 
 const char * mg_pretok_name(enum mg_pretok type) {
     switch (type) {
-        case MG_PRETOK_DEFAULT: return "default";
         case MG_PRETOK_GPT2:    return "gpt2";
         case MG_PRETOK_QWEN2:   return "qwen2";
     }
@@ -321,61 +319,7 @@ static void split_qwen2(const struct span * s, size_t max_digits, struct mg_piec
     }
 }
 
-// The DEFAULT pipeline's other regexes go through std::regex in llama.cpp, on
-// a copy of the text where each non-ASCII code point is replaced by one byte
-// naming its class (\p{P} -> 0xD3, \p{N} -> 0xD1, white space -> 0x0B). A
-// regex_iterator finds the leftmost match, then the next one after it; the
-// matches and the gaps between them become pieces. A matcher here returns the
-// length of the match that starts at pos (0: none starts there).
-typedef size_t (*match_fn)(const struct span * s, size_t pos);
-
-static void split_matches(const struct span * s, match_fn match, struct mg_pieces * out) {
-    size_t gap = s->begin;
-    for (size_t pos = s->begin; pos < s->end; ) {
-        size_t n = match(s, pos);
-        if (n == 0) {
-            pos++;
-            continue;
-        }
-        mg_pieces_push(out, pos - gap);
-        mg_pieces_push(out, n);
-        pos += n;
-        gap = pos;
-    }
-    mg_pieces_push(out, s->end - gap);
-}
-
-// [\p{P}\$\+<=>\^~\|]+ : punctuation, and the ASCII symbols $ + < = > ^ ~ |
-// (not the backtick, which is also a symbol).
-static bool is_default_punct(uint32_t c) {
-    if (mg_unicode_flags(c) & MG_UNICODE_PUNCTUATION) return true;
-    return c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' || c == '~' || c == '|';
-}
-
-static size_t match_punct_run(const struct span * s, size_t pos) {
-    size_t n = 0;
-    while (pos + n < s->end && is_default_punct(s->cpts[pos + n])) n++;
-    return n;
-}
-
-// \p{N}+
-static size_t match_number_run(const struct span * s, size_t pos) {
-    size_t n = 0;
-    while (pos + n < s->end && is_number(mg_unicode_flags(s->cpts[pos + n]))) n++;
-    return n;
-}
-
-// [0-9][0-9][0-9] : exactly three ASCII digits (other scripts' digits do not count).
-static size_t match_three_digits(const struct span * s, size_t pos) {
-    if (pos + 3 > s->end) return 0;
-    for (size_t k = 0; k < 3; k++) {
-        uint32_t c = s->cpts[pos + k];
-        if (c < '0' || c > '9') return 0;
-    }
-    return 3;
-}
-
-enum split_step { STEP_GPT2, STEP_QWEN2, STEP_PUNCT, STEP_NUMBERS, STEP_THREE_DIGITS,
+enum split_step { STEP_GPT2, STEP_QWEN2,
 };
 
 // Applies one regex to every piece of in, appending the new pieces to out.
@@ -388,9 +332,6 @@ static void apply_step(enum split_step step, const uint32_t * cpts, const struct
         switch (step) {
             case STEP_GPT2:         split_gpt2(&s, out); break;
             case STEP_QWEN2:        split_qwen2(&s, 1, out); break;
-            case STEP_PUNCT:        split_matches(&s, match_punct_run, out); break;
-            case STEP_NUMBERS:      split_matches(&s, match_number_run, out); break;
-            case STEP_THREE_DIGITS: split_matches(&s, match_three_digits, out); break;
         }
         begin = s.end;
     }
@@ -399,14 +340,12 @@ static void apply_step(enum split_step step, const uint32_t * cpts, const struct
 void mg_pretokenize(enum mg_pretok type, const uint32_t * cpts, size_t n, struct mg_pieces * out) {
     static const enum split_step gpt2[]  = { STEP_GPT2 };
     static const enum split_step qwen2[] = { STEP_QWEN2 };
-    static const enum split_step dflt[]  = { STEP_PUNCT, STEP_GPT2, STEP_NUMBERS, STEP_THREE_DIGITS };
 
     const enum split_step * steps = gpt2;
     size_t n_steps = 1;
     switch (type) {
         case MG_PRETOK_GPT2:    steps = gpt2;  n_steps = 1; break;
         case MG_PRETOK_QWEN2:   steps = qwen2; n_steps = 1; break;
-        case MG_PRETOK_DEFAULT: steps = dflt;  n_steps = sizeof(dflt) / sizeof(dflt[0]); break;
     }
 
     // Start from one piece holding everything; each step cuts every piece.

@@ -104,14 +104,12 @@ int      mg_unicode_cpt_to_byte(uint32_t cpt);   // the inverse; -1 if cpt is no
 //   GPT2     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
 //   QWEN2    (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}
 //            | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-//   DEFAULT  [\p{P}\$\+<=>\^~\|]+   then GPT2   then \p{N}+   then [0-9][0-9][0-9]
 //
 // None of this uses a regex engine: like llama.cpp's hand-written matchers,
 // each regex is a loop that tries the alternatives in order at each position.
 // ---------------------------------------------------------------------------
 
 enum mg_pretok {
-    MG_PRETOK_DEFAULT,   // tokenizer.ggml.pre missing or "default"
     MG_PRETOK_GPT2,      // "gpt-2" and the names that use its regex
     MG_PRETOK_QWEN2,     // "qwen2" and its aliases (Qwen3 models)
 };

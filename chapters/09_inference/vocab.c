@@ -467,7 +467,6 @@ static const struct {
     const char *   name;
     enum mg_pretok type;
 } pre_names[] = {
-    { "default",          MG_PRETOK_DEFAULT },
     { "gpt-2",            MG_PRETOK_GPT2 },
     { "phi-2",            MG_PRETOK_GPT2 },
     { "mpt",              MG_PRETOK_GPT2 },
@@ -493,8 +492,9 @@ static const struct {
 
 static bool pre_type_of(const char * pre, enum mg_pretok * type, const char * where) {
     if (pre == NULL || pre[0] == '\0') {
-        *type = MG_PRETOK_DEFAULT;   // llama.cpp warns that quality will suffer, and carries on
-        return true;
+        mg_set_error("%s: tokenizer.ggml.pre is missing: llama.cpp then runs its DEFAULT pre-tokenizer "
+                     "(four regexes), which this chapter leaves to full/", where);
+        return false;
     }
     for (size_t i = 0; i < sizeof(pre_names) / sizeof(pre_names[0]); i++) {
         if (strcmp(pre, pre_names[i].name) == 0) {
@@ -506,7 +506,7 @@ static bool pre_type_of(const char * pre, enum mg_pretok * type, const char * wh
         mg_set_error("%s: tokenizer.ggml.pre: unknown pre-tokenizer type 'gpt2' (as in llama.cpp); did you mean "
                      "'gpt-2'? \"gpt2\" is a value of tokenizer.ggml.model, not of tokenizer.ggml.pre", where);
     } else {
-        mg_set_error("%s: tokenizer.ggml.pre: unknown or unsupported pre-tokenizer type '%s' (supported: default, "
+        mg_set_error("%s: tokenizer.ggml.pre: unknown or unsupported pre-tokenizer type '%s' (supported: "
                      "gpt-2 and its aliases, qwen2 and its aliases"
                      ")", where, pre);
     }
