@@ -571,8 +571,8 @@ static bool allowed(const struct bag * a, const char * s) {
 static int bag_diff(const char * what, struct bag * en, struct bag * zh, const struct bag * zh_allowed,
                     const struct bag * en_allowed, const char * zh_path, int zh_line, const char * en_path,
                     int en_line) {
-    qsort(en->v, (size_t) en->n, sizeof(char *), cmp_str);
-    qsort(zh->v, (size_t) zh->n, sizeof(char *), cmp_str);
+    if (en->n > 0) qsort(en->v, (size_t) en->n, sizeof(char *), cmp_str);   // an empty bag's v is NULL, which qsort may not take
+    if (zh->n > 0) qsort(zh->v, (size_t) zh->n, sizeof(char *), cmp_str);
     int bad = 0;
     for (int i = 0, j = 0; i < en->n || j < zh->n;) {
         const int c = i == en->n ? 1 : j == zh->n ? -1 : strcmp(en->v[i], zh->v[j]);
