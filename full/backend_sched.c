@@ -469,3 +469,4 @@ const struct mg_sched_split * mg_sched_get_split(const struct mg_sched * sched, 
 int          mg_sched_n_copies(const struct mg_sched * sched) { return sched->n_copies; }
 size_t       mg_sched_copy_bytes(const struct mg_sched * sched) { return sched->copy_bytes; }
 mg_backend_t mg_sched_get_backend(const struct mg_sched * sched, int i) { return sched->backends[i]; }
+int          mg_sched_n_backends(const struct mg_sched * sched) { return sched->n_backends; }

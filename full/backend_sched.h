@@ -77,3 +77,4 @@ const struct mg_sched_split * mg_sched_get_split(const struct mg_sched * sched, 
 int                           mg_sched_n_copies(const struct mg_sched * sched);      // over all splits
 size_t                        mg_sched_copy_bytes(const struct mg_sched * sched);    // per compute
 mg_backend_t                  mg_sched_get_backend(const struct mg_sched * sched, int i);
+int                           mg_sched_n_backends(const struct mg_sched * sched);   // as given to mg_sched_new

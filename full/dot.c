@@ -178,6 +178,17 @@ static void put_annotations(FILE * f, const struct mg_cgraph * g, int i) {
 }
 
 static void put_boxes(FILE * f, const struct mg_cgraph * g);
+static void put_backend_legend(FILE * f);
+
+// An HTML-like label (the legends) gives & < > a meaning: escape them in a backend's name.
+static void put_html_escaped(FILE * f, const char * s) {
+    for (; *s; s++) {
+        if (*s == '&') fputs("&amp;", f);
+        else if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else fputc(*s, f);
+    }
+}
 
 // The scheduler's copies: c<split>_<input>, the id put_edges gives a node
 // that reads one.
@@ -307,6 +318,9 @@ bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path) {
                "<tr><td bgcolor=\"#ffe599\">attention (rope)</td></tr>"
                //@- 06 attention-ops
                "</table>>];\n  }\n");
+    //@+ full dot-extras
+    put_backend_legend(f);
+    //@- full dot-extras
     fprintf(f, "}\n");
 #if 0 //@old 04..09 plain-fopen
     const bool ok = fclose(f) == 0;
@@ -333,10 +347,33 @@ bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name) {
 
 //@+ full dot-extras
 // A split's fill, by backend: the first backend (the device's with -ngl) blue,
-// the next green, ... (pale, so that the op colours of the boxes still show).
-static const char * backend_colour(int backend) {
-    static const char * const colours[] = {"#dae8fc", "#d5e8d4", "#fff2cc", "#f8cecc"};
-    return colours[backend % (int) (sizeof(colours) / sizeof(colours[0]))];
+// the next green, ... one colour each for MG_SCHED_MAX_BACKENDS.
+const char * mg_backend_dot_colour(int backend) {
+    static const char * const colours[MG_SCHED_MAX_BACKENDS] = {"#dae8fc", "#d5e8d4", "#fff2cc", "#f8cecc",
+                                                                "#e1d5e7", "#d0e0e3", "#fce5cd", "#ead1dc"};
+    return colours[(unsigned) backend % MG_SCHED_MAX_BACKENDS];
+}
+
+// Split clusters only when there is something to split: a scheduler over one
+// backend draws as the plain writer does.
+static bool drawn_by_split(void) {
+    return extras != NULL && extras->sched != NULL && mg_sched_n_backends(extras->sched) > 1;
+}
+
+// The backends' legend: one row per backend in its clusters' colour, and the
+// copy's dashed box (ggml_backend_sched_print_assignments names the backends
+// the same way, by their names).
+static void put_backend_legend(FILE * f) {
+    if (!drawn_by_split()) return;
+    fprintf(f, "  subgraph cluster_backends {\n    label=\"backends\"; fontsize=10; style=dashed;\n"
+               "    backends [shape=plaintext, label=<<table border=\"0\" cellspacing=\"2\">");
+    for (int b = 0; b < mg_sched_n_backends(extras->sched); b++) {
+        fprintf(f, "<tr><td bgcolor=\"%s\">%d: ", mg_backend_dot_colour(b), b);
+        put_html_escaped(f, mg_backend_name(mg_sched_get_backend(extras->sched, b)));
+        fprintf(f, "</td></tr>");
+    }
+    fprintf(f, "<tr><td border=\"1\" style=\"dashed\">copy between backends (bytes)</td></tr>"
+               "</table>>];\n  }\n");
 }
 
 // The copy of split k's input j: a box in the split that reads it, and the
@@ -367,7 +404,7 @@ static void put_splits(FILE * f, const struct mg_cgraph * g) {
         if (!any) continue;   // a split of the layers --dot-layers cut
         fprintf(f, "  subgraph cluster_split%d {\n  label=\"split %d: ", k, k);
         put_escaped(f, mg_backend_name(mg_sched_get_backend(extras->sched, sp->backend)));
-        fprintf(f, "\"; style=\"rounded,filled\"; fillcolor=\"%s\"; color=\"#999999\";\n", backend_colour(sp->backend));
+        fprintf(f, "\"; style=\"rounded,filled\"; fillcolor=\"%s\"; color=\"#999999\";\n", mg_backend_dot_colour(sp->backend));
         for (int j = 0; j < sp->n_inputs; j++) put_copy(f, g, k, j);
         for (int i = sp->i_start; i < sp->i_end; i++) {
             if (node_drawn[i]) put_node(f, g, i);
@@ -385,7 +422,7 @@ static void put_boxes(FILE * f, const struct mg_cgraph * g) {
         for (int i = 0; i < g->n_nodes; i++) put_node(f, g, i);
         return;
     }
-    if (extras->sched != NULL) {
+    if (drawn_by_split()) {
         put_splits(f, g);
         return;
     }

@@ -89,7 +89,9 @@ bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name);
 // A graph the scheduler planned (sched, after mg_sched_alloc_graph) is drawn
 // by split instead of by layer: one cluster per split, filled with its
 // backend's colour, and each copy the scheduler inserted as a box of its own
-// in the split that reads it, fed by the tensor it copies, with its bytes.
+// in the split that reads it, fed by the tensor it copies, with its bytes;
+// a second legend names each backend's colour. A scheduler over one backend
+// has nothing to split: it is drawn as if sched were NULL, byte for byte.
 struct mg_gallocr;
 struct mg_sched;
 struct mg_dot_extras {
@@ -102,6 +104,10 @@ bool mg_graph_dump_dot_ext(const struct mg_cgraph * g, const char * path, const 
 
 // The layer node i is drawn in (-1: outside the layers), as the clusters above.
 int mg_graph_node_layer(const struct mg_cgraph * g, int i);
+
+// The fill of the clusters of backend i (the index given to mg_sched_new):
+// pale, so that the op colours of the boxes inside still show.
+const char * mg_backend_dot_colour(int backend);
 //@- full dot-extras
 
 // The fill colour of an op's box ("#f6b26b" for mul_mat): one per op family.

@@ -296,22 +296,56 @@ static const char * after(const char * dot, const char * what) {
     return at;
 }
 
+// The DOT text of g: with extras x, or by the plain writer when x is NULL.
+static char * draw(const struct mg_cgraph * g, const struct mg_dot_extras * x) {
+    char path[] = "/tmp/mg_test_sched_dot_XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    const bool ok = x != NULL ? mg_graph_dump_dot_ext(g, path, x) : mg_graph_dump_dot(g, path);
+    ck_assert_msg(ok, "%s", mg_last_error());
+    size_t n;
+    char * dot = mg_test_read_file(path, &n);
+    ck_assert_ptr_nonnull(dot);
+    unlink(path);
+    return dot;
+}
+
+// The fill of the split cluster node i is drawn in, read back from the text:
+// the fillcolor of the last "subgraph cluster_split" opened before its box.
+static void cluster_fill_of_node(const char * dot, int i, char * fill, size_t size) {
+    char box[32];
+    snprintf(box, sizeof box, "\n  n%d [shape=record", i);
+    const char * at = after(dot, box);
+    const char * cluster = NULL;
+    for (const char * p = strstr(dot, "subgraph cluster_split"); p != NULL && p < at; p = strstr(p + 1, "subgraph cluster_split")) {
+        cluster = p;
+    }
+    ck_assert_msg(cluster != NULL, "n%d is in no split cluster:\n%s", i, dot);
+    const char * colour = strstr(cluster, "fillcolor=\"");
+    ck_assert(colour != NULL && colour < at);
+    colour += strlen("fillcolor=\"");
+    const size_t len = (size_t) (strchr(colour, '"') - colour);
+    ck_assert_uint_lt(len, size);
+    memcpy(fill, colour, len);
+    fill[len] = '\0';
+}
+
+static int count_of(const char * dot, const char * what) {
+    int n = 0;
+    for (const char * p = strstr(dot, what); p != NULL; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
 START_TEST(test_dot_by_split) {
     struct known_graph k;
     build_known_graph(&k, true);
     mg_backend_t backends[2] = {mg_backend_dev_init(&cpu2_device), mg_backend_cpu_init()};
     struct mg_sched * s = mg_sched_new(backends, 2, 64);
     ck_assert(mg_sched_alloc_graph(s, k.g));
-    char path[] = "/tmp/mg_test_sched_dot_XXXXXX";
-    const int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
+    ck_assert_int_eq(mg_sched_n_backends(s), 2);
     const struct mg_dot_extras x = {.sched = s, .max_layers = -1};
-    ck_assert_msg(mg_graph_dump_dot_ext(k.g, path, &x), "%s", mg_last_error());
-    size_t n;
-    char * dot = mg_test_read_file(path, &n);
-    ck_assert_ptr_nonnull(dot);
-    unlink(path);
+    char * dot = draw(k.g, &x);
 
     // Splits 0-3 in order: CPU2 (blue), CPU (green), CPU2, CPU.
     const char * s0 = after(dot, "subgraph cluster_split0 {\n  label=\"split 0: CPU2\"; style=\"rounded,filled\"; fillcolor=\"#dae8fc\"");
@@ -334,11 +368,69 @@ START_TEST(test_dot_by_split) {
     after(dot, "  c0_0 -> n0 [label=\"src1\"");   // y = W1 x reads x's copy in CPU2
     after(dot, "  c1_0 -> n2 [label=\"src0\"");   // z = silu(y2) reads y2's copy in the CPU
     ck_assert_msg(strstr(dot, "outside") == NULL, "an edge from outside:\n%s", dot);
+    // Every node in the colour of the backend the scheduler gave it: y y2 w on CPU2, z o on the CPU.
+    const char * want[5] = {"#dae8fc", "#dae8fc", "#d5e8d4", "#dae8fc", "#d5e8d4"};
+    for (int i = 0; i < k.g->n_nodes; i++) {
+        char fill[16];
+        cluster_fill_of_node(dot, i, fill, sizeof fill);
+        ck_assert_str_eq(fill, want[i]);
+        ck_assert_str_eq(fill, mg_backend_dot_colour(mg_sched_get_tensor_backend(s, k.g->nodes[i])));
+    }
+    // One dashed box per copy, each with its bytes in the box and on its edge.
+    ck_assert_int_eq(count_of(dot, "style=\"dashed,filled\""), mg_sched_n_copies(s));
+    size_t bytes = 0;
+    for (int sp = 0; sp < mg_sched_n_splits(s); sp++) {
+        for (int j = 0; j < mg_sched_get_split(s, sp)->n_inputs; j++) {
+            char box[64], edge[64];
+            size_t b = 0;
+            snprintf(box, sizeof box, "  c%d_%d [shape=record", sp, j);
+            snprintf(edge, sizeof edge, " -> c%d_%d [style=bold, label=\"", sp, j);
+            ck_assert_int_eq(sscanf(after(dot, edge) + strlen(edge), "%zu bytes", &b), 1);
+            ck_assert_uint_eq(b, mg_nbytes(mg_sched_get_split(s, sp)->inputs[j]));
+            char label[64];
+            snprintf(label, sizeof label, " | %zu bytes}", b);
+            ck_assert(strstr(after(dot, box), label) != NULL);
+            bytes += b;
+        }
+    }
+    ck_assert_uint_eq(bytes, mg_sched_copy_bytes(s));   // 32 + 24 + ...: 104 in all
+    ck_assert_uint_eq(bytes, 104);
+    // The backends' legend: each backend's name in its colour.
+    after(dot, "label=\"backends\"");
+    after(dot, "<tr><td bgcolor=\"#dae8fc\">0: CPU2</td></tr><tr><td bgcolor=\"#d5e8d4\">1: CPU</td></tr>");
     free(dot);
     mg_sched_free(s);
     free_known_graph(&k);
     mg_backend_free(backends[0]);
     mg_backend_free(backends[1]);
+}
+END_TEST
+
+// A scheduler over the CPU alone has nothing to split: its drawing is the
+// plain writer's, byte for byte (no split cluster, no backends' legend).
+START_TEST(test_dot_one_backend_is_plain) {
+    struct known_graph k;
+    build_known_graph(&k, false);
+    mg_backend_t cpu = mg_backend_cpu_init();
+    struct mg_sched * s = mg_sched_new(&cpu, 1, 64);
+    ck_assert(mg_sched_alloc_graph(s, k.g));
+    ck_assert_int_eq(mg_sched_n_backends(s), 1);
+    ck_assert_int_eq(mg_sched_n_copies(s), 0);
+    const struct mg_dot_extras with_sched = {.sched = s, .max_layers = -1};
+    const struct mg_dot_extras without    = {.max_layers = -1};
+    char * by_sched = draw(k.g, &with_sched);
+    char * plain    = draw(k.g, NULL);
+    char * ext      = draw(k.g, &without);
+    ck_assert_str_eq(by_sched, plain);
+    ck_assert_str_eq(ext, plain);
+    ck_assert_ptr_null(strstr(plain, "cluster_split"));
+    ck_assert_ptr_null(strstr(plain, "cluster_backends"));
+    free(by_sched);
+    free(plain);
+    free(ext);
+    mg_sched_free(s);
+    free_known_graph(&k);
+    mg_backend_free(cpu);
 }
 END_TEST
 
@@ -429,6 +521,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(tc, test_splits_and_copies_of_a_known_graph);
     tcase_add_test(tc, test_sched_trace);
     tcase_add_test(tc, test_dot_by_split);
+    tcase_add_test(tc, test_dot_one_backend_is_plain);
     tcase_add_test(tc, test_sched_errors);
     tcase_add_test(tc, test_register_device);
     suite_add_tcase(s, tc);
