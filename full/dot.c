@@ -390,6 +390,26 @@ static void put_copy(FILE * f, const struct mg_cgraph * g, int k, int j) {
     fprintf(f, " -> c%d_%d [style=bold, label=\"%zu bytes\", fontsize=9];\n", k, j, mg_nbytes(sp->inputs[j]));
 }
 
+// A leaf only a copy reads (the token ids a device split reads through its
+// copy: the nodes read the copy, not the leaf) is drawn when the split that
+// copies it is, or the copy's edge would start at a box of no label.
+static bool split_drawn(const struct mg_sched_split * sp) {
+    for (int i = sp->i_start; i < sp->i_end; i++) {
+        if (node_drawn[i]) return true;
+    }
+    return false;
+}
+
+static void draw_copied_leafs(const struct mg_cgraph * g) {
+    for (int k = 0; k < mg_sched_n_splits(extras->sched); k++) {
+        const struct mg_sched_split * sp = mg_sched_get_split(extras->sched, k);
+        for (int j = 0; j < sp->n_inputs && split_drawn(sp); j++) {
+            const int l = index_of_leaf(g, sp->inputs[j]);
+            if (l >= 0) leaf_drawn[l] = true;
+        }
+    }
+}
+
 // A graph the scheduler planned: the leafs, then each split as a cluster
 // filled with its backend's colour, holding its copies and its drawn nodes
 // (ggml_backend_sched_print_assignments says the same in text).
@@ -399,9 +419,7 @@ static void put_splits(FILE * f, const struct mg_cgraph * g) {
     }
     for (int k = 0; k < mg_sched_n_splits(extras->sched); k++) {
         const struct mg_sched_split * sp = mg_sched_get_split(extras->sched, k);
-        bool any = false;
-        for (int i = sp->i_start; i < sp->i_end; i++) any = any || node_drawn[i];
-        if (!any) continue;   // a split of the layers --dot-layers cut
+        if (!split_drawn(sp)) continue;   // a split of the layers --dot-layers cut
         fprintf(f, "  subgraph cluster_split%d {\n  label=\"split %d: ", k, k);
         put_escaped(f, mg_backend_name(mg_sched_get_backend(extras->sched, sp->backend)));
         fprintf(f, "\"; style=\"rounded,filled\"; fillcolor=\"%s\"; color=\"#999999\";\n", mg_backend_dot_colour(sp->backend));
@@ -454,6 +472,7 @@ bool mg_graph_dump_dot_ext(const struct mg_cgraph * g, const char * path, const 
     assign_layers(g);
     choose_drawn(g, x->max_layers);
     extras = x;
+    if (drawn_by_split()) draw_copied_leafs(g);
     const bool ok = mg_graph_dump_dot(g, path);
     extras = NULL;
     free(node_layer);

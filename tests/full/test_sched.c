@@ -368,6 +368,9 @@ START_TEST(test_dot_by_split) {
     after(dot, "  c0_0 -> n0 [label=\"src1\"");   // y = W1 x reads x's copy in CPU2
     after(dot, "  c1_0 -> n2 [label=\"src0\"");   // z = silu(y2) reads y2's copy in the CPU
     ck_assert_msg(strstr(dot, "outside") == NULL, "an edge from outside:\n%s", dot);
+    // x, read only through its copy, still drawn as the input it is.
+    after(dot, "  l2 [shape=record, style=\"rounded,filled\", fillcolor=\"#b6d7a8\", label=\"{x | ");
+    after(dot, "  l2 -> c0_0 [style=bold");
     // Every node in the colour of the backend the scheduler gave it: y y2 w on CPU2, z o on the CPU.
     const char * want[5] = {"#dae8fc", "#dae8fc", "#d5e8d4", "#dae8fc", "#d5e8d4"};
     for (int i = 0; i < k.g->n_nodes; i++) {
