@@ -128,13 +128,8 @@ START_TEST(test_quantized_weights_broadcast_over_batches) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("quant_matmul");
-    TCase *  tc = tcase_create("vs_dequantized");
-    tcase_add_test(tc, test_q8_0_weights);
-    tcase_add_test(tc, test_q4_0_weights);
-    tcase_add_test(tc, test_f16_weights);
-    tcase_add_test(tc, test_f32_weights);
-    tcase_add_test(tc, test_quantized_weights_broadcast_over_batches);
-    suite_add_tcase(s, tc);
+    Suite * s = suite_create("quant_matmul");
+    MG_TCASE(s, "vs_dequantized", test_q8_0_weights, test_q4_0_weights, test_f16_weights, test_f32_weights,
+                test_quantized_weights_broadcast_over_batches);
     return s;
 }

@@ -186,16 +186,11 @@ START_TEST(test_rope_freq_factors_against_formula) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("arch");
-    TCase *  tc = tcase_create("arch");
+    Suite * s = suite_create("arch");
+    TCase * tc = MG_TCASE(s, "arch", test_llama_hparams_and_tensors, test_qwen2_hparams_and_tensors,
+                             test_mkmodel_arch_flag, test_unknown_arch_refused_by_name,
+                             test_tensor_of_another_arch_refused, test_rope_freq_factors_against_formula);
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_llama_hparams_and_tensors);
-    tcase_add_test(tc, test_qwen2_hparams_and_tensors);
-    tcase_add_test(tc, test_mkmodel_arch_flag);
-    tcase_add_test(tc, test_unknown_arch_refused_by_name);
-    tcase_add_test(tc, test_tensor_of_another_arch_refused);
-    tcase_add_test(tc, test_rope_freq_factors_against_formula);
-    suite_add_tcase(s, tc);
     return s;
 }

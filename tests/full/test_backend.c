@@ -197,19 +197,11 @@ START_TEST(test_device_flags_refused_clearly) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("backend");
-    TCase * tc = tcase_create("backend");
-    tcase_add_test(tc, test_registry_has_the_cpu_last);
-    tcase_add_test(tc, test_unknown_device_names_the_known_ones);
-    tcase_add_test(tc, test_cpu_buffer_set_get_clear);
-    tcase_add_test(tc, test_tensor_copy_between_buffers);
-    tcase_add_test(tc, test_cpu_backend_computes_a_graph);
-    suite_add_tcase(s, tc);
-    TCase * cli = tcase_create("cli");
+    Suite * s = suite_create("backend");
+    MG_TCASE(s, "backend", test_registry_has_the_cpu_last, test_unknown_device_names_the_known_ones,
+                test_cpu_buffer_set_get_clear, test_tensor_copy_between_buffers, test_cpu_backend_computes_a_graph);
+    TCase * cli = MG_TCASE(s, "cli", test_list_devices, test_device_flags_refused_clearly);
     tcase_set_timeout(cli, 120);
     tcase_add_checked_fixture(cli, setup, teardown);
-    tcase_add_test(cli, test_list_devices);
-    tcase_add_test(cli, test_device_flags_refused_clearly);
-    suite_add_tcase(s, cli);
     return s;
 }

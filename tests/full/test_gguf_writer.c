@@ -456,15 +456,7 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("gguf_writer");
-    TCase * tc = tcase_create("writer");
-    tcase_add_test(tc, test_every_value_and_tensor);
-    tcase_add_test(tc, test_set_replaces_and_moves_to_end);
-    tcase_add_test(tc, test_rejects_bad_input);
-    tcase_add_test(tc, test_copy_kvs);
-    tcase_add_test(tc, test_no_such_directory);
-    tcase_add_test(tc, test_rename_fails);
-    tcase_add_test(tc, test_dev_full);
-    tcase_add_test(tc, test_disk_fills_up);
-    suite_add_tcase(s, tc);
+    MG_TCASE(s, "writer", test_every_value_and_tensor, test_set_replaces_and_moves_to_end, test_rejects_bad_input,
+                test_copy_kvs, test_no_such_directory, test_rename_fails, test_dev_full, test_disk_fills_up);
     return s;
 }

@@ -365,15 +365,9 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("hf_tokenizer");
-    TCase * tc = tcase_create("hf_tokenizer");
+    TCase * tc = MG_TCASE(s, "hf_tokenizer", test_minimind_equals_fixture, test_converter_rules,
+                             test_pre_tokenizer_choice, test_json_values, test_json_strings, test_json_errors,
+                             test_json_reads_minimind);
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_minimind_equals_fixture);
-    tcase_add_test(tc, test_converter_rules);
-    tcase_add_test(tc, test_pre_tokenizer_choice);
-    tcase_add_test(tc, test_json_values);
-    tcase_add_test(tc, test_json_strings);
-    tcase_add_test(tc, test_json_errors);
-    tcase_add_test(tc, test_json_reads_minimind);
-    suite_add_tcase(s, tc);
     return s;
 }

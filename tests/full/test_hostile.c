@@ -438,39 +438,22 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("full_hostile");
-    TCase * utf8 = tcase_create("invalid_utf8");
+    TCase * utf8 = MG_TCASE(s, "invalid_utf8", test_tokenize_invalid_utf8, test_run_logits_invalid_utf8,
+                               test_chat_invalid_utf8);
     tcase_add_checked_fixture(utf8, setup, teardown);
-    tcase_add_test(utf8, test_tokenize_invalid_utf8);
-    tcase_add_test(utf8, test_run_logits_invalid_utf8);
-    tcase_add_test(utf8, test_chat_invalid_utf8);
-    suite_add_tcase(s, utf8);
 
-    TCase * meta = tcase_create("metadata");
+    TCase * meta = MG_TCASE(s, "metadata", test_bad_hparams, test_block_count_before_allocation, test_bad_vocab,
+                               test_special_ids_out_of_range);
     tcase_add_checked_fixture(meta, setup, teardown);
-    tcase_add_test(meta, test_bad_hparams);
-    tcase_add_test(meta, test_block_count_before_allocation);
-    tcase_add_test(meta, test_bad_vocab);
-    tcase_add_test(meta, test_special_ids_out_of_range);
-    suite_add_tcase(s, meta);
 
-    TCase * flags = tcase_create("flags");
+    TCase * flags = MG_TCASE(s, "flags", test_sampling_flags, test_context_flags, test_unclear_messages);
     tcase_add_checked_fixture(flags, setup, teardown);
-    tcase_add_test(flags, test_sampling_flags);
-    tcase_add_test(flags, test_context_flags);
-    tcase_add_test(flags, test_unclear_messages);
-    suite_add_tcase(s, flags);
 
-    TCase * quant = tcase_create("quantize");
+    TCase * quant = MG_TCASE(s, "quantize", test_quantize_same_file, test_quantize_not_regular,
+                                test_quantize_symlink_output, test_quantize_write_error);
     tcase_add_checked_fixture(quant, setup, teardown);
-    tcase_add_test(quant, test_quantize_same_file);
-    tcase_add_test(quant, test_quantize_not_regular);
-    tcase_add_test(quant, test_quantize_symlink_output);
-    tcase_add_test(quant, test_quantize_write_error);
-    suite_add_tcase(s, quant);
 
-    TCase * chat = tcase_create("chat");
+    TCase * chat = MG_TCASE(s, "chat", test_chat_overflow);
     tcase_add_checked_fixture(chat, setup, teardown);
-    tcase_add_test(chat, test_chat_overflow);
-    suite_add_tcase(s, chat);
     return s;
 }

@@ -77,10 +77,7 @@ START_TEST(test_past_u10ffff_is_four_replacements) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("invalid_utf8");
-    TCase * tc = tcase_create("llama.cpp");
-    tcase_add_test(tc, test_invalid_utf8_gives_llama_cpp_ids);
-    tcase_add_test(tc, test_past_u10ffff_is_four_replacements);
-    suite_add_tcase(s, tc);
+    Suite * s = suite_create("invalid_utf8");
+    MG_TCASE(s, "llama.cpp", test_invalid_utf8_gives_llama_cpp_ids, test_past_u10ffff_is_four_replacements);
     return s;
 }

@@ -112,12 +112,8 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("kquants_quantize");
-    TCase * tc = tcase_create("quantize");
+    TCase * tc = MG_TCASE(s, "quantize", test_q4_K_round_trip, test_q6_K_round_trip, test_k_quants_zero_block,
+                             test_fixture_q4_K_q6_K_bytes);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_q4_K_round_trip);
-    tcase_add_test(tc, test_q6_K_round_trip);
-    tcase_add_test(tc, test_k_quants_zero_block);
-    tcase_add_test(tc, test_fixture_q4_K_q6_K_bytes);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -121,14 +121,10 @@ START_TEST(test_smollm_ids_equal_llama_cpp) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("llama3_vocab");
-    TCase *  tc = tcase_create("llama3_vocab");
+    Suite * s = suite_create("llama3_vocab");
+    TCase * tc = MG_TCASE(s, "llama3_vocab", test_llama3_vocab_loads, test_llama3_splits_digits_in_threes,
+                             test_llama3_ids_equal_llama_cpp, test_smollm_splits_digits_then_gpt2,
+                             test_smollm_ids_equal_llama_cpp);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_llama3_vocab_loads);
-    tcase_add_test(tc, test_llama3_splits_digits_in_threes);
-    tcase_add_test(tc, test_llama3_ids_equal_llama_cpp);
-    tcase_add_test(tc, test_smollm_splits_digits_then_gpt2);
-    tcase_add_test(tc, test_smollm_ids_equal_llama_cpp);
-    suite_add_tcase(s, tc);
     return s;
 }

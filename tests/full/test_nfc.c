@@ -142,12 +142,7 @@ START_TEST(test_tables) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("nfc");
-    TCase * tc = tcase_create("nfc");
-    tcase_add_test(tc, test_normalization_test_file);
-    tcase_add_test(tc, test_tokenizer_cases);
-    tcase_add_test(tc, test_long_mark_run);
-    tcase_add_test(tc, test_tables);
-    suite_add_tcase(s, tc);
+    Suite * s = suite_create("nfc");
+    MG_TCASE(s, "nfc", test_normalization_test_file, test_tokenizer_cases, test_long_mark_run, test_tables);
     return s;
 }

@@ -240,15 +240,10 @@ START_TEST(test_mg_logits_dump) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("npy");
-    TCase *  tc = tcase_create("npy");
+    Suite * s = suite_create("npy");
+    TCase * tc = MG_TCASE(s, "npy", test_header_and_round_trip, test_reader_refuses, test_dumper,
+                             test_npy_diff_finds_planted, test_mg_logits_dump);
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_header_and_round_trip);
-    tcase_add_test(tc, test_reader_refuses);
-    tcase_add_test(tc, test_dumper);
-    tcase_add_test(tc, test_npy_diff_finds_planted);
-    tcase_add_test(tc, test_mg_logits_dump);
-    suite_add_tcase(s, tc);
     return s;
 }

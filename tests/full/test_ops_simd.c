@@ -146,13 +146,8 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("ops_simd");
-    TCase * tc = tcase_create("ops_simd");
-    tcase_add_test(tc, test_exp_row_matches_scalar);
-    tcase_add_test(tc, test_exp_row_edges);
-    tcase_add_test(tc, test_expf_versions);
-    tcase_add_test(tc, test_swiglu_row_matches_scalar);
-    tcase_add_test(tc, test_rope_pairs_matches_scalar_and_works_in_place);
-    tcase_add_test(tc, test_weighted_rows_add_matches_scalar);
-    suite_add_tcase(s, tc);
+    MG_TCASE(s, "ops_simd", test_exp_row_matches_scalar, test_exp_row_edges, test_expf_versions,
+                test_swiglu_row_matches_scalar, test_rope_pairs_matches_scalar_and_works_in_place,
+                test_weighted_rows_add_matches_scalar);
     return s;
 }

@@ -447,17 +447,10 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("perplexity");
-    TCase * t = tcase_create("perplexity");
+    TCase * t = MG_TCASE(s, "perplexity", test_ppl_matches_naive_reference, test_same_for_threads_and_batches,
+                            test_logits_file_round_trips, test_kl_against_itself_and_others, test_kl_bad_base_files,
+                            test_ppl_matches_llama_cpp, test_readme_shows_the_committed_table, test_bad_options);
     tcase_set_timeout(t, 300);
     tcase_add_checked_fixture(t, setup, teardown);
-    tcase_add_test(t, test_ppl_matches_naive_reference);
-    tcase_add_test(t, test_same_for_threads_and_batches);
-    tcase_add_test(t, test_logits_file_round_trips);
-    tcase_add_test(t, test_kl_against_itself_and_others);
-    tcase_add_test(t, test_kl_bad_base_files);
-    tcase_add_test(t, test_ppl_matches_llama_cpp);
-    tcase_add_test(t, test_readme_shows_the_committed_table);
-    tcase_add_test(t, test_bad_options);
-    suite_add_tcase(s, t);
     return s;
 }

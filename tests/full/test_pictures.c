@@ -372,13 +372,9 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("pictures");
-    TCase * tc = tcase_create("session");
+    TCase * tc = MG_TCASE(s, "session", test_session_trace_counts_the_graph, test_memory_model_q8_0,
+                             test_memory_model_repacked, test_dot_layers_offsets_and_times,
+                             test_mg_run_writes_every_picture);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_session_trace_counts_the_graph);
-    tcase_add_test(tc, test_memory_model_q8_0);
-    tcase_add_test(tc, test_memory_model_repacked);
-    tcase_add_test(tc, test_dot_layers_offsets_and_times);
-    tcase_add_test(tc, test_mg_run_writes_every_picture);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -115,13 +115,8 @@ START_TEST(test_tensor_order) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("quant_recipe");
-    TCase * tc = tcase_create("recipe");
-    tcase_add_test(tc, test_q8_0_types_are_llama_quantize_types);
-    tcase_add_test(tc, test_q4_k_m_types_are_llama_quantize_types);
-    tcase_add_test(tc, test_shape_fallbacks);
-    tcase_add_test(tc, test_option_names);
-    tcase_add_test(tc, test_tensor_order);
-    suite_add_tcase(s, tc);
+    Suite * s = suite_create("quant_recipe");
+    MG_TCASE(s, "recipe", test_q8_0_types_are_llama_quantize_types, test_q4_k_m_types_are_llama_quantize_types,
+                test_shape_fallbacks, test_option_names, test_tensor_order);
     return s;
 }

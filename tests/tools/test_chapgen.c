@@ -819,38 +819,20 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("chapgen");
-    TCase * gen = tcase_create("generate");
-    tcase_add_test(gen, test_generates_the_expected_tree);
-    tcase_add_test(gen, test_second_run_changes_nothing);
-    tcase_add_test(gen, test_unchanged_files_keep_their_mtime);
-    tcase_add_test(gen, test_hand_written_files_untouched_stale_ones_deleted);
-    tcase_add_test(gen, test_snippets_are_filled_and_dedented);
-    tcase_add_test(gen, test_zh_snippets_are_filled_too);
-    suite_add_tcase(s, gen);
+    MG_TCASE(s, "generate", test_generates_the_expected_tree, test_second_run_changes_nothing,
+                test_unchanged_files_keep_their_mtime, test_hand_written_files_untouched_stale_ones_deleted,
+                test_snippets_are_filled_and_dedented, test_zh_snippets_are_filled_too);
 
-    TCase * check = tcase_create("check");
-    tcase_add_test(check, test_check_reports_fresh);
-    tcase_add_test(check, test_check_finds_modified_file);
-    tcase_add_test(check, test_check_finds_missing_file);
-    tcase_add_test(check, test_check_finds_extra_file);
-    tcase_add_test(check, test_check_finds_stale_snippet);
-    tcase_add_test(check, test_check_finds_stale_zh_snippet);
-    tcase_add_test(check, test_check_ignores_hand_written_files_and_cleans_up);
-    suite_add_tcase(s, check);
+    MG_TCASE(s, "check", test_check_reports_fresh, test_check_finds_modified_file, test_check_finds_missing_file,
+                test_check_finds_extra_file, test_check_finds_stale_snippet, test_check_finds_stale_zh_snippet,
+                test_check_ignores_hand_written_files_and_cleans_up);
 
-    TCase * work = tcase_create("workspace");
-    tcase_add_test(work, test_edited_file_is_refused_and_kept);
-    tcase_add_test(work, test_force_overwrites_an_edit);
-    tcase_add_test(work, test_untouched_stale_file_is_regenerated);
-    tcase_add_test(work, test_deleted_upstream_file_with_edits_is_kept);
-    tcase_add_test(work, test_check_tells_edited_from_stale);
-    suite_add_tcase(s, work);
+    MG_TCASE(s, "workspace", test_edited_file_is_refused_and_kept, test_force_overwrites_an_edit,
+                test_untouched_stale_file_is_regenerated, test_deleted_upstream_file_with_edits_is_kept,
+                test_check_tells_edited_from_stale);
 
-    TCase * handout = tcase_create("handout");
-    tcase_add_test(handout, test_handout_copies_land_in_each_chapter);
-    tcase_add_test(handout, test_handout_copies_follow_their_source);
-    tcase_add_test(handout, test_handout_errors);
-    suite_add_tcase(s, handout);
+    MG_TCASE(s, "handout", test_handout_copies_land_in_each_chapter, test_handout_copies_follow_their_source,
+                test_handout_errors);
 
     TCase * rules = tcase_create("rules");
     tcase_add_test(rules, test_plus_inside_old_ends_with_it);

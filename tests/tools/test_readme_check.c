@@ -341,23 +341,15 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("readme_check");
-    TCase * tc = tcase_create("readme_check");
+    TCase * tc = MG_TCASE(s, "readme_check", test_excerpt_and_numbers_match, test_a_number_the_demo_does_not_print,
+                             test_a_number_the_paragraph_does_not_say, test_numbers_are_whole,
+                             test_numbers_from_another_chapter, test_an_edited_chapter_is_told_a_mismatch_is_expected,
+                             test_parity_a_complete_twin_passes, test_parity_content_differences_are_refused,
+                             test_parity_bold_headings_wrapped_spans_and_allowed_numbers,
+                             test_parity_catches_the_drifted_readme, test_parity_a_missing_snippet_is_refused,
+                             test_parity_a_missing_or_changed_demo_block_is_refused,
+                             test_parity_a_missing_heading_is_refused, test_parity_a_missing_numbers_line_is_refused,
+                             test_parity_the_first_lines_link_to_each_other);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_excerpt_and_numbers_match);
-    tcase_add_test(tc, test_a_number_the_demo_does_not_print);
-    tcase_add_test(tc, test_a_number_the_paragraph_does_not_say);
-    tcase_add_test(tc, test_numbers_are_whole);
-    tcase_add_test(tc, test_numbers_from_another_chapter);
-    tcase_add_test(tc, test_an_edited_chapter_is_told_a_mismatch_is_expected);
-    tcase_add_test(tc, test_parity_a_complete_twin_passes);
-    tcase_add_test(tc, test_parity_content_differences_are_refused);
-    tcase_add_test(tc, test_parity_bold_headings_wrapped_spans_and_allowed_numbers);
-    tcase_add_test(tc, test_parity_catches_the_drifted_readme);
-    tcase_add_test(tc, test_parity_a_missing_snippet_is_refused);
-    tcase_add_test(tc, test_parity_a_missing_or_changed_demo_block_is_refused);
-    tcase_add_test(tc, test_parity_a_missing_heading_is_refused);
-    tcase_add_test(tc, test_parity_a_missing_numbers_line_is_refused);
-    tcase_add_test(tc, test_parity_the_first_lines_link_to_each_other);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -407,23 +407,14 @@ START_TEST(test_ngl_refusals) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("vulkan");
-    TCase * tc = tcase_create("vulkan");
+    Suite * s = suite_create("vulkan");
+    TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
+                             test_copies_across_memories, test_add_and_mul_on_the_device,
+                             test_silu_rms_norm_mul_mat_like_the_cpu, test_ops_without_a_shader_are_refused,
+                             test_scheduler_splits_between_device_and_cpu);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_device_in_the_registry);
-    tcase_add_test(tc, test_device_memory_round_trip);
-    tcase_add_test(tc, test_copies_across_memories);
-    tcase_add_test(tc, test_add_and_mul_on_the_device);
-    tcase_add_test(tc, test_silu_rms_norm_mul_mat_like_the_cpu);
-    tcase_add_test(tc, test_ops_without_a_shader_are_refused);
-    tcase_add_test(tc, test_scheduler_splits_between_device_and_cpu);
-    suite_add_tcase(s, tc);
-    TCase * cli = tcase_create("ngl");
+    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_refusals);
     tcase_set_timeout(cli, 300);
     tcase_add_checked_fixture(cli, setup, teardown);
-    tcase_add_test(cli, test_ngl_logits_like_the_cpu);
-    tcase_add_test(cli, test_ngl_run_text);
-    tcase_add_test(cli, test_ngl_refusals);
-    suite_add_tcase(s, cli);
     return s;
 }

@@ -19,6 +19,13 @@
 #define MG_TEST_FIXTURES MG_TEST_ROOT "/tests/fixtures"
 #endif
 
+TCase * mg_test_add_tcase(Suite * s, const char * name, const TTest * const * tests) {
+    TCase * tc = tcase_create(name);
+    for (; *tests != NULL; tests++) tcase_add_test(tc, *tests);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
 void mg_test_print_skip(const char * test, const char * file, int line, const char * why) {
     // Check names a test's function NAME_fn: print the NAME the suite lists.
     const size_t n = strlen(test);

@@ -13,6 +13,13 @@
 
 Suite * mg_test_suite(void);
 
+// One test case of a suite, its tests in order: MG_TCASE(s, "views",
+// test_view_1d, test_view_2d) stands for tcase_create("views"), one
+// tcase_add_test per test and suite_add_tcase. Returns the test case (for a
+// timeout or a fixture).
+#define MG_TCASE(s, name, ...) mg_test_add_tcase((s), (name), (const TTest * const[]){__VA_ARGS__, NULL})
+TCase * mg_test_add_tcase(Suite * s, const char * name, const TTest * const * tests);
+
 // A test that cannot run here (no Graphviz, a build without the instructions
 // it is about) says so and returns: MG_TEST_SKIP("why") prints
 //     skipped: TEST (FILE:LINE): why

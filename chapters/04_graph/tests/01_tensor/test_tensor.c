@@ -621,42 +621,19 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("tensor");
 
-    TCase * basics = tcase_create("basics");
-    tcase_add_test(basics, test_new_tensor_packed_strides_f32);
-    tcase_add_test(basics, test_new_tensor_low_dims_fill_with_ones);
-    tcase_add_test(basics, test_new_tensor_quantized_strides);
-    tcase_add_test(basics, test_type_table);
-    tcase_add_test(basics, test_type_name_of_unsupported_ids);
-    suite_add_tcase(s, basics);
+    MG_TCASE(s, "basics", test_new_tensor_packed_strides_f32, test_new_tensor_low_dims_fill_with_ones,
+                test_new_tensor_quantized_strides, test_type_table, test_type_name_of_unsupported_ids);
 
-    TCase * views = tcase_create("views");
-    tcase_add_test(views, test_view_1d);
-    tcase_add_test(views, test_view_2d);
-    tcase_add_test(views, test_view_3d);
-    tcase_add_test(views, test_view_4d);
-    tcase_add_test(views, test_reshape_1d_to_4d);
-    tcase_add_test(views, test_transpose_shape_and_strides);
-    tcase_add_test(views, test_transpose_reads_transposed_values);
-    tcase_add_test(views, test_permute_all_24_orders);
-    tcase_add_test(views, test_view_chain_flattens_to_root);
-    suite_add_tcase(s, views);
+    MG_TCASE(s, "views", test_view_1d, test_view_2d, test_view_3d, test_view_4d, test_reshape_1d_to_4d,
+                test_transpose_shape_and_strides, test_transpose_reads_transposed_values, test_permute_all_24_orders,
+                test_view_chain_flattens_to_root);
 
-    TCase * layout = tcase_create("layout");
-    tcase_add_test(layout, test_is_contiguous_cases);
-    tcase_add_test(layout, test_nbytes_of_strided_views);
-    tcase_add_test(layout, test_nbytes_of_transposed_and_permuted_views);
-    suite_add_tcase(s, layout);
+    MG_TCASE(s, "layout", test_is_contiguous_cases, test_nbytes_of_strided_views,
+                test_nbytes_of_transposed_and_permuted_views);
 
-    TCase * access = tcase_create("access");
-    tcase_add_test(access, test_set_through_view_writes_root);
-    tcase_add_test(access, test_set_through_transpose_writes_root);
-    tcase_add_test(access, test_q8_0_element_access_equals_dequantize);
-    tcase_add_test(access, test_q4_0_element_access_equals_dequantize);
-    suite_add_tcase(s, access);
+    MG_TCASE(s, "access", test_set_through_view_writes_root, test_set_through_transpose_writes_root,
+                test_q8_0_element_access_equals_dequantize, test_q4_0_element_access_equals_dequantize);
 
-    TCase * names = tcase_create("names");
-    tcase_add_test(names, test_names_set_format_truncate);
-    tcase_add_test(names, test_describe_line);
-    suite_add_tcase(s, names);
+    MG_TCASE(s, "names", test_names_set_format_truncate, test_describe_line);
     return s;
 }

@@ -369,27 +369,15 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("quants");
-    TCase * f16 = tcase_create("f16");
+    TCase * f16 = MG_TCASE(s, "f16", test_f16_edge_values, test_f16_nan_stays_nan, test_f16_decode_exhaustive,
+                              test_f16_round_trip_exhaustive, test_f16_rounding_matches_nearest_half);
     tcase_set_timeout(f16, 60);
-    tcase_add_test(f16, test_f16_edge_values);
-    tcase_add_test(f16, test_f16_nan_stays_nan);
-    tcase_add_test(f16, test_f16_decode_exhaustive);
-    tcase_add_test(f16, test_f16_round_trip_exhaustive);
-    tcase_add_test(f16, test_f16_rounding_matches_nearest_half);
-    suite_add_tcase(s, f16);
 
-    TCase * blocks = tcase_create("blocks");
+    TCase * blocks = MG_TCASE(s, "blocks", test_block_sizes, test_q4_0_hand_computed_exact,
+                                 test_q4_0_hand_computed_rounding, test_q4_0_first_strict_maximum,
+                                 test_q4_0_zero_block, test_q4_0_round_trip_bound, test_q8_0_hand_computed_exact,
+                                 test_q8_0_ref_rounds_half_away_from_zero, test_q8_0_zero_block,
+                                 test_q8_0_round_trip_bound);
     tcase_set_timeout(blocks, 60);
-    tcase_add_test(blocks, test_block_sizes);
-    tcase_add_test(blocks, test_q4_0_hand_computed_exact);
-    tcase_add_test(blocks, test_q4_0_hand_computed_rounding);
-    tcase_add_test(blocks, test_q4_0_first_strict_maximum);
-    tcase_add_test(blocks, test_q4_0_zero_block);
-    tcase_add_test(blocks, test_q4_0_round_trip_bound);
-    tcase_add_test(blocks, test_q8_0_hand_computed_exact);
-    tcase_add_test(blocks, test_q8_0_ref_rounds_half_away_from_zero);
-    tcase_add_test(blocks, test_q8_0_zero_block);
-    tcase_add_test(blocks, test_q8_0_round_trip_bound);
-    suite_add_tcase(s, blocks);
     return s;
 }

@@ -799,32 +799,16 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("graph");
 
-    TCase * build = tcase_create("build");
-    tcase_add_test(build, test_random_dags_topological_order);
-    tcase_add_test(build, test_shared_subexpression_held_once);
-    tcase_add_test(build, test_leafs_and_nodes_classified);
-    tcase_add_test(build, test_auto_names_only_for_unnamed);
-    tcase_add_test(build, test_graph_clear_and_rebuild);
-    suite_add_tcase(s, build);
+    MG_TCASE(s, "build", test_random_dags_topological_order, test_shared_subexpression_held_once,
+                test_leafs_and_nodes_classified, test_auto_names_only_for_unnamed, test_graph_clear_and_rebuild);
 
-    TCase * run = tcase_create("run");
-    tcase_add_test(run, test_random_dags_compute_matches_naive);
-    tcase_add_test(run, test_inplace_on_two_paths_runs_once);
-    tcase_add_test(run, test_graph_compute_equals_mg_compute_and_naive);
-    suite_add_tcase(s, run);
+    MG_TCASE(s, "run", test_random_dags_compute_matches_naive, test_inplace_on_two_paths_runs_once,
+                test_graph_compute_equals_mg_compute_and_naive);
 
-    TCase * order = tcase_create("relu_layer");
-    tcase_add_test(order, test_relu_layer_order_in_arrays);
-    tcase_add_test(order, test_relu_layer_order_in_graph_trace);
-    tcase_add_test(order, test_exec_trace_runs_nodes_in_order);
-    tcase_add_test(order, test_shape_str);
-    suite_add_tcase(s, order);
+    MG_TCASE(s, "relu_layer", test_relu_layer_order_in_arrays, test_relu_layer_order_in_graph_trace,
+                test_exec_trace_runs_nodes_in_order, test_shape_str);
 
-    TCase * dot = tcase_create("dot");
-    tcase_add_test(dot, test_dot_statements_and_edges);
-    tcase_add_test(dot, test_dot_is_the_same_for_the_same_graph);
-    tcase_add_test(dot, test_dot_renders_with_graphviz);
-    tcase_add_test(dot, test_dot_unwritable_path);
-    suite_add_tcase(s, dot);
+    MG_TCASE(s, "dot", test_dot_statements_and_edges, test_dot_is_the_same_for_the_same_graph,
+                test_dot_renders_with_graphviz, test_dot_unwritable_path);
     return s;
 }

@@ -93,9 +93,6 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("op_inplace");
-    TCase * tc = tcase_create("inplace");
-    tcase_add_test(tc, test_every_op_has_a_rule);
-    tcase_add_test(tc, test_inplace_ops_give_the_same_bytes);
-    suite_add_tcase(s, tc);
+    MG_TCASE(s, "inplace", test_every_op_has_a_rule, test_inplace_ops_give_the_same_bytes);
     return s;
 }

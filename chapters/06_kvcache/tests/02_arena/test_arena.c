@@ -432,30 +432,16 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("arena");
 
-    TCase * bump = tcase_create("bump");
-    tcase_add_test(bump, test_objects_laid_end_to_end);
-    tcase_add_test(bump, test_owned_buffer_payloads_aligned_and_summed);
-    tcase_add_test(bump, test_context_alloc_aligned);
-    tcase_add_test(bump, test_user_buffer_is_used_and_kept);
-    tcase_add_test(bump, test_full_arena_returns_null_with_numbers);
-    suite_add_tcase(s, bump);
+    MG_TCASE(s, "bump", test_objects_laid_end_to_end, test_owned_buffer_payloads_aligned_and_summed,
+                test_context_alloc_aligned, test_user_buffer_is_used_and_kept,
+                test_full_arena_returns_null_with_numbers);
 
-    TCase * place = tcase_create("no_alloc");
-    tcase_add_test(place, test_no_alloc_costs_headers_only);
-    tcase_add_test(place, test_alloc_ctx_tensors_one_buffer);
-    tcase_add_test(place, test_walk_and_find_by_name);
-    suite_add_tcase(s, place);
+    MG_TCASE(s, "no_alloc", test_no_alloc_costs_headers_only, test_alloc_ctx_tensors_one_buffer,
+                test_walk_and_find_by_name);
 
-    TCase * mapped = tcase_create("mmap");
-    tcase_add_test(mapped, test_mmap_gives_the_file_bytes);
-    tcase_add_test(mapped, test_mmap_missing_file_error);
-    tcase_add_test(mapped, test_mmap_directory_error);
-    tcase_add_test(mapped, test_touching_mapped_pages_faults);
-    suite_add_tcase(s, mapped);
+    MG_TCASE(s, "mmap", test_mmap_gives_the_file_bytes, test_mmap_missing_file_error, test_mmap_directory_error,
+                test_touching_mapped_pages_faults);
 
-    TCase * trace = tcase_create("trace");
-    tcase_add_test(trace, test_trace_alloc_lines_per_object);
-    tcase_add_test(trace, test_trace_unknown_category_is_named);
-    suite_add_tcase(s, trace);
+    MG_TCASE(s, "trace", test_trace_alloc_lines_per_object, test_trace_unknown_category_is_named);
     return s;
 }

@@ -76,9 +76,6 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("op_colours");
-    TCase * tc = tcase_create("dot");
-    tcase_add_test(tc, test_every_op_has_a_colour);
-    tcase_add_test(tc, test_drawing_shows_name_symbol_and_colour);
-    suite_add_tcase(s, tc);
+    MG_TCASE(s, "dot", test_every_op_has_a_colour, test_drawing_shows_name_symbol_and_colour);
     return s;
 }

@@ -400,23 +400,13 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("galloc_graph");
 
-    TCase * plans = tcase_create("plans");
-    tcase_add_test(plans, test_same_graph_twice_does_not_replan);
-    tcase_add_test(plans, test_reserve_plans_every_time_it_is_called);
-    tcase_add_test(plans, test_a_different_graph_is_planned);
-    tcase_add_test(plans, test_bigger_graph_grows_the_buffer);
-    tcase_add_test(plans, test_small_big_small_replans_into_the_grown_buffer);
-    tcase_add_test(plans, test_big_small_big_replans_every_result);
-    tcase_add_test(plans, test_place_into_caller_memory);
-    suite_add_tcase(s, plans);
+    MG_TCASE(s, "plans", test_same_graph_twice_does_not_replan, test_reserve_plans_every_time_it_is_called,
+                test_a_different_graph_is_planned, test_bigger_graph_grows_the_buffer,
+                test_small_big_small_replans_into_the_grown_buffer, test_big_small_big_replans_every_result,
+                test_place_into_caller_memory);
 
-    TCase * lifetimes = tcase_create("lifetimes");
-    tcase_add_test(lifetimes, test_output_survives_parent_reuse_off);
-    tcase_add_test(lifetimes, test_output_survives_parent_reuse_on);
-    tcase_add_test(lifetimes, test_inputs_first_and_kept_until_read);
-    tcase_add_test(lifetimes, test_view_keeps_its_source_alive);
-    tcase_add_test(lifetimes, test_parent_reuse_needs_the_same_shape);
-    tcase_add_test(lifetimes, test_parent_reuse_takes_a_dying_same_shape_source);
-    suite_add_tcase(s, lifetimes);
+    MG_TCASE(s, "lifetimes", test_output_survives_parent_reuse_off, test_output_survives_parent_reuse_on,
+                test_inputs_first_and_kept_until_read, test_view_keeps_its_source_alive,
+                test_parent_reuse_needs_the_same_shape, test_parent_reuse_takes_a_dying_same_shape_source);
     return s;
 }

@@ -198,14 +198,9 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("galloc_trace");
-    TCase * tc = tcase_create("lesson");
-    tcase_add_test(tc, test_lesson_trace_parent_reuse_off);
-    tcase_add_test(tc, test_lesson_trace_parent_reuse_on);
-    tcase_add_test(tc, test_parent_reuse_is_on_by_default);
-    tcase_add_test(tc, test_lesson_offsets_and_sizes);
-    tcase_add_test(tc, test_lesson_offsets_with_parent_reuse);
-    tcase_add_test(tc, test_lesson_result_parent_reuse_off);
-    tcase_add_test(tc, test_lesson_result_parent_reuse_on);
-    suite_add_tcase(s, tc);
+    MG_TCASE(s, "lesson", test_lesson_trace_parent_reuse_off, test_lesson_trace_parent_reuse_on,
+                test_parent_reuse_is_on_by_default, test_lesson_offsets_and_sizes,
+                test_lesson_offsets_with_parent_reuse, test_lesson_result_parent_reuse_off,
+                test_lesson_result_parent_reuse_on);
     return s;
 }

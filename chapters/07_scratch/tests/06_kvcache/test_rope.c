@@ -129,17 +129,10 @@ START_TEST(test_rope_far_position) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("rope");
-    TCase *  tc = tcase_create("formula");
-    tcase_add_test(tc, test_rope_neox_full_rotation);
-    tcase_add_test(tc, test_rope_normal_full_rotation);
-    tcase_add_test(tc, test_rope_neox_freq_scale);
-    tcase_add_test(tc, test_rope_normal_freq_scale_and_base);
-    tcase_add_test(tc, test_rope_neox_partial_rotation_leaves_the_tail);
-    tcase_add_test(tc, test_rope_normal_partial_rotation_leaves_the_tail);
-    tcase_add_test(tc, test_rope_positions_per_token);
-    tcase_add_test(tc, test_rope_position_zero_is_identity);
-    tcase_add_test(tc, test_rope_far_position);
-    suite_add_tcase(s, tc);
+    Suite * s = suite_create("rope");
+    MG_TCASE(s, "formula", test_rope_neox_full_rotation, test_rope_normal_full_rotation, test_rope_neox_freq_scale,
+                test_rope_normal_freq_scale_and_base, test_rope_neox_partial_rotation_leaves_the_tail,
+                test_rope_normal_partial_rotation_leaves_the_tail, test_rope_positions_per_token,
+                test_rope_position_zero_is_identity, test_rope_far_position);
     return s;
 }

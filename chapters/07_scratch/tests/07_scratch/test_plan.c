@@ -173,14 +173,9 @@ START_TEST(test_work_size_is_max_on_random_graphs) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("plan");
-    TCase *  tc = tcase_create("work_size");
-    tcase_add_test(tc, test_node_work_sizes_by_hand);
-    tcase_add_test(tc, test_work_size_is_the_max_plus_padding);
-    tcase_add_test(tc, test_work_size_follows_the_biggest_node);
-    tcase_add_test(tc, test_no_scratch_no_work_buffer);
-    tcase_add_test(tc, test_views_are_one_task);
-    tcase_add_test(tc, test_work_size_is_max_on_random_graphs);
-    suite_add_tcase(s, tc);
+    Suite * s = suite_create("plan");
+    MG_TCASE(s, "work_size", test_node_work_sizes_by_hand, test_work_size_is_the_max_plus_padding,
+                test_work_size_follows_the_biggest_node, test_no_scratch_no_work_buffer, test_views_are_one_task,
+                test_work_size_is_max_on_random_graphs);
     return s;
 }

@@ -234,30 +234,16 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("dyn_alloc");
 
-    TCase * basics = tcase_create("alloc");
-    tcase_add_test(basics, test_reset_is_one_infinite_tail);
-    tcase_add_test(basics, test_allocations_are_laid_end_to_end);
-    tcase_add_test(basics, test_sizes_round_up_to_the_alignment);
-    tcase_add_test(basics, test_alignment_4_keeps_float_granularity);
-    tcase_add_test(basics, test_reset_forgets_everything);
-    tcase_add_test(basics, test_describe_truncates_safely);
-    suite_add_tcase(s, basics);
+    MG_TCASE(s, "alloc", test_reset_is_one_infinite_tail, test_allocations_are_laid_end_to_end,
+                test_sizes_round_up_to_the_alignment, test_alignment_4_keeps_float_granularity,
+                test_reset_forgets_everything, test_describe_truncates_safely);
 
-    TCase * merge = tcase_create("free");
-    tcase_add_test(merge, test_free_without_neighbours_adds_a_hole);
-    tcase_add_test(merge, test_free_at_offset_zero_has_no_previous);
-    tcase_add_test(merge, test_free_merges_with_previous);
-    tcase_add_test(merge, test_free_merges_with_next);
-    tcase_add_test(merge, test_free_merges_with_both);
-    tcase_add_test(merge, test_free_merges_into_the_tail);
-    tcase_add_test(merge, test_free_everything_gives_back_one_tail);
-    suite_add_tcase(s, merge);
+    MG_TCASE(s, "free", test_free_without_neighbours_adds_a_hole, test_free_at_offset_zero_has_no_previous,
+                test_free_merges_with_previous, test_free_merges_with_next, test_free_merges_with_both,
+                test_free_merges_into_the_tail, test_free_everything_gives_back_one_tail);
 
-    TCase * fit = tcase_create("best_fit");
-    tcase_add_test(fit, test_best_fit_takes_the_smallest_hole_that_fits);
-    tcase_add_test(fit, test_best_fit_splits_a_larger_hole_from_its_front);
-    tcase_add_test(fit, test_best_fit_prefers_a_hole_to_the_tail);
-    tcase_add_test(fit, test_tail_grows_when_no_hole_fits);
-    suite_add_tcase(s, fit);
+    MG_TCASE(s, "best_fit", test_best_fit_takes_the_smallest_hole_that_fits,
+                test_best_fit_splits_a_larger_hole_from_its_front, test_best_fit_prefers_a_hole_to_the_tail,
+                test_tail_grows_when_no_hole_fits);
     return s;
 }

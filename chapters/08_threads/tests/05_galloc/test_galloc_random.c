@@ -310,14 +310,10 @@ START_TEST(test_random_dags_inputs_survive) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("galloc_random");
-    TCase *  tc = tcase_create("random_dags");
+    Suite * s = suite_create("galloc_random");
+    TCase * tc = MG_TCASE(s, "random_dags", test_random_dags_no_live_overlap, test_random_dags_peak_at_most_sum,
+                             test_random_dags_inputs_at_the_bottom, test_random_dags_match_naive_allocation,
+                             test_random_dags_inputs_survive);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_random_dags_no_live_overlap);
-    tcase_add_test(tc, test_random_dags_peak_at_most_sum);
-    tcase_add_test(tc, test_random_dags_inputs_at_the_bottom);
-    tcase_add_test(tc, test_random_dags_match_naive_allocation);
-    tcase_add_test(tc, test_random_dags_inputs_survive);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -375,28 +375,14 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("kv_attention");
 
-    TCase * decode = tcase_create("decode");
+    TCase * decode = MG_TCASE(s, "decode", test_cache_equals_recompute_mha, test_cache_equals_recompute_gqa_2,
+                                 test_cache_equals_recompute_gqa_4, test_cache_with_padding_equals_recompute);
     tcase_set_timeout(decode, 60);
-    tcase_add_test(decode, test_cache_equals_recompute_mha);
-    tcase_add_test(decode, test_cache_equals_recompute_gqa_2);
-    tcase_add_test(decode, test_cache_equals_recompute_gqa_4);
-    tcase_add_test(decode, test_cache_with_padding_equals_recompute);
-    suite_add_tcase(s, decode);
 
-    TCase * store = tcase_create("store");
-    tcase_add_test(store, test_store_one_token_writes_its_slot_only);
-    tcase_add_test(store, test_store_at_position_zero);
-    tcase_add_test(store, test_store_at_the_last_position);
-    tcase_add_test(store, test_store_a_batch_of_tokens);
-    tcase_add_test(store, test_cache_views_read_the_slots);
-    suite_add_tcase(s, store);
+    MG_TCASE(s, "store", test_store_one_token_writes_its_slot_only, test_store_at_position_zero,
+                test_store_at_the_last_position, test_store_a_batch_of_tokens, test_cache_views_read_the_slots);
 
-    TCase * sizes = tcase_create("sizes");
-    tcase_add_test(sizes, test_n_kv_pads_to_a_multiple);
-    tcase_add_test(sizes, test_n_kv_is_capped_at_n_ctx);
-    tcase_add_test(sizes, test_n_kv_without_padding);
-    tcase_add_test(sizes, test_bytes_per_token_formula);
-    tcase_add_test(sizes, test_new_cache_is_zeroed);
-    suite_add_tcase(s, sizes);
+    MG_TCASE(s, "sizes", test_n_kv_pads_to_a_multiple, test_n_kv_is_capped_at_n_ctx, test_n_kv_without_padding,
+                test_bytes_per_token_formula, test_new_cache_is_zeroed);
     return s;
 }

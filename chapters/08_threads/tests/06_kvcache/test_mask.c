@@ -143,18 +143,11 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("mask");
 
-    TCase * values = tcase_create("fill_mask");
-    tcase_add_test(values, test_mask_prompt_is_lower_triangular);
-    tcase_add_test(values, test_mask_decode_step_sees_the_past);
-    tcase_add_test(values, test_mask_batch_after_a_prefix);
-    suite_add_tcase(s, values);
+    MG_TCASE(s, "fill_mask", test_mask_prompt_is_lower_triangular, test_mask_decode_step_sees_the_past,
+                test_mask_batch_after_a_prefix);
 
-    TCase * softmax = tcase_create("masked_softmax");
-    tcase_add_test(softmax, test_masked_softmax_prompt);
-    tcase_add_test(softmax, test_masked_softmax_decode_with_padding);
-    tcase_add_test(softmax, test_masked_softmax_batch_after_prefix);
-    tcase_add_test(softmax, test_masked_softmax_long_row);
-    tcase_add_test(softmax, test_softmax_over_a_computed_mask);
-    suite_add_tcase(s, softmax);
+    MG_TCASE(s, "masked_softmax", test_masked_softmax_prompt, test_masked_softmax_decode_with_padding,
+                test_masked_softmax_batch_after_prefix, test_masked_softmax_long_row,
+                test_softmax_over_a_computed_mask);
     return s;
 }

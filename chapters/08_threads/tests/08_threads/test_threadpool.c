@@ -298,22 +298,15 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("threadpool");
 
-    TCase * loops = tcase_create("back_to_back");
+    TCase * loops = MG_TCASE(s, "back_to_back", test_thousands_of_computes_on_one_pool,
+                                test_computes_on_an_oversubscribed_pool, test_computes_with_pauses_between_them,
+                                test_graph_freed_right_after_compute, test_pools_created_and_freed_in_a_loop,
+                                test_plan_without_pool_makes_one_per_compute);
     tcase_set_timeout(loops, 60);
-    tcase_add_test(loops, test_thousands_of_computes_on_one_pool);
-    tcase_add_test(loops, test_computes_on_an_oversubscribed_pool);
-    tcase_add_test(loops, test_computes_with_pauses_between_them);
-    tcase_add_test(loops, test_graph_freed_right_after_compute);
-    tcase_add_test(loops, test_pools_created_and_freed_in_a_loop);
-    tcase_add_test(loops, test_plan_without_pool_makes_one_per_compute);
-    suite_add_tcase(s, loops);
 
-    TCase * counters = tcase_create("counters");
+    TCase * counters = MG_TCASE(s, "counters", test_pool_with_more_threads_than_the_plan,
+                                   test_stats_count_graphs_and_wakeups, test_idle_workers_sleep_and_are_woken);
     tcase_set_timeout(counters, 30);
-    tcase_add_test(counters, test_pool_with_more_threads_than_the_plan);
-    tcase_add_test(counters, test_stats_count_graphs_and_wakeups);
-    tcase_add_test(counters, test_idle_workers_sleep_and_are_woken);
-    suite_add_tcase(s, counters);
 
     TCase * edges = tcase_create("edges");
     tcase_set_timeout(edges, 30);

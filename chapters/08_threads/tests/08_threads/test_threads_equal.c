@@ -170,13 +170,10 @@ START_TEST(test_plan_without_pool_gives_the_same_bits) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("threads_equal");
-    TCase *  tc = tcase_create("same_bits");
+    Suite * s = suite_create("threads_equal");
+    TCase * tc = MG_TCASE(s, "same_bits", test_random_dags_same_bits_on_every_pool_size,
+                             test_random_dags_same_bits_on_one_pool, test_random_nets_same_bits_on_every_thread_count,
+                             test_plan_without_pool_gives_the_same_bits);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_random_dags_same_bits_on_every_pool_size);
-    tcase_add_test(tc, test_random_dags_same_bits_on_one_pool);
-    tcase_add_test(tc, test_random_nets_same_bits_on_every_thread_count);
-    tcase_add_test(tc, test_plan_without_pool_gives_the_same_bits);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -338,10 +338,7 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("timeline");
-    TCase * tc = tcase_create("json");
+    TCase * tc = MG_TCASE(s, "json", test_trace_json_matches_the_graphs, test_no_timeline_records_nothing);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_trace_json_matches_the_graphs);
-    tcase_add_test(tc, test_no_timeline_records_nothing);
-    suite_add_tcase(s, tc);
     return s;
 }

@@ -78,10 +78,7 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("op_tables");
-    TCase * tc = tcase_create("tables");
-    tcase_add_test(tc, test_every_op_has_a_distinct_name);
-    tcase_add_test(tc, test_every_op_has_a_distinct_symbol);
-    tcase_add_test(tc, test_every_supported_type_is_complete);
-    suite_add_tcase(s, tc);
+    MG_TCASE(s, "tables", test_every_op_has_a_distinct_name, test_every_op_has_a_distinct_symbol,
+                test_every_supported_type_is_complete);
     return s;
 }

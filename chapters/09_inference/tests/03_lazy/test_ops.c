@@ -916,44 +916,18 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("ops");
 
-    TCase * elementwise = tcase_create("elementwise");
-    tcase_add_test(elementwise, test_binary_odd_shapes);
-    tcase_add_test(elementwise, test_binary_broadcast);
-    tcase_add_test(elementwise, test_binary_non_contiguous_inputs);
-    tcase_add_test(elementwise, test_unary_odd_shapes);
-    tcase_add_test(elementwise, test_unary_non_contiguous_inputs);
-    tcase_add_test(elementwise, test_unary_special_values);
-    suite_add_tcase(s, elementwise);
+    MG_TCASE(s, "elementwise", test_binary_odd_shapes, test_binary_broadcast, test_binary_non_contiguous_inputs,
+                test_unary_odd_shapes, test_unary_non_contiguous_inputs, test_unary_special_values);
 
-    TCase * rows = tcase_create("rows");
-    tcase_add_test(rows, test_sum_rows);
-    tcase_add_test(rows, test_rms_norm);
-    tcase_add_test(rows, test_rms_norm_eps_placement);
-    tcase_add_test(rows, test_soft_max);
-    suite_add_tcase(s, rows);
+    MG_TCASE(s, "rows", test_sum_rows, test_rms_norm, test_rms_norm_eps_placement, test_soft_max);
 
-    TCase * matmul = tcase_create("mul_mat");
-    tcase_add_test(matmul, test_mul_mat_odd_sizes);
-    tcase_add_test(matmul, test_mul_mat_hand_computed);
-    tcase_add_test(matmul, test_mul_mat_broadcast_gqa);
-    tcase_add_test(matmul, test_mul_mat_strided_operands);
-    suite_add_tcase(s, matmul);
+    MG_TCASE(s, "mul_mat", test_mul_mat_odd_sizes, test_mul_mat_hand_computed, test_mul_mat_broadcast_gqa,
+                test_mul_mat_strided_operands);
 
-    TCase * copies = tcase_create("copies");
-    tcase_add_test(copies, test_cont_of_permuted);
-    tcase_add_test(copies, test_cpy_between_shapes);
-    tcase_add_test(copies, test_cpy_f32_to_f16);
-    tcase_add_test(copies, test_get_rows_f32);
-    tcase_add_test(copies, test_get_rows_q8_0);
-    tcase_add_test(copies, test_get_rows_q4_0);
-    suite_add_tcase(s, copies);
+    MG_TCASE(s, "copies", test_cont_of_permuted, test_cpy_between_shapes, test_cpy_f32_to_f16, test_get_rows_f32,
+                test_get_rows_q8_0, test_get_rows_q4_0);
 
-    TCase * lazy = tcase_create("lazy");
-    tcase_add_test(lazy, test_building_computes_nothing);
-    tcase_add_test(lazy, test_compute_again_for_new_inputs);
-    tcase_add_test(lazy, test_inplace_binary);
-    tcase_add_test(lazy, test_inplace_unary);
-    tcase_add_test(lazy, test_inplace_rms_norm_and_soft_max);
-    suite_add_tcase(s, lazy);
+    MG_TCASE(s, "lazy", test_building_computes_nothing, test_compute_again_for_new_inputs, test_inplace_binary,
+                test_inplace_unary, test_inplace_rms_norm_and_soft_max);
     return s;
 }

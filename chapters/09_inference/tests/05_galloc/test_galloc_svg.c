@@ -251,9 +251,6 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("galloc_svg");
-    TCase * tc = tcase_create("picture");
-    tcase_add_test(tc, test_relu_layer_picture);
-    tcase_add_test(tc, test_random_graph_pictures);
-    suite_add_tcase(s, tc);
+    MG_TCASE(s, "picture", test_relu_layer_picture, test_random_graph_pictures);
     return s;
 }

@@ -143,13 +143,9 @@ START_TEST(test_graph_compute_matches_the_serial_run) {
 END_TEST
 
 Suite * mg_test_suite(void) {
-    Suite * s  = suite_create("scratch");
-    TCase *  tc = tcase_create("executor");
+    Suite * s = suite_create("scratch");
+    TCase * tc = MG_TCASE(s, "executor", test_shares_give_the_same_bits, test_nan_work_buffer_changes_nothing,
+                             test_shares_write_every_element, test_graph_compute_matches_the_serial_run);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_shares_give_the_same_bits);
-    tcase_add_test(tc, test_nan_work_buffer_changes_nothing);
-    tcase_add_test(tc, test_shares_write_every_element);
-    tcase_add_test(tc, test_graph_compute_matches_the_serial_run);
-    suite_add_tcase(s, tc);
     return s;
 }

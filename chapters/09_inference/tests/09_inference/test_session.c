@@ -656,35 +656,17 @@ END_TEST
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("session");
 
-    TCase * decode = tcase_create("decode");
+    TCase * decode = MG_TCASE(s, "decode", test_defaults, test_graph_reuse, test_graph_rebuilt_at_padding,
+                                 test_rebuild_right_after_compute, test_all_logits_last_row,
+                                 test_prompt_longer_than_context, test_context_exactly_full, test_token_out_of_range,
+                                 test_zero_tokens, test_rewind);
     tcase_set_timeout(decode, 120);
     tcase_add_checked_fixture(decode, load_model, free_model);
-    tcase_add_test(decode, test_defaults);
-    tcase_add_test(decode, test_graph_reuse);
-    tcase_add_test(decode, test_graph_rebuilt_at_padding);
-    tcase_add_test(decode, test_rebuild_right_after_compute);
-    tcase_add_test(decode, test_all_logits_last_row);
-    tcase_add_test(decode, test_prompt_longer_than_context);
-    tcase_add_test(decode, test_context_exactly_full);
-    tcase_add_test(decode, test_token_out_of_range);
-    tcase_add_test(decode, test_zero_tokens);
-    tcase_add_test(decode, test_rewind);
-    suite_add_tcase(s, decode);
 
-    TCase * sampling = tcase_create("sampling");
+    TCase * sampling = MG_TCASE(s, "sampling", test_default_sampler_params, test_argmax, test_greedy_is_argmax,
+                                   test_seed_repeats, test_top_k_1_is_greedy, test_temperature_only, test_top_p,
+                                   test_min_p, test_top_k, test_repeat_penalty, test_sampler_trace_counts);
     tcase_set_timeout(sampling, 120);
     tcase_add_checked_fixture(sampling, load_model, free_model);
-    tcase_add_test(sampling, test_default_sampler_params);
-    tcase_add_test(sampling, test_argmax);
-    tcase_add_test(sampling, test_greedy_is_argmax);
-    tcase_add_test(sampling, test_seed_repeats);
-    tcase_add_test(sampling, test_top_k_1_is_greedy);
-    tcase_add_test(sampling, test_temperature_only);
-    tcase_add_test(sampling, test_top_p);
-    tcase_add_test(sampling, test_min_p);
-    tcase_add_test(sampling, test_top_k);
-    tcase_add_test(sampling, test_repeat_penalty);
-    tcase_add_test(sampling, test_sampler_trace_counts);
-    suite_add_tcase(s, sampling);
     return s;
 }

@@ -1590,33 +1590,17 @@ Suite * mg_test_suite(void) {
 #endif
     suite_add_tcase(s, unicode);
 
-    TCase * fixtures = tcase_create("fixtures");
+    TCase * fixtures = MG_TCASE(s, "fixtures", test_gpt2_vocab_fixture, test_minimind_prompts,
+                                   test_minimind_metadata);
     tcase_set_timeout(fixtures, 60);
-    tcase_add_test(fixtures, test_gpt2_vocab_fixture);
-    tcase_add_test(fixtures, test_minimind_prompts);
-    tcase_add_test(fixtures, test_minimind_metadata);
-    suite_add_tcase(s, fixtures);
 
-    TCase * tokens = tcase_create("tokens");
+    TCase * tokens = MG_TCASE(s, "tokens", test_special_tokens, test_token_to_piece, test_tokenize_small_buffer,
+                                 test_round_trip, test_detok_split_character, test_detok_hold_back_bytes,
+                                 test_bpe_trace, test_invalid_utf8, test_errors, test_add_special, test_merge_order,
+                                 test_load_gguf, test_load_gguf_errors);
     tcase_set_timeout(tokens, 120);
-    tcase_add_test(tokens, test_special_tokens);
-    tcase_add_test(tokens, test_token_to_piece);
-    tcase_add_test(tokens, test_tokenize_small_buffer);
-    tcase_add_test(tokens, test_round_trip);
-    tcase_add_test(tokens, test_detok_split_character);
-    tcase_add_test(tokens, test_detok_hold_back_bytes);
-    tcase_add_test(tokens, test_bpe_trace);
-    tcase_add_test(tokens, test_invalid_utf8);
-    tcase_add_test(tokens, test_errors);
-    tcase_add_test(tokens, test_add_special);
-    tcase_add_test(tokens, test_merge_order);
-    tcase_add_test(tokens, test_load_gguf);
-    tcase_add_test(tokens, test_load_gguf_errors);
-    suite_add_tcase(s, tokens);
 
-    TCase * big = tcase_create("synthetic");
+    TCase * big = MG_TCASE(s, "synthetic", test_synthetic_150k);
     tcase_set_timeout(big, 300);
-    tcase_add_test(big, test_synthetic_150k);
-    suite_add_tcase(s, big);
     return s;
 }
