@@ -226,6 +226,6 @@ mg_backend_dev_t mg_backend_dev_by_name(const char * name) {
         const size_t used = strlen(known);
         snprintf(known + used, sizeof known - used, "%s%s", i == 0 ? "" : ", ", mg_backend_dev_name(devices[i]));
     }
-    mg_set_error("no device named '%s' (this build has: %s; mg --list-devices)", name, known);
+    mg_set_error("no device named '%s' (this build has: %s)", name, known);
     return NULL;
 }

@@ -82,6 +82,9 @@ struct mg_session_params mg_session_default_params(void) {
         .n_batch   = 512,
         .n_threads = cores > 0 ? (int) cores : 1,
         .kv_type   = MG_TYPE_F16,
+        //@+ full dot-extras
+        .dot_layers = -1,
+        //@- full dot-extras
     };
 }
 
@@ -91,11 +94,11 @@ struct mg_session_params mg_session_default_params(void) {
 static bool offload_layers(struct mg_session * s) {
     const struct mg_session_params * p = &s->params;
     if (p->gpu_device == NULL) {
-        mg_set_error("-ngl %d: no device given to offload to", p->n_gpu_layers);
+        mg_set_error("n_gpu_layers %d: no device given to offload to", p->n_gpu_layers);
         return false;
     }
     if (p->cb_eval != NULL) {
-        mg_set_error("-ngl %d: the eval callback (--dump-tensors) with offloaded layers is not yet supported",
+        mg_set_error("n_gpu_layers %d: the eval callback (cb_eval) with offloaded layers is not yet supported",
                      p->n_gpu_layers);
         return false;
     }
@@ -103,7 +106,7 @@ static bool offload_layers(struct mg_session * s) {
     if ((s->offload = mg_offload_weights(s->model, p->gpu_device, p->n_gpu_layers)) == NULL ||
         (s->gpu = mg_backend_dev_init(p->gpu_device)) == NULL) {
         snprintf(cause, sizeof cause, "%s", mg_last_error());
-        mg_set_error("-ngl %d: %s", p->n_gpu_layers, cause);
+        mg_set_error("n_gpu_layers %d: %s", p->n_gpu_layers, cause);
         return false;
     }
     mg_backend_t backends[2] = {s->gpu, s->cpu};
@@ -141,8 +144,8 @@ static bool kv_fits_in_memory(int n_ctx, uint64_t per_token) {
     const char *   what;
     const uint64_t limit = mg_memory_limit(&what);
     if (bytes <= limit) return true;
-    mg_set_error("the KV cache of %d positions (-c) x %llu bytes = %llu bytes (%.1f MiB) is more than %s, %llu bytes "
-                 "(%.1f MiB); use a smaller -c", n_ctx, (unsigned long long) per_token, (unsigned long long) bytes,
+    mg_set_error("the KV cache of %d positions (n_ctx) x %llu bytes = %llu bytes (%.1f MiB) is more than %s, %llu bytes "
+                 "(%.1f MiB); use a smaller n_ctx", n_ctx, (unsigned long long) per_token, (unsigned long long) bytes,
                  (double) bytes / (1u << 20), what, (unsigned long long) limit, (double) limit / (1u << 20));
     return false;
 }
@@ -159,8 +162,8 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     const uint64_t kv_per_token = 2 * (uint64_t) m->hp.n_layer * (uint64_t) m->hp.head_dim *
                                   (uint64_t) m->hp.n_head_kv * mg_type_size(params.kv_type);
     if (kv_per_token != 0 && (uint64_t) params.n_ctx > (uint64_t) (SIZE_MAX / 2) / kv_per_token) {
-        mg_set_error("the KV cache of %d positions (-c) x %llu bytes does not fit in this machine's address space; "
-                     "use a smaller -c", params.n_ctx, (unsigned long long) kv_per_token);
+        mg_set_error("the KV cache of %d positions (n_ctx) x %llu bytes does not fit in this machine's address space; "
+                     "use a smaller n_ctx", params.n_ctx, (unsigned long long) kv_per_token);
         return NULL;
     }
     if (!kv_fits_in_memory(params.n_ctx, kv_per_token)) return NULL;
@@ -189,7 +192,7 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
                                  mg_type_size(params.kv_type);
         char cause[256];
         snprintf(cause, sizeof(cause), "%s", mg_last_error());
-        mg_set_error("cannot allocate the KV cache: %d positions (-c) x %zu bytes = %.1f MiB (%s); use a smaller -c",
+        mg_set_error("cannot allocate the KV cache: %d positions (n_ctx) x %zu bytes = %.1f MiB (%s); use a smaller n_ctx",
                      params.n_ctx, per_token, (double) per_token * (double) params.n_ctx / (1024.0 * 1024.0), cause);
         free(s);
         return NULL;
@@ -404,7 +407,7 @@ bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool
         return false;
     }
     if (s->n_past + n_tokens > s->params.n_ctx) {
-        mg_set_error("context full: %d positions used, %d more asked, the context holds %d (use a larger -c)",
+        mg_set_error("context full: %d positions used, %d more asked, the context holds %d (use a larger n_ctx)",
                      s->n_past, n_tokens, s->params.n_ctx);
         return false;
     }
@@ -464,7 +467,7 @@ static bool check_batch(const struct mg_session * s, const struct mg_batch * b) 
     }
     const int n_free = s->params.n_ctx - mg_kv_cache_cells_used(s->kv);
     if (b->n_tokens > n_free) {
-        mg_set_error("context full: %d positions used, %d more asked, the context holds %d (use a larger -c)",
+        mg_set_error("context full: %d positions used, %d more asked, the context holds %d (use a larger n_ctx)",
                      s->params.n_ctx - n_free, b->n_tokens, s->params.n_ctx);
         return false;
     }
@@ -712,12 +715,17 @@ bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
 }
 #endif //@old session-dot
 //@+ full dot-extras
+// The folder a drawing goes to: the session's parameter (mg --dot, --svg),
+// else the demo switch, as chapter 09 reads it.
+static const char * drawing_dir(const char * param, const char * demo_switch) {
+    return param != NULL && param[0] != '\0' ? param : mg_demo_switch(demo_switch);
+}
+
 // With each node's offset, its time when a timeline records, and the layer
-// clusters; $MG_DOT_LAYERS=N (mg --dot-layers N) draws only the first N layers.
+// clusters; params.dot_layers = N (mg --dot-layers N) draws only the first N layers.
 bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
-    const char * dir = getenv("MG_DOT");
-    if (s->graph == NULL || dir == NULL || dir[0] == '\0') return false;
-    const char * layers = getenv("MG_DOT_LAYERS");
+    const char * dir = drawing_dir(s->params.dot_dir, "MG_DOT");
+    if (s->graph == NULL || dir == NULL) return false;
     double * us = s->timeline != NULL ? malloc(((size_t) s->graph->n_nodes + 1) * sizeof(double)) : NULL;
     if (us != NULL && !mg_timeline_node_us(s->timeline, s->graph, us)) {
         free(us);
@@ -725,13 +733,13 @@ bool mg_session_dump_dot(const struct mg_session * s, const char * name) {
     }
     // A graph the scheduler planned (-ngl) has no offsets in the session's allocator.
     const struct mg_dot_extras x = {.galloc = s->sched == NULL ? s->galloc : NULL, .sched = s->sched, .node_us = us,
-                                    .max_layers = layers != NULL && layers[0] != '\0' ? atoi(layers) : -1};
+                                    .max_layers = s->params.dot_layers};
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s.dot", dir, name);
     const bool ok = mg_graph_dump_dot_ext(s->graph, path, &x);
     free(us);
     if (!ok) {
-        fprintf(stderr, "MG_DOT: %s\n", mg_last_error());
+        fprintf(stderr, "dot: %s\n", mg_last_error());
         return false;
     }
     fprintf(stderr, "wrote %s\n", mg_quote(path));
@@ -775,13 +783,27 @@ void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl) {
     //@- full dot-extras
 }
 
+#if 0 //@old 09..09 session-svg
 bool mg_session_dump_svg(const struct mg_session * s, const char * name) {
-    //@+ full backend
-    if (s->sched != NULL) {
-        if (getenv("MG_SVG") != NULL) fprintf(stderr, "MG_SVG: %s: the memory map of a graph run by the scheduler "
-                                                      "(-ngl) is not yet drawn\n", mg_quote(name));
-        return false;
-    }
-    //@- full backend
     return s->graph != NULL && mg_gallocr_dump_svg_env(s->galloc, s->graph, name);
 }
+#endif //@old session-svg
+//@+ full dot-extras
+bool mg_session_dump_svg(const struct mg_session * s, const char * name) {
+    const char * dir = drawing_dir(s->params.svg_dir, "MG_SVG");
+    if (s->graph == NULL || dir == NULL) return false;
+    if (s->sched != NULL) {
+        fprintf(stderr, "svg: %s: the memory map of a graph run by the scheduler (offloaded layers) is not yet "
+                        "drawn\n", mg_quote(name));
+        return false;
+    }
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s.svg", dir, name);
+    if (!mg_gallocr_dump_svg(s->galloc, s->graph, name, path)) {
+        fprintf(stderr, "svg: %s\n", mg_last_error());
+        return false;
+    }
+    fprintf(stderr, "wrote %s\n", mg_quote(path));
+    return true;
+}
+//@- full dot-extras

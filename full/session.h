@@ -43,6 +43,14 @@ struct mg_session_params {
     void (*cb_eval)(const struct mg_tensor * node, void * user_data);
     void * cb_eval_user_data;
     //@- full eval-callback
+    //@+ full dot-extras
+    // Where mg_session_dump_dot and mg_session_dump_svg write (mg --dot DIR,
+    // --svg DIR); NULL: the demo switches $MG_DOT and $MG_SVG, as in chapter
+    // 09. dot_layers >= 0 draws only the first dot_layers layers (-1: all).
+    const char * dot_dir;
+    int          dot_layers;
+    const char * svg_dir;
+    //@- full dot-extras
 };
 
 struct mg_session_params mg_session_default_params(void);
@@ -130,7 +138,8 @@ struct mg_session_stats mg_session_get_stats(const struct mg_session * s);
 const struct mg_model * mg_session_model(const struct mg_session * s);
 const struct mg_cgraph * mg_session_graph(const struct mg_session * s);   // the last graph run (NULL before any)
 
-// Write the current graph as <name>.dot into $MG_DOT (see graph.h).
+// Write the current graph as <name>.dot into $MG_DOT (see graph.h), or into
+// params.dot_dir where full/ has it.
 bool mg_session_dump_dot(const struct mg_session * s, const char * name);
 
 // Record every graph the session runs into tl (timeline.h; NULL: stop).
@@ -144,5 +153,6 @@ struct mg_memory_model;
 void mg_session_memory_model(const struct mg_session * s, struct mg_memory_model * mm);
 //@- full memory-model
 
-// Write the current graph's compute-buffer plan as <name>.svg into $MG_SVG (see galloc.h).
+// Write the current graph's compute-buffer plan as <name>.svg into $MG_SVG
+// (see galloc.h), or into params.svg_dir where full/ has it.
 bool mg_session_dump_svg(const struct mg_session * s, const char * name);

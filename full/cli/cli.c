@@ -72,13 +72,13 @@ static bool check_files(const char * cmd, const struct cli_option * opts, int n_
         const char * v = is_text(opts[i].kind) ? *(const char **) opts[i].value : NULL;
         if (v == NULL) continue;
         if (opts[i].kind == CLI_OUT_DIR && !mg_outfile_check_dir(opts[i].long_name, v)) {
-            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
             return false;
         }
         if (opts[i].kind != CLI_OUT_FILE) continue;
         char * target = mg_outfile_check(opts[i].long_name, v);
         if (target == NULL) {
-            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
             return false;
         }
         if (strcmp(target, v) == 0 || n_resolved_outputs == 32) {
@@ -265,7 +265,7 @@ static bool cli_devices_setup(const char * cmd, const struct cli_engine_opts * e
     mg_backend_dev_t dev = NULL;
     if (e->device != NULL) {
         if ((dev = mg_backend_dev_by_name(e->device)) == NULL) {
-            fprintf(stderr, "mg %s: -dev %s: %s\n", cmd, mg_quote(e->device), mg_last_error());
+            fprintf(stderr, "mg %s: -dev %s: %s (mg --list-devices)\n", cmd, mg_quote(e->device), cli_last_error());
             return false;
         }
         if (mg_backend_dev_type(dev) == MG_BACKEND_DEVICE_TYPE_CPU) {
@@ -287,6 +287,42 @@ static bool cli_devices_setup(const char * cmd, const struct cli_engine_opts * e
     return true;
 }
 
+// The parameters whose names library errors carry, and the flag that sets each.
+static const struct {
+    const char * param, * flag;
+} param_flags[] = {{"n_ctx", "-c"}, {"n_gpu_layers", "-ngl"}, {"cb_eval", "--dump-tensors"}};
+
+// The flag for the parameter named at p, or NULL. Only a word of the
+// message's prose counts (after a space or '(' and before a space or one of
+// ");,"), never a part of a file name such as n_ctx.gguf.
+static const char * flag_at(const char * text, const char * p, size_t * len) {
+    if (p > text && p[-1] != ' ' && p[-1] != '(') return NULL;
+    for (size_t i = 0; i < sizeof(param_flags) / sizeof(param_flags[0]); i++) {
+        *len = strlen(param_flags[i].param);
+        if (strncmp(p, param_flags[i].param, *len) == 0 && strchr(" );,", p[*len]) != NULL) return param_flags[i].flag;
+    }
+    return NULL;
+}
+
+const char * cli_last_error(void) {
+    static char text[2048];
+    const char * msg = mg_last_error();
+    size_t       n   = 0;
+    for (const char * p = msg; *p != '\0' && n + 1 < sizeof(text);) {
+        size_t       len  = 0;
+        const char * flag = flag_at(msg, p, &len);
+        if (flag != NULL && n + strlen(flag) + 1 < sizeof(text)) {
+            memcpy(text + n, flag, strlen(flag));
+            n += strlen(flag);
+            p += len;
+        } else {
+            text[n++] = *p++;
+        }
+    }
+    text[n] = '\0';
+    return text;
+}
+
 bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
     if (e->model == NULL) {
         fprintf(stderr, "mg %s: no model: give one with -m FILE.gguf\n", cmd);
@@ -306,7 +342,7 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
     }
     if (!cli_devices_setup(cmd, e)) return false;
     if (e->trace != NULL && !mg_trace_set(e->trace)) {
-        fprintf(stderr, "mg %s: --trace: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: --trace: %s\n", cmd, cli_last_error());
         return false;
     }
     // A drawing flag given to a command that draws nothing would be a silent result.
@@ -319,13 +355,6 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         fprintf(stderr, "mg %s: --dot-layers %d: %s\n", cmd, e->dot_layers,
                 e->dot_layers < -1 ? "the number of layers must be >= 0" : "it draws with --dot DIR: give that too");
         return false;
-    }
-    if (e->dot != NULL) setenv("MG_DOT", e->dot, 1);
-    if (e->svg != NULL) setenv("MG_SVG", e->svg, 1);
-    if (e->dot_layers >= 0) {
-        char n[16];
-        snprintf(n, sizeof(n), "%d", e->dot_layers);
-        setenv("MG_DOT_LAYERS", n, 1);
     }
     if (e->no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
     return true;
@@ -340,6 +369,9 @@ struct mg_session_params cli_session_params(const struct cli_engine_opts * e) {
     p.flash_attn = e->flash_attn;
     p.n_gpu_layers = e->n_gpu_layers;
     p.gpu_device   = e->n_gpu_layers > 0 ? cli_gpu_device(e) : NULL;
+    p.dot_dir      = e->dot;
+    p.dot_layers   = e->dot_layers;
+    p.svg_dir      = e->svg;
     return p;
 }
 
@@ -347,7 +379,7 @@ struct mg_model * cli_load_model(const char * cmd, const char * path, double * l
     const double t0 = mg_time_ms();
     struct mg_model * m = mg_model_load(path);
     if (m == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return NULL;
     }
     if (load_ms) *load_ms = mg_time_ms() - t0;
@@ -652,7 +684,7 @@ int32_t * cli_tokenize(const char * cmd, const struct mg_vocab * vocab, const ch
     }
     if (!cli_tokenize_fits(cmd, "the text", len)) return NULL;
     int32_t * ids = mg_tokenize_alloc(vocab, text, len, add_special, parse_special, n_tokens);
-    if (ids == NULL) fprintf(stderr, "mg %s: cannot tokenize the text (%zu bytes): %s\n", cmd, len, mg_last_error());
+    if (ids == NULL) fprintf(stderr, "mg %s: cannot tokenize the text (%zu bytes): %s\n", cmd, len, cli_last_error());
     return ids;
 }
 
@@ -667,7 +699,7 @@ struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * 
     struct mg_session_params p = cli_session_params(e);
     if (dump_dir != NULL) {   // --dump-tensors: every node's result through the eval callback (npy.h)
         if (!mg_npy_dumper_open(dumper, dump_dir)) {
-            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
             return NULL;
         }
         p.cb_eval           = mg_npy_dump_node;
@@ -678,7 +710,7 @@ struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * 
                         "possible training context overflow\n", cmd, p.n_ctx, m->hp.n_ctx_train);
     }
     struct mg_session * s = mg_session_new(m, p);
-    if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
     return s;
 }
 
@@ -689,7 +721,7 @@ struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * 
 char * cli_output_path(const char * cmd, const char * out, const char * in) {
     mg_outfile_input(in);
     char * target = mg_outfile_check(NULL, out);
-    if (target == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    if (target == NULL) fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
     return target;
 }
 

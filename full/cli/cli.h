@@ -10,6 +10,12 @@
 
 #include <stdbool.h>
 
+// mg_last_error() as a user of mg reads it: the library names its parameters
+// (n_ctx, n_gpu_layers, cb_eval), the commands their flags (-c, -ngl,
+// --dump-tensors), so each parameter name is replaced by the flag that sets it.
+// The text lives until the next call.
+const char * cli_last_error(void);
+
 // Each command is a function with main's signature (argv[0] is its name).
 int cmd_run(int argc, char ** argv);
 int cmd_chat(int argc, char ** argv);
@@ -78,8 +84,8 @@ struct cli_engine_opts {
     const char * kv_type;    // "f16" or "f32"
     const char * trace;      // MG_TRACE categories
     const char * dot;        // directory for graph drawings
-    const char * svg;        // directory for memory maps of the compute buffer (MG_SVG)
-    int          dot_layers; // draw only this many layers (MG_DOT_LAYERS; -1: all)
+    const char * svg;        // directory for memory maps of the compute buffer
+    int          dot_layers; // draw only this many layers (-1: all)
     bool         flash_attn;
     bool         no_repack;  // keep Q4_0/Q4_K weights in the file's layout (MG_NO_REPACK=1)
     bool         draws;      // the command writes --dot/--svg drawings (mg run); set before parsing

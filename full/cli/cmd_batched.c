@@ -96,7 +96,7 @@ static bool bb_run(struct mg_session * s, const struct bb_case * c, int n_vocab,
             fflush(stdout);
         }
     } else {
-        fprintf(stderr, "mg batched-bench: PP %d, TG %d, B %d: %s\n", c->pp, c->tg, c->pl, mg_last_error());
+        fprintf(stderr, "mg batched-bench: PP %d, TG %d, B %d: %s\n", c->pp, c->tg, c->pl, cli_last_error());
     }
     free(tok);
     free(pos);
@@ -244,11 +244,11 @@ static void bb_say_largest_case(const char * cmd, const struct bb_race * race, i
         if (!bb_need_fits(c, n_ctx - 1)) {   // the case that needs all n_ctx cells
             fprintf(stderr, "mg %s: the case -npp %d -ntg %d -npl %d needs a cache of %d cells (%s), and %s; give "
                             "smaller lists, or a -c that skips the cases that do not fit\n", cmd, c->pp, c->tg, c->pl,
-                    n_ctx, c->shared ? "PP + B x TG" : "B x (PP + TG)", mg_last_error());
+                    n_ctx, c->shared ? "PP + B x TG" : "B x (PP + TG)", cli_last_error());
             return;
         }
     }
-    fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
 }
 
 // The lists of -npp, -ntg and -npl, parsed.
@@ -329,7 +329,7 @@ static bool bb_warm_up(const char * cmd, struct mg_session * s, int n_vocab) {
     const int n_warm = mg_session_n_ctx(s) < 16 ? mg_session_n_ctx(s) : 16;
     for (int i = 0; i < n_warm; i++) warm[i] = bench_token(i, n_vocab);
     if (mg_decode(s, warm, n_warm, false)) return true;
-    fprintf(stderr, "mg %s: the warm-up failed: %s\n", cmd, mg_last_error());
+    fprintf(stderr, "mg %s: the warm-up failed: %s\n", cmd, cli_last_error());
     return false;
 }
 
@@ -364,7 +364,7 @@ int cmd_batched_bench(int argc, char ** argv) {
     if (m == NULL) return 1;
     struct mg_session * s = mg_session_new(m, params);
     if (s == NULL && e.n_ctx <= 0) bb_say_largest_case(cmd, &race, n_ctx_req);
-    else if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    else if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
     bool ok = s != NULL && bb_keep_fitting(cmd, &race, mg_session_n_ctx(s)) && bb_warm_up(cmd, s, m->hp.n_vocab);
     const bool racing = o.llama != NULL;
     if (ok) {
@@ -444,7 +444,7 @@ static void par_finish(struct par_seq * q, int index, const char * why) {
 static bool par_sample(struct par_seq * q, int index, const struct mg_model * m, const float * logits, int n_predict,
                        bool ignore_eos) {
     if (!cli_logits_finite(logits, 1, m->hp.n_vocab, q->n_past - 1)) {
-        fprintf(stderr, "mg parallel: sequence %d: %s\n", index, mg_last_error());
+        fprintf(stderr, "mg parallel: sequence %d: %s\n", index, cli_last_error());
         q->failed = true;
         par_finish(q, index, "stopped: logits not finite");
         return false;
@@ -570,7 +570,7 @@ static bool par_prompts_batch(const char * cmd, struct par_run * r) {
         int32_t * tok = r->tok + r->n_total;
         const int32_t n = mg_tokenize(r->m->vocab, r->prompts[i], (int32_t) len, tok, (int32_t) room, true, true);
         if (n <= 0) {
-            fprintf(stderr, "mg %s: prompt %d %s\n", cmd, i, n == INT32_MIN ? mg_last_error() : "gives no tokens");
+            fprintf(stderr, "mg %s: prompt %d %s\n", cmd, i, n == INT32_MIN ? cli_last_error() : "gives no tokens");
             return false;
         }
         struct par_seq * q = &r->q[i];
@@ -609,7 +609,7 @@ static bool par_generate(const char * cmd, struct par_run * r, int n_active, int
             return true;
         }
         if (!mg_decode_batch(r->s, &(struct mg_batch) {n, r->tok, r->pos, r->seq, r->keep})) {
-            fprintf(stderr, "mg %s: step with %d sequences: %s\n", cmd, n, mg_last_error());
+            fprintf(stderr, "mg %s: step with %d sequences: %s\n", cmd, n, cli_last_error());
             return false;
         }
         *n_generated += n;
@@ -644,7 +644,7 @@ static bool par_set_up(const char * cmd, struct par_run * r) {
     r->s = mg_session_new(r->m, cli_session_params(&r->e));
     r->q = calloc((size_t) r->n_prompts, sizeof(struct par_seq));
     if (r->s == NULL || r->q == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, r->s == NULL ? mg_last_error() : "out of memory");
+        fprintf(stderr, "mg %s: %s\n", cmd, r->s == NULL ? cli_last_error() : "out of memory");
         return false;
     }
     return true;
@@ -656,7 +656,7 @@ int cmd_parallel(int argc, char ** argv) {
     bool ok = par_parse(cmd, argc, argv, &r) && par_set_up(cmd, &r) && par_prompts_batch(cmd, &r);
     const double t0 = mg_time_ms();
     if (ok && !mg_decode_batch(r.s, &(struct mg_batch) {r.n_total, r.tok, r.pos, r.seq, r.keep})) {
-        fprintf(stderr, "mg %s: the prompts: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: the prompts: %s\n", cmd, cli_last_error());
         ok = false;
     }
     const double prompt_ms = mg_time_ms() - t0;

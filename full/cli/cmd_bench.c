@@ -604,7 +604,7 @@ static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int 
     const double weight_bytes = (double) m->n_weight_bytes;
     mg_model_free(m);
     if (!ok) {
-        fprintf(stderr, "mg %s: %s: %s\n", cmd, mg_quote(path), mg_last_error());
+        fprintf(stderr, "mg %s: %s: %s\n", cmd, mg_quote(path), cli_last_error());
         return false;
     }
     if (b->race && !run_llama_bench(b->o.llama_bench, path, &b->lists, b->tests, b->n_tests, b->o.reps, b->o.kv,

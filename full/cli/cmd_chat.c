@@ -59,7 +59,7 @@ static enum fed feed(struct chat * c, const char * turn_text, int32_t * n_tokens
     } else if (n > 0) {
         for (int i = 0; i < n; i++) mg_sampler_accept(c->sampler, tokens[i]);
         if (!mg_decode(c->s, tokens, n, false)) {
-            fprintf(stderr, "mg chat: %s\n", mg_last_error());
+            fprintf(stderr, "mg chat: %s\n", cli_last_error());
             result = FAILED;
         }
     }
@@ -78,7 +78,7 @@ static void answer(struct chat * c) {
     for (int i = 0; c->n_predict < 0 || i < c->n_predict; i++) {   // -1: until an end token or a full context
         if (!cli_logits_finite(mg_get_logits(c->s), 1, c->m->hp.n_vocab, mg_session_n_past(c->s) - 1)) {
             fflush(stdout);
-            fprintf(stderr, "\nmg chat: %s\n", mg_last_error());
+            fprintf(stderr, "\nmg chat: %s\n", cli_last_error());
             c->failed = true;
             return;
         }
@@ -175,6 +175,43 @@ static ssize_t read_message(char ** line, size_t * cap) {
     return (ssize_t) n;
 }
 
+// One turn per line of standard input until its end or /exit (/reset
+// forgets the conversation). 0 at the end of the input, errno when reading
+// failed, -1 for a line too long to be a message.
+static int chat_loop(struct chat * c, const char * cmd, const char * system) {
+    const bool interactive = isatty(STDIN_FILENO);
+    char * line = NULL;
+    size_t cap  = 0;
+    int    read_error = 0;
+    for (;;) {
+        if (interactive) {
+            printf("> ");
+            fflush(stdout);
+        }
+        ssize_t n = read_message(&line, &cap);
+        if (n == -2) {
+            fprintf(stderr, "mg %s: a message of more than %d bytes (no newline in them) on standard input: one "
+                            "message per line\n", cmd, MAX_MESSAGE);
+            read_error = -1;
+            break;
+        }
+        if (n < 0) {
+            read_error = ferror(stdin) ? errno : 0;
+            break;
+        }
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (strcmp(line, "/exit") == 0) break;
+        if (strcmp(line, "/reset") == 0 || n == 0) {
+            if (n > 0) mg_session_rewind(c->s, 0);
+            continue;
+        }
+        turn(c, system, line);
+        if (c->failed) break;
+    }
+    free(line);
+    return read_error;
+}
+
 int cmd_chat(int argc, char ** argv) {
     const char * cmd = "chat";
     struct cli_engine_opts   e   = cli_engine_defaults();
@@ -214,35 +251,7 @@ int cmd_chat(int argc, char ** argv) {
         return 1;
     }
     c.sampler = mg_sampler_new(smp.p, c.m->hp.n_vocab);
-    const bool interactive = isatty(STDIN_FILENO);
-    char * line = NULL;
-    size_t cap  = 0;
-    int    read_error = 0;
-    for (;;) {
-        if (interactive) {
-            printf("> ");
-            fflush(stdout);
-        }
-        ssize_t n = read_message(&line, &cap);
-        if (n == -2) {
-            fprintf(stderr, "mg %s: a message of more than %d bytes (no newline in them) on standard input: one "
-                            "message per line\n", cmd, MAX_MESSAGE);
-            read_error = -1;
-            break;
-        }
-        if (n < 0) {
-            read_error = ferror(stdin) ? errno : 0;
-            break;
-        }
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        if (strcmp(line, "/exit") == 0) break;
-        if (strcmp(line, "/reset") == 0 || n == 0) {
-            if (n > 0) mg_session_rewind(c.s, 0);
-            continue;
-        }
-        turn(&c, system, line);
-        if (c.failed) break;
-    }
+    const int read_error = chat_loop(&c, cmd, system);
     // getline's -1 is also a read error (stdin a directory: EISDIR): said, not taken for the end of the input.
     // A message too long for the context was not answered: the chat goes on
     // (a shorter one may follow), but the exit status says that not every
@@ -255,7 +264,6 @@ int cmd_chat(int argc, char ** argv) {
     }
     const int status = read_error != 0 || c.failed || c.n_unanswered > 0 ? 1 : 0;
     if (read_error > 0) fprintf(stderr, "mg %s: cannot read the messages from standard input: %s\n", cmd, strerror(read_error));
-    free(line);
     mg_sampler_free(c.sampler);
     mg_session_free(c.s);
     mg_model_free(c.m);

@@ -74,7 +74,7 @@ int cmd_info(int argc, char ** argv) {
     if (!cli_not_both("info", tensors_only, "--tensors-only", metadata_only, "--metadata-only")) return 1;   // printed the header alone
     struct mg_gguf * g = mg_gguf_open(positional[0]);
     if (g == NULL) {
-        fprintf(stderr, "mg info: %s\n", mg_last_error());
+        fprintf(stderr, "mg info: %s\n", cli_last_error());
         return 1;
     }
     printf("%s: GGUF v%u, %zu bytes, alignment %zu, data at byte %zu\n", positional[0], mg_gguf_version(g),

@@ -36,7 +36,7 @@ static bool write_logits(const char * cmd, const char * path, const float * logi
         f = NULL;
     }
     if (f == NULL || !mg_outfile_commit(&out)) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return false;
     }
     printf("wrote %zu floats (%d position%s x %d) to %s\n", n_floats, n_rows, n_rows > 1 ? "s" : "", n_vocab, path);
@@ -125,19 +125,19 @@ int cmd_logits(int argc, char ** argv) {
     dumper.active = true;
     decoded       = decoded && mg_decode(s, tokens + n - n_last, n_last, all);
     if (!decoded) {
-        fprintf(stderr, "mg %s: %s\n", cmd, n <= 0 ? "the prompt is empty" : mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, n <= 0 ? "the prompt is empty" : cli_last_error());
         goto done;
     }
     if (dump_dir != NULL) {
         printf("dumped %d tensors to %s (order.txt lists them)\n", dumper.n_written, dump_dir);
         if (dumper.n_failed > 0) {
-            fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, mg_last_error());
+            fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, dumper.n_failed, cli_last_error());
             goto done;
         }
     }
     const int n_rows = all ? n : 1;
     if (!cli_logits_finite(mg_get_logits(s), n_rows, m->hp.n_vocab, n - n_rows)) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         goto done;
     }
     if (out_path != NULL && !write_logits(cmd, out_path, mg_get_logits(s), n_rows, m->hp.n_vocab)) goto done;

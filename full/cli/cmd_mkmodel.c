@@ -436,7 +436,7 @@ static bool check_shape(const char * cmd, const struct preset * p) {
 static bool loads_and_tokenizes(const char * cmd, const char * path, const char * out) {
     struct mg_model * m = mg_model_load(path);
     if (m == NULL) {
-        fprintf(stderr, "mg %s: the model written for %s does not load: %s\n", cmd, mg_quote(out), mg_last_error());
+        fprintf(stderr, "mg %s: the model written for %s does not load: %s\n", cmd, mg_quote(out), cli_last_error());
         return false;
     }
     static const char text[] = "Hello, world: 42 times.";
@@ -451,7 +451,7 @@ static bool loads_and_tokenizes(const char * cmd, const char * path, const char 
     const bool ok = n > 0 && len == (int32_t) strlen(text) && memcmp(back, text, (size_t) len) == 0;
     if (!ok && n == INT32_MIN) {
         fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s'): %s\n", cmd, mg_quote(out),
-                text, mg_last_error());
+                text, cli_last_error());
     } else if (!ok) {
         back[len] = '\0';   // the pieces of a hostile tokenizer.json may hold control bytes: quoted
         fprintf(stderr, "mg %s: the vocabulary written for %s cannot spell plain text ('%s' gives %d tokens that read "
@@ -472,7 +472,7 @@ static bool write_checked(const char * cmd, struct mg_gguf_writer * w, const cha
         ok = false;
     }
     if (!ok) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         mg_outfile_abort(&out);
         return false;
     }
@@ -481,7 +481,7 @@ static bool write_checked(const char * cmd, struct mg_gguf_writer * w, const cha
         return false;
     }
     if (!mg_outfile_commit(&out)) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return false;
     }
     return true;
@@ -507,7 +507,7 @@ static bool fits(const char * cmd, struct model_writer * mw, const struct preset
         return false;
     }
     if (!mg_outfile_room("--output", target, bytes)) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return false;
     }
     mw->count_only = false;
@@ -560,7 +560,7 @@ int cmd_mkmodel(int argc, char ** argv) {
     const char * target = out;   // checked by cli_parse (not --vocab's files); a symlink's target
     struct mg_hf_vocab * vocab = mg_hf_vocab_load(vocab_dir);
     if (vocab == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return 1;
     }
     struct model_writer mw = {.w      = mg_gguf_writer_new(),
@@ -571,7 +571,7 @@ int cmd_mkmodel(int argc, char ** argv) {
     bool ok = mw.buffers != NULL && fits(cmd, &mw, p, vocab->n_tokens, target);
     ok = ok && add_hparams(mw.w, p, type) && mg_hf_vocab_add_to_gguf(vocab, mw.w, p->pre) &&
          add_tensors(&mw, p, vocab->n_tokens);
-    if (!ok && !mw.count_only) fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+    if (!ok && !mw.count_only) fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
     ok = ok && write_checked(cmd, mw.w, target);
     if (ok) {
         printf("wrote %s: %s, preset %s, %s matrices, %lld tensors, %lld tokens, pre-tokenizer %s, %s, rng %s, init %s, "

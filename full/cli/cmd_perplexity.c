@@ -205,7 +205,7 @@ static bool run_perplexity(const char * cmd, struct ppl_eval * ev, const int32_t
         const int32_t * chunk = tokens + (size_t) c * (size_t) ev->n_ctx;
         const double    t0    = mg_time_ms();
         if (!eval_chunk(ev, chunk)) {
-            fprintf(stderr, "\nmg %s: chunk %d: %s\n", cmd, c + 1, mg_last_error());
+            fprintf(stderr, "\nmg %s: chunk %d: %s\n", cmd, c + 1, cli_last_error());
             ok = false;
             break;
         }
@@ -257,7 +257,7 @@ static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct mg_
     for (int c = 0; ok && c < n_chunk; c++) {
         const int32_t * chunk = b->tokens + (size_t) c * (size_t) ev->n_ctx;
         if (!eval_chunk(ev, chunk)) {
-            fprintf(stderr, "mg %s: chunk %d: %s\n", cmd, c + 1, mg_last_error());
+            fprintf(stderr, "mg %s: chunk %d: %s\n", cmd, c + 1, cli_last_error());
             ok = false;
             break;
         }
@@ -360,7 +360,7 @@ static bool ppl_parse(const char * cmd, int argc, char ** argv, struct ppl_run *
 // With --kl-base: the saved file, its tokens and its -c (a -f TEXT must be the same tokens).
 static bool ppl_open_base(const char * cmd, struct ppl_run * r) {
     if (!mg_ppl_base_open(r->o.kl_base, r->m->hp.n_vocab, &r->base)) {
-        fprintf(stderr, "mg %s: --kl-base: %s (make one with --save-logits)\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: --kl-base: %s (make one with --save-logits)\n", cmd, cli_last_error());
         return false;
     }
     if (r->e.n_ctx != 0 && r->e.n_ctx != r->base.n_ctx) {
@@ -417,7 +417,7 @@ static bool ppl_set_up(const char * cmd, struct ppl_run * r) {
         .logits = malloc((size_t) (e->n_ctx - e->n_ctx / 2) * (size_t) n_vocab * sizeof(float)),
     };
     if (r->ev.s == NULL || r->ev.batch == NULL || r->ev.logits == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, r->ev.s == NULL ? mg_last_error() : "out of memory");
+        fprintf(stderr, "mg %s: %s\n", cmd, r->ev.s == NULL ? cli_last_error() : "out of memory");
         return false;
     }
     return true;
@@ -433,13 +433,13 @@ static bool ppl_score_text(const char * cmd, struct ppl_run * r) {
         const uint64_t n_ctx = (uint64_t) r->e.n_ctx, n_scored = n_ctx - 1 - n_ctx / 2;
         const uint64_t bytes = 20 + (uint64_t) r->n_chunk * (n_ctx * 4 + n_scored * (uint64_t) mg_ppl_row_slots(r->m->hp.n_vocab) * 2);
         if (!mg_outfile_room("--save-logits", r->o.save_logits, bytes)) {
-            fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
             return false;
         }
         save = mg_ppl_logits_file_create(&save_out, r->o.save_logits, r->e.n_ctx, r->m->hp.n_vocab, r->n_chunk,
                                          r->tokens);
         if (save == NULL) {
-            fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
+            fprintf(stderr, "mg %s: --save-logits %s\n", cmd, cli_last_error());
             return false;
         }
     }
@@ -448,7 +448,7 @@ static bool ppl_score_text(const char * cmd, struct ppl_run * r) {
         return false;
     }
     if (save != NULL && !mg_outfile_commit(&save_out)) {
-        fprintf(stderr, "mg %s: --save-logits %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: --save-logits %s\n", cmd, cli_last_error());
         return false;
     }
     return true;

@@ -102,7 +102,7 @@ static bool plan_tensors(const struct options * o, const struct mg_gguf * g, str
         const struct mg_gguf_tensor_info * in = p->in;
         p->type = mg_quant_tensor_type(&mix, in, &p->wanted);
         if (p->type == MG_TYPE_COUNT) {
-            fprintf(stderr, "mg quantize: %s\n", mg_last_error());
+            fprintf(stderr, "mg quantize: %s\n", cli_last_error());
             return false;
         }
         p->convert = (int) p->type != in->type;
@@ -285,7 +285,7 @@ static bool write_output(const struct options * o, const struct mg_gguf * g, con
                                        in->ne, plan[i].convert ? plan[i].data : in->data);
     }
     ok = ok && mg_gguf_writer_write(w, o->out);
-    if (!ok) fprintf(stderr, "mg quantize: %s\n", w ? mg_last_error() : "out of memory");
+    if (!ok) fprintf(stderr, "mg quantize: %s\n", w ? cli_last_error() : "out of memory");
     mg_gguf_writer_free(w);
     return ok;
 }
@@ -338,7 +338,7 @@ static bool output_fits(const char * out, const struct tensor_plan * plan, int n
         return false;
     }
     if (!mg_outfile_room(NULL, out, file)) {
-        fprintf(stderr, "mg quantize: %s\n", mg_last_error());
+        fprintf(stderr, "mg quantize: %s\n", cli_last_error());
         return false;
     }
     return true;
@@ -352,7 +352,7 @@ int cmd_quantize(int argc, char ** argv) {
     if (target != NULL) o.out = target;
     struct mg_gguf * g = mg_gguf_open(o.in);
     if (g == NULL) {
-        fprintf(stderr, "mg quantize: %s\n", mg_last_error());
+        fprintf(stderr, "mg quantize: %s\n", cli_last_error());
         free(target);
         return 1;
     }

@@ -39,7 +39,7 @@ static bool context_shift(const char * cmd, struct mg_session * s, int n_keep) {
     }
     mg_session_seq_rm(s, 0, n_keep, n_keep + n_discard);
     if (!mg_session_seq_add(s, 0, n_keep + n_discard, n_past, -n_discard)) {
-        fprintf(stderr, "\nmg %s: context shift: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "\nmg %s: context shift: %s\n", cmd, cli_last_error());
         return false;
     }
     return true;
@@ -174,14 +174,14 @@ static bool run_set_up(const char * cmd, struct run_state * r) {
 static bool run_prompt(const char * cmd, struct run_state * r) {
     const double t0 = mg_time_ms();
     if (!mg_decode(r->s, r->tokens, r->n_prompt, false)) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return false;
     }
     r->prompt_ms = mg_time_ms() - t0;
     if (r->timeline != NULL && r->o.trace_steps == 0) mg_session_set_timeline(r->s, NULL);   // the prompt alone
     r->dumper.active = false;   // the prompt only
     if (r->dumper.n_failed > 0) {
-        fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, r->dumper.n_failed, mg_last_error());
+        fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, r->dumper.n_failed, cli_last_error());
         return false;
     }
     mg_session_dump_dot(r->s, "prompt");
@@ -200,7 +200,7 @@ static bool run_generate(const char * cmd, struct run_state * r) {
     for (int i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
         if (!(ok = cli_logits_finite(mg_get_logits(r->s), 1, r->m->hp.n_vocab, mg_session_n_past(r->s) - 1))) {
             fflush(stdout);
-            fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "\nmg %s: %s\n", cmd, cli_last_error());
             break;
         }
         const int32_t next = mg_sampler_sample(r->sampler, mg_get_logits(r->s));
@@ -218,7 +218,7 @@ static bool run_generate(const char * cmd, struct run_state * r) {
         }
         const double t0 = mg_time_ms();
         if (!(ok = mg_decode(r->s, &next, 1, false))) {
-            fprintf(stderr, "\nmg %s: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "\nmg %s: %s\n", cmd, cli_last_error());
             break;
         }
         r->eval_ms += mg_time_ms() - t0;
@@ -238,7 +238,7 @@ static bool run_generate(const char * cmd, struct run_state * r) {
 // With --trace-json: the timeline written, and how much of the run it holds.
 static bool run_write_trace(const char * cmd, const struct run_state * r) {
     if (!mg_timeline_write_json(r->timeline, r->o.trace_json)) {
-        fprintf(stderr, "mg %s: --trace-json: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: --trace-json: %s\n", cmd, cli_last_error());
         return false;
     }
     fprintf(stderr, "mg %s: wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", cmd,
@@ -266,7 +266,7 @@ static bool run_report(const char * cmd, struct run_state * r) {
         if (mg_memory_model_dump_svg(&mm, r->o.memory_map)) {
             fprintf(stderr, "mg %s: wrote %s\n", cmd, mg_quote(r->o.memory_map));
         } else {
-            fprintf(stderr, "mg %s: --memory-map: %s\n", cmd, mg_last_error());
+            fprintf(stderr, "mg %s: --memory-map: %s\n", cmd, cli_last_error());
             ok = false;
         }
     }

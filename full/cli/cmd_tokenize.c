@@ -45,7 +45,7 @@ int cmd_tokenize(int argc, char ** argv) {
     struct mg_gguf * g = mg_gguf_open(model);
     struct mg_vocab * vocab = g ? mg_vocab_load(g) : NULL;
     if (vocab == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, mg_last_error());
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         mg_gguf_close(g);
         free(text);
         return 1;

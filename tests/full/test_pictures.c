@@ -66,15 +66,21 @@ static void check_nesting(struct tslice * s, int n) {
 
 // The model in a session of 64 tokens on n_threads threads: the tests below
 // decode a few tokens and look at what the session drew or recorded.
+static struct mg_session * session_of(struct mg_model * m, int n_threads, const char * dot_dir, int dot_layers) {
+    struct mg_session_params p = mg_session_default_params();
+    p.n_threads  = n_threads;
+    p.n_ctx      = 64;
+    p.dot_dir    = dot_dir;
+    p.dot_layers = dot_layers;
+    struct mg_session * s = mg_session_new(m, p);
+    ck_assert_msg(s != NULL, "%s", mg_last_error());
+    return s;
+}
+
 static struct mg_session * small_session(const char * model_file, int n_threads, struct mg_model ** m) {
     *m = mg_model_load(model_file);
     ck_assert_msg(*m != NULL, "%s", mg_last_error());
-    struct mg_session_params p = mg_session_default_params();
-    p.n_threads = n_threads;
-    p.n_ctx     = 64;
-    struct mg_session * s = mg_session_new(*m, p);
-    ck_assert_msg(s != NULL, "%s", mg_last_error());
-    return s;
+    return session_of(*m, n_threads, NULL, -1);
 }
 
 START_TEST(test_session_trace_counts_the_graph) {
@@ -238,14 +244,11 @@ START_TEST(test_memory_model_repacked) {
 }
 END_TEST
 
-// The DOT drawing of a decode step with the extras: offsets, times, one
-// cluster per layer, and --dot-layers cutting the drawing after layer 0.
-static char * dump_decode_dot(struct mg_session * s, const char * dir, const char * layers) {
-    setenv("MG_DOT", dir, 1);
-    if (layers != NULL) setenv("MG_DOT_LAYERS", layers, 1); else unsetenv("MG_DOT_LAYERS");
+// The DOT drawing of a decode step with the extras (offsets, times, one
+// cluster per layer), written where the session's dot_dir says; with
+// dot_layers = 1 (mg --dot-layers 1) cut after layer 0.
+static char * dump_decode_dot(struct mg_session * s, const char * dir) {
     ck_assert(mg_session_dump_dot(s, "decode"));
-    unsetenv("MG_DOT");
-    unsetenv("MG_DOT_LAYERS");
     char path[128];
     snprintf(path, sizeof(path), "%s/decode.dot", dir);
     size_t size;
@@ -257,18 +260,20 @@ static char * dump_decode_dot(struct mg_session * s, const char * dir, const cha
 
 START_TEST(test_dot_layers_offsets_and_times) {
     struct mg_model *    m;
-    struct mg_session *  s  = small_session(model_path(), 2, &m);
+    char dir[] = "/tmp/mg_test_dot_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    m = mg_model_load(model_path());
+    ck_assert_msg(m != NULL, "%s", mg_last_error());
+    struct mg_session *  s  = session_of(m, 2, dir, -1);
     struct mg_timeline * tl = mg_timeline_new();
     mg_session_set_timeline(s, tl);
     const int32_t prompt[3] = {1968, 311, 234}, next = 832;
     ck_assert(mg_decode(s, prompt, 3, false) && mg_decode(s, &next, 1, false));
     const struct mg_cgraph * g = mg_session_graph(s);
     const size_t buffer = mg_session_get_stats(s).compute_buffer_size;
-    char dir[] = "/tmp/mg_test_dot_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
 
     // Whole: a cluster per layer, every node drawn, each computed one with its place and time.
-    char * all = dump_decode_dot(s, dir, NULL);
+    char * all = dump_decode_dot(s, dir);
     int n_clusters = 0;
     for (const char * q = all; (q = strstr(q, "subgraph cluster_layer")) != NULL; q++) n_clusters++;
     ck_assert_int_eq(n_clusters, m->hp.n_layer);
@@ -293,7 +298,12 @@ START_TEST(test_dot_layers_offsets_and_times) {
     free(all);
 
     // --dot-layers 1: layer 0 and what comes before it; nothing that needs layer 1.
-    char * one = dump_decode_dot(s, dir, "1");
+    // The same steps in a session that draws one layer: the same graph.
+    struct mg_session * s1 = session_of(m, 2, dir, 1);
+    ck_assert(mg_decode(s1, prompt, 3, false) && mg_decode(s1, &next, 1, false));
+    ck_assert_int_eq(mg_session_graph(s1)->n_nodes, g->n_nodes);
+    char * one = dump_decode_dot(s1, dir);
+    mg_session_free(s1);
     int n_drawn = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         char key[32];
