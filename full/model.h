@@ -97,7 +97,7 @@ struct mg_model {
     size_t  n_weight_bytes;
     //@+ full repack
     void * repack_buf;           // the repacked copies of the Q4_0/Q4_K/Q2_K weights (repack.h), freed with the model
-    size_t n_repacked_bytes;     // their size (0: none repacked, or MG_NO_REPACK=1)
+    size_t n_repacked_bytes;     // their size (0: none repacked)
     int    n_repacked;           // how many weight matrices
     //@- full repack
 };
@@ -105,6 +105,19 @@ struct mg_model {
 // NULL, with mg_last_error() naming the file and what is wrong (an
 // unsupported architecture or tensor type, a missing or mis-shaped tensor).
 struct mg_model * mg_model_load(const char * path);
+//@+ full repack
+// What loading does beyond reading the file, as llama_model_params says it
+// for llama.cpp. repack: the Q4_0/Q4_K/Q2_K matrices also in the 8-row
+// layouts of repack.h, as llama.cpp's CPU_REPACK buffer holds them (its
+// use_extra_bufts; llama-cli --no-repack turns it off), in builds whose
+// kernels read them (mg_repack_available). mg_model_load is the file as it
+// is (chapter 09's loader): no repacking.
+struct mg_model_params {
+    bool repack;
+};
+struct mg_model_params mg_model_default_params(void);   // repack on
+struct mg_model *      mg_model_load_from_file(const char * path, struct mg_model_params params);
+//@- full repack
 void              mg_model_free(struct mg_model * m);
 
 // The inputs of one batch's graph. The caller fills them before each compute.

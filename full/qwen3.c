@@ -413,7 +413,6 @@ static size_t align_64(size_t bytes) {
 }
 
 static void repack_weights(struct mg_model * m) {
-    if (!mg_repack_enabled()) return;
     struct mg_tensor ** w = malloc((7 * (size_t) m->hp.n_layer + 1) * sizeof(*w));
     MG_ASSERT(w != NULL);
     const int n     = matmul_weights(m, w);
@@ -482,15 +481,26 @@ struct mg_model * mg_model_load(const char * path) {
     //@+ full prefault
     prefault_weights(m);
     //@- full prefault
-    //@+ full repack
-    repack_weights(m);
-    //@- full repack
     return m;
 
 fail:
     mg_model_free(m);
     return NULL;
 }
+
+//@+ full repack
+struct mg_model_params mg_model_default_params(void) {
+    return (struct mg_model_params) {.repack = true};
+}
+
+// llama.cpp's llama_model_load_from_file: the file as mg_model_load reads
+// it, then what the parameters ask for.
+struct mg_model * mg_model_load_from_file(const char * path, struct mg_model_params params) {
+    struct mg_model * m = mg_model_load(path);
+    if (m != NULL && params.repack && mg_repack_available()) repack_weights(m);
+    return m;
+}
+//@- full repack
 
 void mg_model_free(struct mg_model * m) {
     if (m == NULL) return;

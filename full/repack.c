@@ -107,36 +107,10 @@ bool mg_repack_q4_0_fits(const struct mg_tensor * t) {
     return fits_groups(t, MG_TYPE_Q4_0, MG_QK4_0);
 }
 
-// MG_NO_REPACK: unset, "", "0", "false", "no" or "off" repack; "1", "true",
-// "yes" or "on" do not. Anything else ("2", "maybe") is read as set, and said
-// once on stderr: it used to be read from its first character, so "false"
-// turned repacking off without a word.
-static bool no_repack_from_env(void) {
-    static const char * const off_words[] = {"", "0", "false", "no", "off"};
-    static const char * const on_words[]  = {"1", "true", "yes", "on"};
-    static bool warned = false;
-    const char * v = getenv("MG_NO_REPACK");
-    if (v == NULL) return false;
-    for (size_t i = 0; i < sizeof(off_words) / sizeof(off_words[0]); i++) {
-        if (strcmp(v, off_words[i]) == 0) return false;
-    }
-    for (size_t i = 0; i < sizeof(on_words) / sizeof(on_words[0]); i++) {
-        if (strcmp(v, on_words[i]) == 0) return true;
-    }
-    if (!warned) {
-        fprintf(stderr, "mg: warning: MG_NO_REPACK='%s' is not 0 or 1 (false/true, no/yes, off/on): taken as 1, "
-                        "no repacking\n", v);
-        warned = true;
-    }
-    return true;
-}
-
-bool mg_repack_enabled(void) {
-    const bool no_repack = no_repack_from_env();   // checked in every build, so a bad value is said in every build
+bool mg_repack_available(void) {
 #if defined(MG_SIMD) || defined(MG_NEON)
-    return !no_repack;
+    return true;
 #else
-    (void) no_repack;
     return false;   // the scalar build keeps the original layout (the reference below still works)
 #endif
 }

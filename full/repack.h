@@ -26,11 +26,10 @@
 // a multiple of 32. Says nothing about whether repacking is switched on.
 bool mg_repack_q4_0_fits(const struct mg_tensor * t);
 
-// Is repacking on for models loaded from now on? Off with MG_NO_REPACK=1 in
-// the environment (`mg ... --no-repack` sets it; 0, false, no, off leave it
-// on; another value is read as 1, with a warning), and off in the scalar build
-// (-DMG_SCALAR), whose tiles read rows one by one anyway.
-bool mg_repack_enabled(void);
+// Does this build's mul_mat read the repacked layouts? Not the scalar build
+// (-DMG_SCALAR), whose tiles read rows one by one anyway. Whether a model is
+// repacked is its load parameter (model.h: mg_model_params.repack).
+bool mg_repack_available(void);
 
 // Rows x (n / 32 blocks) of Q4_0 at src -> the interleaved layout at dst
 // (the same number of bytes), and back. rows % 8 == 0, n % 32 == 0.

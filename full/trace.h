@@ -48,8 +48,7 @@ bool mg_trace_on(enum mg_trace_category cat);
 // The value of one of the demos' switches (MG_TRACE, MG_DOT, MG_SVG,
 // MG_TRACE_JSON), or NULL when it is unset or empty. The switches are the
 // only environment the library reads, and this is the one place that reads
-// it: a program passes its own flags as parameters (mg --dot sets
-// mg_session_params.dot_dir, not MG_DOT).
+// it; a program with flags of its own (full/'s mg) passes them as parameters.
 const char * mg_demo_switch(const char * name);
 
 // Where trace lines go (stderr unless a test captures them).

@@ -26,6 +26,12 @@ bool mg_trace_set(const char * spec);
 // Whether a category is on. The first call reads $MG_TRACE.
 bool mg_trace_on(enum mg_trace_category cat);
 
+// The value of one of the demos' switches (MG_TRACE, MG_DOT, MG_SVG,
+// MG_TRACE_JSON), or NULL when it is unset or empty. The switches are the
+// only environment the library reads, and this is the one place that reads
+// it; a program with flags of its own (full/'s mg) passes them as parameters.
+const char * mg_demo_switch(const char * name);
+
 // Where trace lines go (stderr unless a test captures them).
 void mg_trace_set_stream(FILE * f);
 

@@ -8,6 +8,7 @@
 // whose bytes it reads by a dashed edge labelled with the offset.
 #define _POSIX_C_SOURCE 200809L
 #include "graph.h"
+#include "trace.h"   // mg_demo_switch
 
 #include <errno.h>
 #include <inttypes.h>
@@ -149,8 +150,8 @@ bool mg_graph_dump_dot(const struct mg_cgraph * g, const char * path) {
 }
 
 bool mg_graph_dump_dot_env(const struct mg_cgraph * g, const char * name) {
-    const char * dir = getenv("MG_DOT");
-    if (dir == NULL || dir[0] == '\0') return false;
+    const char * dir = mg_demo_switch("MG_DOT");
+    if (dir == NULL) return false;
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s.dot", dir, name);
     if (!mg_graph_dump_dot(g, path)) {

@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "galloc.h"
 #include "svg.h"
+#include "trace.h"   // mg_demo_switch
 
 #include <stdlib.h>
 #include <string.h>
@@ -88,8 +89,8 @@ bool mg_gallocr_dump_svg(const struct mg_gallocr * ga, const struct mg_cgraph * 
 }
 
 bool mg_gallocr_dump_svg_env(const struct mg_gallocr * ga, const struct mg_cgraph * g, const char * name) {
-    const char * dir = getenv("MG_SVG");
-    if (dir == NULL || dir[0] == '\0') return false;
+    const char * dir = mg_demo_switch("MG_SVG");
+    if (dir == NULL) return false;
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s.svg", dir, name);
     if (!mg_gallocr_dump_svg(ga, g, name, path)) {

@@ -55,10 +55,15 @@ bool mg_trace_set(const char * spec) {
     return true;
 }
 
+const char * mg_demo_switch(const char * name) {
+    const char * value = getenv(name);
+    return value != NULL && value[0] != '\0' ? value : NULL;
+}
+
 bool mg_trace_on(enum mg_trace_category cat) {
     if (!initialized) {
         initialized = true;
-        const char * env = getenv("MG_TRACE");
+        const char * env = mg_demo_switch("MG_TRACE");
         if (env != NULL && !mg_trace_set(env)) {
             fprintf(stderr, "MG_TRACE: %s\n", mg_last_error());
         }

@@ -70,7 +70,7 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
                                  mg_type_size(params.kv_type);
         char cause[256];
         snprintf(cause, sizeof(cause), "%s", mg_last_error());
-        mg_set_error("cannot allocate the KV cache: %d positions (-c) x %zu bytes = %.1f MiB (%s); use a smaller -c",
+        mg_set_error("cannot allocate the KV cache: %d positions (n_ctx) x %zu bytes = %.1f MiB (%s); use a smaller n_ctx",
                      params.n_ctx, per_token, (double) per_token * (double) params.n_ctx / (1024.0 * 1024.0), cause);
         free(s);
         return NULL;
@@ -181,7 +181,7 @@ bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool
         return false;
     }
     if (s->n_past + n_tokens > s->params.n_ctx) {
-        mg_set_error("context full: %d positions used, %d more asked, the context holds %d (use a larger -c)",
+        mg_set_error("context full: %d positions used, %d more asked, the context holds %d (use a larger n_ctx)",
                      s->n_past, n_tokens, s->params.n_ctx);
         return false;
     }

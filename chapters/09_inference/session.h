@@ -66,12 +66,14 @@ struct mg_session_stats mg_session_get_stats(const struct mg_session * s);
 const struct mg_model * mg_session_model(const struct mg_session * s);
 const struct mg_cgraph * mg_session_graph(const struct mg_session * s);   // the last graph run (NULL before any)
 
-// Write the current graph as <name>.dot into $MG_DOT (see graph.h).
+// Write the current graph as <name>.dot into $MG_DOT (see graph.h), or into
+// params.dot_dir where full/ has it.
 bool mg_session_dump_dot(const struct mg_session * s, const char * name);
 
 // Record every graph the session runs into tl (timeline.h; NULL: stop).
 struct mg_timeline;
 void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl);
 
-// Write the current graph's compute-buffer plan as <name>.svg into $MG_SVG (see galloc.h).
+// Write the current graph's compute-buffer plan as <name>.svg into $MG_SVG
+// (see galloc.h), or into params.svg_dir where full/ has it.
 bool mg_session_dump_svg(const struct mg_session * s, const char * name);

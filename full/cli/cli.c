@@ -356,7 +356,6 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
                 e->dot_layers < -1 ? "the number of layers must be >= 0" : "it draws with --dot DIR: give that too");
         return false;
     }
-    if (e->no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
     return true;
 }
 
@@ -375,9 +374,11 @@ struct mg_session_params cli_session_params(const struct cli_engine_opts * e) {
     return p;
 }
 
-struct mg_model * cli_load_model(const char * cmd, const char * path, double * load_ms) {
-    const double t0 = mg_time_ms();
-    struct mg_model * m = mg_model_load(path);
+struct mg_model * cli_load_model(const char * cmd, const char * path, bool repack, double * load_ms) {
+    const double           t0 = mg_time_ms();
+    struct mg_model_params p  = mg_model_default_params();
+    p.repack                  = repack;
+    struct mg_model * m = mg_model_load_from_file(path, p);
     if (m == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return NULL;

@@ -87,7 +87,7 @@ struct cli_engine_opts {
     const char * svg;        // directory for memory maps of the compute buffer
     int          dot_layers; // draw only this many layers (-1: all)
     bool         flash_attn;
-    bool         no_repack;  // keep Q4_0/Q4_K weights in the file's layout (MG_NO_REPACK=1)
+    bool         no_repack;  // keep Q4_0/Q4_K/Q2_K weights in the file's layout (mg_model_params.repack off)
     bool         draws;      // the command writes --dot/--svg drawings (mg run); set before parsing
     int          n_gpu_layers;   // -ngl: layers whose weights and cache go to a GPU device (0: none)
     const char * device;         // -dev: which GPU device (backend.h's registry names)
@@ -104,8 +104,8 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e);
 // The session parameters these options ask for.
 struct mg_session_params cli_session_params(const struct cli_engine_opts * e);
 
-// Load the model, or print the reason and return NULL.
-struct mg_model * cli_load_model(const char * cmd, const char * path, double * load_ms);
+// Load the model (repacked unless --no-repack), or print the reason and return NULL.
+struct mg_model * cli_load_model(const char * cmd, const char * path, bool repack, double * load_ms);
 
 struct cli_sampling_opts {
     struct mg_sampler_params p;

@@ -7,7 +7,7 @@
 // tgN generates N tokens one at a time, both after the cache was filled to a
 // depth d (the "@ dD" tests; the fill is not timed). Every test runs once to
 // warm up, then -r times; the table shows mean +- standard deviation.
-#define _POSIX_C_SOURCE 200809L   // setenv
+#define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "gguf.h"
 #include "memmap.h"
@@ -557,7 +557,6 @@ static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_r
 static bool bench_set_up(const char * cmd, struct bench_run * b) {
     const struct bench_opts * o = &b->o;
     b->kv_type = strcmp(o->kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
-    if (o->no_repack) setenv("MG_NO_REPACK", "1", 1);   // read by the loader (repack.h)
     bool too_many = false;
     if (o->baseline != NULL && !load_baselines(cmd, o->baseline, &too_many)) {
         if (too_many) return false;   // said
@@ -597,7 +596,7 @@ static void bench_warn(const char * cmd, const struct bench_run * b, const char 
 static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int round, struct measurement * ours,
                             double * theirs) {
     const char *      path = b->models[mi];
-    struct mg_model * m    = cli_load_model(cmd, path, NULL);
+    struct mg_model * m    = cli_load_model(cmd, path, !b->o.no_repack, NULL);
     if (m == NULL) return false;
     if (round == 0) bench_warn(cmd, b, path, m);
     const bool   ok           = bench_model(m, b->tests, b->n_tests, b->o.reps, b->kv_type, ours);

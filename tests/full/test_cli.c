@@ -326,7 +326,7 @@ START_TEST(test_logits_file) {
     ck_assert_msg(d <= tol_f32kv[_i], "%s: mg logits is %g from the golden", model, (double) d);
 
     snprintf(rel, sizeof(rel), "models/%s.gguf", model);
-    struct mg_model * m = mg_model_load(mg_test_fixture(rel));
+    struct mg_model * m = mg_model_load_from_file(mg_test_fixture(rel), mg_model_default_params());
     ck_assert_ptr_nonnull(m);
     struct mg_session_params p = mg_session_default_params();
     p.n_threads = 1;
@@ -384,7 +384,7 @@ START_TEST(test_run_greedy_matches_golden) {
     // Expected text: the prompt's bytes, each token's piece, a newline.
     size_t prompt_len;
     char * prompt = mg_test_read_file(mg_test_fixture("prompts/fox.txt"), &prompt_len);
-    struct mg_model * m = mg_model_load(mg_test_fixture(rel));
+    struct mg_model * m = mg_model_load_from_file(mg_test_fixture(rel), mg_model_default_params());
     ck_assert_ptr_nonnull(m);
     char want[4096];
     size_t len = prompt_len;

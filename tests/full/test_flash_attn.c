@@ -88,7 +88,7 @@ END_TEST
 // A model run with flash attention and an F32 cache lands as close to the
 // reference's plain-attention logits as the plain path does (fixtures' 1e-3).
 START_TEST(test_flash_attention_model_matches_fixture) {
-    struct mg_model * m = mg_model_load(mg_test_fixture("models/tiny-f32.gguf"));
+    struct mg_model * m = mg_model_load_from_file(mg_test_fixture("models/tiny-f32.gguf"), mg_model_default_params());
     ck_assert_ptr_nonnull(m);
     size_t len;
     char * text = mg_test_read_file(mg_test_fixture("prompts/fox.txt"), &len);

@@ -380,7 +380,7 @@ static struct outcome run_case(const char * set, int sh, int t, int p, int mode,
     struct golden g;
     load_golden(set, shapes[sh].name, types[t].name, prompt, modes[mode], &g);
 
-    struct mg_model * m = mg_model_load(model_paths[sh][t]);
+    struct mg_model * m = mg_model_load_from_file(model_paths[sh][t], mg_model_default_params());
     ck_assert_msg(m != NULL, "%s", mg_last_error());
     // Our tokenizer (special tokens parsed, BOS where the vocabulary asks) gives llama.cpp's tokens.
     char rel[128];

@@ -112,7 +112,7 @@ static double ref_log_softmax(const float * logits, int n, int32_t tok) {
 static float * ref_logits;
 
 static void reference(struct reference * r) {
-    struct mg_model * m = mg_model_load(mg_test_root(model_f16));
+    struct mg_model * m = mg_model_load_from_file(mg_test_root(model_f16), mg_model_default_params());
     ck_assert_ptr_nonnull(m);
     const int n_vocab = m->hp.n_vocab;
     size_t len;

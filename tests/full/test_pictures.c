@@ -78,7 +78,7 @@ static struct mg_session * session_of(struct mg_model * m, int n_threads, const 
 }
 
 static struct mg_session * small_session(const char * model_file, int n_threads, struct mg_model ** m) {
-    *m = mg_model_load(model_file);
+    *m = mg_model_load_from_file(model_file, mg_model_default_params());
     ck_assert_msg(*m != NULL, "%s", mg_last_error());
     return session_of(*m, n_threads, NULL, -1);
 }
@@ -262,7 +262,7 @@ START_TEST(test_dot_layers_offsets_and_times) {
     struct mg_model *    m;
     char dir[] = "/tmp/mg_test_dot_XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    m = mg_model_load(model_path());
+    m = mg_model_load_from_file(model_path(), mg_model_default_params());
     ck_assert_msg(m != NULL, "%s", mg_last_error());
     struct mg_session *  s  = session_of(m, 2, dir, -1);
     struct mg_timeline * tl = mg_timeline_new();

@@ -15,7 +15,7 @@
 //   up to 70 columns and 1..3 threads, on several shapes; a matrix that does
 //   not qualify against mul_mat as it was;
 // - a model, in Q4_0, Q4_K and Q2_K: the loader repacks its matrices (unless
-//   MG_NO_REPACK=1 or the scalar build); the logits of Q4_0 and of Q4_K below
+//   --no-repack or the scalar build); the logits of Q4_0 and of Q4_K below
 //   4 tokens (the gemv's order is vec_dot's there) stay bit-identical.
 //
 // On aarch64 (MG_NEON) the loader keeps the file's layout and mul_mat takes
@@ -514,10 +514,9 @@ END_TEST
 // without repacking; its matrices repacked (SIMD build), and the logits of a
 // batch of n_tok tokens (at most 7) and of one more token.
 static float * model_logits(const char * path, bool repack, int n_tok, int * n_repacked, int * n_out) {
-    if (repack) unsetenv("MG_NO_REPACK");
-    else setenv("MG_NO_REPACK", "1", 1);
-    struct mg_model * m = mg_model_load(path);
-    unsetenv("MG_NO_REPACK");
+    struct mg_model_params mp = mg_model_default_params();
+    mp.repack                 = repack;
+    struct mg_model * m       = mg_model_load_from_file(path, mp);
     ck_assert_msg(m != NULL, "%s", mg_last_error());
     *n_repacked = m->n_repacked;
     struct mg_session_params p = mg_session_default_params();

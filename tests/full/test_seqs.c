@@ -26,7 +26,7 @@ static const float tol = 1e-3f;   // fixtures/README.md: tiny-f32 against an F32
 static struct mg_model * model;
 
 static void load_model(void) {
-    model = mg_model_load(mg_test_fixture("models/tiny-f32.gguf"));
+    model = mg_model_load_from_file(mg_test_fixture("models/tiny-f32.gguf"), mg_model_default_params());
     ck_assert_msg(model != NULL, "%s", mg_last_error());
 }
 

@@ -133,9 +133,9 @@ int main(void) {
 
     // MG_TRACE_JSON=file: every run of every pool as a Chrome trace (timeline.h);
     // MG_SVG=dir: the last run on each pool as a picture, threads-N.svg.
-    const char *         json_path = getenv("MG_TRACE_JSON"), * svg_dir = getenv("MG_SVG");
-    const bool           want_json = json_path != NULL && json_path[0] != '\0';
-    const bool           want_svg  = svg_dir != NULL && svg_dir[0] != '\0';
+    const char *         json_path = mg_demo_switch("MG_TRACE_JSON"), * svg_dir = mg_demo_switch("MG_SVG");
+    const bool           want_json = json_path != NULL;
+    const bool           want_svg  = svg_dir != NULL;
     struct mg_timeline * timeline  = want_json || want_svg ? mg_timeline_new() : NULL;
 
     printf("== %d feed-forward layers, %d tokens, Q8_0 weights: %d nodes ==\n", N_LAYERS, N_TOKENS, g->n_nodes);
@@ -156,7 +156,7 @@ int main(void) {
             const double dt = mg_time_ms() - t0;
             if (dt < best) best = dt;
         }
-        if (getenv("MG_TRACE") != NULL) mg_trace_set(getenv("MG_TRACE"));
+        if (mg_demo_switch("MG_TRACE") != NULL) mg_trace_set(mg_demo_switch("MG_TRACE"));
         bool same = true;
         if (first == NULL) {
             first = malloc(mg_nbytes(out));

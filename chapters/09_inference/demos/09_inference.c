@@ -280,7 +280,7 @@ static void traced_tokenize(const struct mg_vocab * v, const char * text, bool p
     int32_t ids[64];
     mg_trace_set("bpe");
     const int32_t n = mg_tokenize(v, text, -1, ids, 64, false, parse_special);
-    const char * env = getenv("MG_TRACE");
+    const char * env = mg_demo_switch("MG_TRACE");
     mg_trace_set(env != NULL ? env : "");
     printf("mg_tokenize -> %d token%s:", n, n == 1 ? "" : "s");
     for (int32_t i = 0; i < n; i++) printf(" %d", ids[i]);
@@ -466,7 +466,7 @@ static int32_t traced_sample(struct mg_sampler_params p, int32_t n_vocab, const 
     for (int i = 0; i < n_seen; i++) mg_sampler_accept(smp, seen[i]);
     mg_trace_set("sample");
     const int32_t token = mg_sampler_sample(smp, logits);
-    const char * env = getenv("MG_TRACE");
+    const char * env = mg_demo_switch("MG_TRACE");
     mg_trace_set(env != NULL ? env : "");
     mg_sampler_free(smp);
     return token;
