@@ -6,6 +6,7 @@
 #   make chapters        regenerate chapters/ from full/ (after editing full/);
 #                        it keeps edited chapter files unless FORCE=1
 #   make check-chapters  fail if chapters/ is not what full/ generates
+#   make check-markers   no chapter marker or #if 0 inside a decode-path function body
 #   make check-zh        the top and exercises/ README.zh.md keep in step with README.md
 #   make check-run-excerpt the top READMEs' mg run excerpt is what the command prints
 #   make handout CHAPTER=05   build/handout/05_galloc.tar.gz: the chapter alone
@@ -29,7 +30,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 # Build in parallel on every core; the tests themselves still run one after another.
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
-.PHONY: run test test-x86-levels test-aarch64 test-vulkan tour chapters check-chapters handout exercise check-handout check-numbers check-zh check-run-excerpt graph bench quant-table asan tsan clean deps test-tools check-solutions \
+.PHONY: run test test-x86-levels test-aarch64 test-vulkan tour chapters check-chapters handout exercise check-handout check-numbers check-zh check-markers check-run-excerpt graph bench quant-table asan tsan clean deps test-tools check-solutions \
         fuzz fuzz-deps valgrind test-fuzz-regressions $(CHAPTER_DIRS)
 
 run: deps
@@ -102,12 +103,20 @@ $(BUILD)/test_readme_check: tests/tools/test_readme_check.c tests/harness.c test
 		-DREADME_CHECK_BIN='"$(CURDIR)/$(BUILD)/readme_check"' \
 		-Itests tests/tools/test_readme_check.c tests/harness.c $$(pkg-config --libs check) -lm -o $@
 
-test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check check-zh
+test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check check-zh check-markers
 	@echo "=================== tools"
 	./$(BUILD)/test_chapgen
 	./$(BUILD)/test_readme_check
+	sh tests/tools/markers/test_check_markers.sh
 	tools/check_file_table.sh
 	sh tools/check_reading_maps.sh
+
+# No chapter marker or #if 0 inside a function body on the decode path: an
+# earlier chapter's version of a function is a whole function of its own
+# (tools/check_markers.sh; its NOT_YET list names the files still to do).
+DECODE_PATH_FILES := full/graph.c full/plan.c full/galloc.c full/kv_cache.c full/compute.c full/qwen3.c full/session.c
+check-markers:
+	@sh tools/check_markers.sh $(DECODE_PATH_FILES)
 
 # The Chinese READMEs beside the top-level and exercises/ ones (the chapters'
 # and full/'s are checked by their own make test): each must keep every

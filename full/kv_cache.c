@@ -12,92 +12,123 @@
 //@- full shift
 #include <stdlib.h>
 
-#if 0 //@old 06..09 kv-new
-struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
-                                     int n_pad) {
-#endif //@old kv-new
-//@+ full flash-attn
-static struct mg_kv_cache * kv_cache_create(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
-                                            int n_pad, bool v_trans) {
-//@- full flash-attn
+// The element types a cache holds (chapter 09 adds F16: half the bytes).
 #if 0 //@old 06..08 kv-f32
+static void assert_cache_type(enum mg_type type) {
     MG_ASSERT(type == MG_TYPE_F32 && "the cache is F32 until chapter 09");
+}
 #endif //@old kv-f32
-    //@+ 09 kv-f16
+//@+ 09 kv-f16
+static void assert_cache_type(enum mg_type type) {
     MG_ASSERT((type == MG_TYPE_F32 || type == MG_TYPE_F16) && "the cache holds F32 or F16");
-    //@- 09 kv-f16
+}
+//@- 09 kv-f16
+
+// A layer's V: {n_ctx, n_embd}, stored transposed, a row per value.
+#if 0 //@old 06..09 v-layout
+static struct mg_tensor * new_v_tensor(const struct mg_kv_cache * kv, int64_t n_embd) {
+    return mg_new_tensor_2d(kv->ctx, kv->type, kv->n_ctx, n_embd);
+}
+#endif //@old v-layout
+//@+ full flash-attn
+// full/: or {n_embd, n_ctx}, like K, for flash attention (llama.cpp's v_trans).
+static struct mg_tensor * new_v_tensor(const struct mg_kv_cache * kv, int64_t n_embd) {
+    return kv->v_trans ? mg_new_tensor_2d(kv->ctx, kv->type, kv->n_ctx, n_embd)    // transposed: a row per value
+                       : mg_new_tensor_2d(kv->ctx, kv->type, n_embd, kv->n_ctx);   // like K: a row per position
+}
+//@- full flash-attn
+
+// A cache of the sizes in `shape`: each layer's K and V headers in a no_alloc
+// context, then one buffer for all layers' bytes (llama_kv_cache's constructor).
+static struct mg_kv_cache * kv_cache_create(struct mg_kv_cache shape) {
+    assert_cache_type(shape.type);
     struct mg_kv_cache * kv = calloc(1, sizeof(*kv));
     MG_ASSERT(kv != NULL);
-    *kv = (struct mg_kv_cache) {
-        .n_layer = n_layer, .n_ctx = n_ctx, .head_dim = head_dim, .n_head_kv = n_head_kv,
-        .n_pad = n_pad > 0 ? n_pad : 1, .type = type,
-    };
-    //@+ full flash-attn
-    kv->v_trans = v_trans;
-    //@- full flash-attn
-    // Headers in a no_alloc context, then one buffer for all layers' bytes.
-    kv->ctx = mg_init((struct mg_init_params) {.mem_size = (size_t) (2 * n_layer) * mg_tensor_overhead(),
+    *kv = shape;
+    kv->n_pad = shape.n_pad > 0 ? shape.n_pad : 1;
+    kv->ctx = mg_init((struct mg_init_params) {.mem_size = (size_t) (2 * kv->n_layer) * mg_tensor_overhead(),
                                                .no_alloc = true});
-    kv->k = calloc((size_t) n_layer, sizeof(struct mg_tensor *));
-    kv->v = calloc((size_t) n_layer, sizeof(struct mg_tensor *));
+    kv->k = calloc((size_t) kv->n_layer, sizeof(struct mg_tensor *));
+    kv->v = calloc((size_t) kv->n_layer, sizeof(struct mg_tensor *));
     MG_ASSERT(kv->ctx != NULL && kv->k != NULL && kv->v != NULL);
-    const int64_t n_embd = (int64_t) head_dim * n_head_kv;
-    for (int il = 0; il < n_layer; il++) {
-        kv->k[il] = mg_format_name(mg_new_tensor_2d(kv->ctx, type, n_embd, n_ctx), "cache_k_l%d", il);
-#if 0 //@old 06..09 v-layout
-        kv->v[il] = mg_format_name(mg_new_tensor_2d(kv->ctx, type, n_ctx, n_embd), "cache_v_l%d", il);
-#endif //@old v-layout
-        //@+ full flash-attn
-        kv->v[il] = v_trans ? mg_new_tensor_2d(kv->ctx, type, n_ctx, n_embd)    // transposed: a row per value
-                            : mg_new_tensor_2d(kv->ctx, type, n_embd, n_ctx);   // like K: a row per position
-        mg_format_name(kv->v[il], "cache_v_l%d", il);
-        //@- full flash-attn
+    const int64_t n_embd = (int64_t) kv->head_dim * kv->n_head_kv;
+    for (int il = 0; il < kv->n_layer; il++) {
+        kv->k[il] = mg_format_name(mg_new_tensor_2d(kv->ctx, kv->type, n_embd, kv->n_ctx), "cache_k_l%d", il);
+        kv->v[il] = mg_format_name(new_v_tensor(kv, n_embd), "cache_v_l%d", il);
     }
     kv->buf = mg_alloc_ctx_tensors(kv->ctx);   // zeroed, so unwritten positions hold 0, never garbage
     if (kv->buf == NULL) {
         mg_kv_cache_free(kv);
         return NULL;
     }
-    //@+ full seqs
-    // After the buffer: a -c too large for memory fails there, with its size,
-    // before n_ctx cells are made (and an allocation that fails is an error, not an abort).
-    kv->cells = malloc((size_t) n_ctx * sizeof(struct mg_kv_cell));
+    mg_trace(MG_TRACE_KV, "cache: %d layers x %d positions x (K %lld + V %lld) %s = %zu bytes", kv->n_layer,
+             kv->n_ctx, (long long) n_embd, (long long) n_embd, mg_type_name(kv->type), mg_kv_cache_bytes(kv));
+    return kv;
+}
+
+#if 0 //@old 06..09 kv-new
+struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
+                                     int n_pad) {
+    return kv_cache_create((struct mg_kv_cache) {.n_layer = n_layer, .n_ctx = n_ctx, .head_dim = head_dim,
+                                                 .n_head_kv = n_head_kv, .n_pad = n_pad, .type = type});
+}
+#endif //@old kv-new
+
+//@+ full seqs
+// full/: each cell's positions and sequences. After the buffer: a -c too
+// large for memory fails there, with its size, before n_ctx cells are made
+// (and an allocation that fails is an error, not an abort).
+static struct mg_kv_cache * with_cells(struct mg_kv_cache * kv) {
+    if (kv == NULL) return NULL;
+    kv->cells = malloc((size_t) kv->n_ctx * sizeof(struct mg_kv_cell));
     if (kv->cells == NULL) {
-        mg_set_error("cannot allocate %zu bytes for the cells of %d positions", (size_t) n_ctx * sizeof(struct mg_kv_cell),
-                     n_ctx);
+        mg_set_error("cannot allocate %zu bytes for the cells of %d positions",
+                     (size_t) kv->n_ctx * sizeof(struct mg_kv_cell), kv->n_ctx);
         mg_kv_cache_free(kv);
         return NULL;
     }
-    for (int i = 0; i < n_ctx; i++) kv->cells[i] = (struct mg_kv_cell) {-1, 0, 0};
-    //@- full seqs
-    mg_trace(MG_TRACE_KV, "cache: %d layers x %d positions x (K %lld + V %lld) %s = %zu bytes", n_layer, n_ctx,
-             (long long) n_embd, (long long) n_embd, mg_type_name(type), mg_kv_cache_bytes(kv));
+    for (int i = 0; i < kv->n_ctx; i++) kv->cells[i] = (struct mg_kv_cell) {-1, 0, 0};
     return kv;
 }
+//@- full seqs
 
 //@+ full flash-attn
 struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
                                      int n_pad) {
-    return kv_cache_create(n_layer, n_ctx, head_dim, n_head_kv, type, n_pad, true);
+    return with_cells(kv_cache_create((struct mg_kv_cache) {.n_layer = n_layer, .n_ctx = n_ctx, .head_dim = head_dim,
+                                                            .n_head_kv = n_head_kv, .n_pad = n_pad, .type = type,
+                                                            .v_trans = true}));
 }
 
 struct mg_kv_cache * mg_kv_cache_new_flash(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
                                            int n_pad) {
-    return kv_cache_create(n_layer, n_ctx, head_dim, n_head_kv, type, n_pad, false);
+    return with_cells(kv_cache_create((struct mg_kv_cache) {.n_layer = n_layer, .n_ctx = n_ctx, .head_dim = head_dim,
+                                                            .n_head_kv = n_head_kv, .n_pad = n_pad, .type = type,
+                                                            .v_trans = false}));
 }
 //@- full flash-attn
 
+#if 0 //@old 06..09 kv-free
 void mg_kv_cache_free(struct mg_kv_cache * kv) {
     if (kv == NULL) return;
     mg_buffer_free(kv->buf);
     mg_free(kv->ctx);
     free(kv->k);
     free(kv->v);
-    //@+ full seqs
-    free(kv->cells);
-    //@- full seqs
     free(kv);
 }
+#endif //@old kv-free
+//@+ full seqs
+void mg_kv_cache_free(struct mg_kv_cache * kv) {
+    if (kv == NULL) return;
+    mg_buffer_free(kv->buf);
+    mg_free(kv->ctx);
+    free(kv->cells);
+    free(kv->k);
+    free(kv->v);
+    free(kv);
+}
+//@- full seqs
 
 size_t mg_kv_cache_bytes(const struct mg_kv_cache * kv) {
     return mg_kv_cache_bytes_per_token(kv) * (size_t) kv->n_ctx;
@@ -138,45 +169,80 @@ void mg_kv_cache_store(struct mg_context * ctx, struct mg_cgraph * g, struct mg_
 //@- 06 store
 
 //@+ 09 kv-store-rows
+// Rows of cur, a token's n_embd values each, written to rows idx[t] of
+// cache (ggml_set_rows): K's store, token t's row to row k_idx[t].
+static struct mg_tensor * set_token_rows(struct mg_context * ctx, const struct mg_kv_cache * kv,
+                                         struct mg_tensor * cache, struct mg_tensor * cur, struct mg_tensor * idx) {
+    const int64_t n_embd = (int64_t) kv->head_dim * kv->n_head_kv;
+    return mg_set_rows(ctx, cache, mg_reshape_2d(ctx, cur, n_embd, cur->ne[2]), idx);
+}
+
+// V is transposed, so each value is a "row" of one element: value i of
+// token t goes to element i*n_ctx + pos of the flattened cache.
+static struct mg_tensor * set_v_values(struct mg_context * ctx, const struct mg_kv_cache * kv, int il,
+                                       struct mg_tensor * v_cur, struct mg_tensor * v_idx) {
+    const int64_t n_embd = (int64_t) kv->head_dim * kv->n_head_kv;
+    struct mg_tensor * v_cache = mg_reshape_2d(ctx, kv->v[il], 1, n_embd * kv->n_ctx);
+    struct mg_tensor * v_vals  = mg_reshape_2d(ctx, v_cur, 1, n_embd * v_cur->ne[2]);
+    return mg_set_rows(ctx, v_cache, v_vals, v_idx);
+}
+
+#if 0 //@old 09..09 store-rows-v
 void mg_kv_cache_store_rows(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv, int il,
                             struct mg_tensor * k_cur, struct mg_tensor * v_cur, struct mg_tensor * k_idx,
                             struct mg_tensor * v_idx) {
-    const int64_t n_embd   = (int64_t) kv->head_dim * kv->n_head_kv;
-    const int64_t n_tokens = k_cur->ne[2];
-    // K: token t's row goes to row k_idx[t].
-    struct mg_tensor * k_rows = mg_reshape_2d(ctx, k_cur, n_embd, n_tokens);
-    mg_build_forward_expand(g, mg_format_name(mg_set_rows(ctx, kv->k[il], k_rows, k_idx), "k_store-%d", il));
-    //@+ full flash-attn
-    if (!kv->v_trans) {   // V laid out like K: the same rows, the same indices
-        struct mg_tensor * v_rows = mg_reshape_2d(ctx, v_cur, n_embd, n_tokens);
-        mg_build_forward_expand(g, mg_format_name(mg_set_rows(ctx, kv->v[il], v_rows, k_idx), "v_store-%d", il));
-        return;
-    }
-    //@- full flash-attn
-    // V is transposed, so each value is a "row" of one element: value i of
-    // token t goes to element i*n_ctx + pos of the flattened cache.
-    struct mg_tensor * v_cache = mg_reshape_2d(ctx, kv->v[il], 1, n_embd * kv->n_ctx);
-    struct mg_tensor * v_vals  = mg_reshape_2d(ctx, v_cur, 1, n_embd * n_tokens);
-    mg_build_forward_expand(g, mg_format_name(mg_set_rows(ctx, v_cache, v_vals, v_idx), "v_store-%d", il));
+    mg_build_forward_expand(g, mg_format_name(set_token_rows(ctx, kv, kv->k[il], k_cur, k_idx), "k_store-%d", il));
+    mg_build_forward_expand(g, mg_format_name(set_v_values(ctx, kv, il, v_cur, v_idx), "v_store-%d", il));
+}
+#endif //@old store-rows-v
+//@+ full flash-attn
+void mg_kv_cache_store_rows(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv, int il,
+                            struct mg_tensor * k_cur, struct mg_tensor * v_cur, struct mg_tensor * k_idx,
+                            struct mg_tensor * v_idx) {
+    mg_build_forward_expand(g, mg_format_name(set_token_rows(ctx, kv, kv->k[il], k_cur, k_idx), "k_store-%d", il));
+    // full/: V laid out like K (flash attention) takes the same rows, the same indices.
+    struct mg_tensor * v_store = kv->v_trans ? set_v_values(ctx, kv, il, v_cur, v_idx)
+                                             : set_token_rows(ctx, kv, kv->v[il], v_cur, k_idx);
+    mg_build_forward_expand(g, mg_format_name(v_store, "v_store-%d", il));
+}
+//@- full flash-attn
+
+// Row t of K goes to position pos0 + t.
+static void fill_k_idx(struct mg_tensor * k_idx, int pos0) {
+    int32_t * k = k_idx->data;
+    for (int64_t t = 0; t < k_idx->ne[0]; t++) k[t] = (int32_t) (pos0 + t);
 }
 
-void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor * k_idx, struct mg_tensor * v_idx,
-                                int pos0) {
-    const int64_t n_embd   = (int64_t) kv->head_dim * kv->n_head_kv;
-    const int64_t n_tokens = k_idx->ne[0];
-    MG_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv->n_ctx);
-    int32_t * k = k_idx->data;
-    for (int64_t t = 0; t < n_tokens; t++) k[t] = (int32_t) (pos0 + t);
-    mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
-    //@+ full flash-attn
-    if (v_idx == NULL) return;   // a flash-attention cache stores V with k_idx
-    //@- full flash-attn
+// Value i of token t goes to element i*n_ctx + pos0 + t of the transposed V.
+static void fill_v_idx(const struct mg_kv_cache * kv, struct mg_tensor * v_idx, int pos0, int64_t n_tokens) {
+    const int64_t n_embd = (int64_t) kv->head_dim * kv->n_head_kv;
     MG_ASSERT(v_idx->ne[0] == n_embd * n_tokens);
     int32_t * v = v_idx->data;
     for (int64_t t = 0; t < n_tokens; t++) {
         for (int64_t i = 0; i < n_embd; i++) v[t * n_embd + i] = (int32_t) (i * kv->n_ctx + pos0 + t);
     }
 }
+
+#if 0 //@old 09..09 fill-v-idx
+void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor * k_idx, struct mg_tensor * v_idx,
+                                int pos0) {
+    const int64_t n_tokens = k_idx->ne[0];
+    MG_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv->n_ctx);
+    fill_k_idx(k_idx, pos0);
+    mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
+    fill_v_idx(kv, v_idx, pos0, n_tokens);
+}
+#endif //@old fill-v-idx
+//@+ full flash-attn
+void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor * k_idx, struct mg_tensor * v_idx,
+                                int pos0) {
+    const int64_t n_tokens = k_idx->ne[0];
+    MG_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv->n_ctx);
+    fill_k_idx(k_idx, pos0);
+    mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
+    if (v_idx != NULL) fill_v_idx(kv, v_idx, pos0, n_tokens);   // NULL: a flash-attention cache stores V with k_idx
+}
+//@- full flash-attn
 //@- 09 kv-store-rows
 
 struct mg_tensor * mg_kv_cache_k(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv) {
@@ -189,20 +255,29 @@ struct mg_tensor * mg_kv_cache_k(struct mg_context * ctx, const struct mg_kv_cac
     return mg_format_name(mg_permute(ctx, view, 0, 2, 1, 3), "k-%d", il);
 }
 
+#if 0 //@old 06..09 v-view
 struct mg_tensor * mg_kv_cache_v(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv) {
     const struct mg_tensor * v = kv->v[il];
-    //@+ full flash-attn
-    if (!kv->v_trans) {   // {head_dim, n_kv, n_head_kv}, the shape of K
-        struct mg_tensor * rows = mg_view_3d(ctx, kv->v[il], kv->head_dim, kv->n_head_kv, n_kv,
-                                             (size_t) kv->head_dim * mg_type_size(kv->type), v->nb[1], 0);
-        return mg_format_name(mg_permute(ctx, rows, 0, 2, 1, 3), "v-%d", il);
-    }
-    //@- full flash-attn
     struct mg_tensor * view = mg_view_3d(ctx, kv->v[il], n_kv, kv->head_dim, kv->n_head_kv, v->nb[1],
                                          v->nb[1] * (size_t) kv->head_dim, 0);
     mg_trace(MG_TRACE_KV, "layer %d: read V of %d positions", il, n_kv);
     return mg_format_name(view, "v-%d", il);
 }
+#endif //@old v-view
+//@+ full flash-attn
+struct mg_tensor * mg_kv_cache_v(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv) {
+    const struct mg_tensor * v = kv->v[il];
+    if (!kv->v_trans) {   // full/'s flash attention: {head_dim, n_kv, n_head_kv}, the shape of K
+        struct mg_tensor * rows = mg_view_3d(ctx, kv->v[il], kv->head_dim, kv->n_head_kv, n_kv,
+                                             (size_t) kv->head_dim * mg_type_size(kv->type), v->nb[1], 0);
+        return mg_format_name(mg_permute(ctx, rows, 0, 2, 1, 3), "v-%d", il);
+    }
+    struct mg_tensor * view = mg_view_3d(ctx, kv->v[il], n_kv, kv->head_dim, kv->n_head_kv, v->nb[1],
+                                         v->nb[1] * (size_t) kv->head_dim, 0);
+    mg_trace(MG_TRACE_KV, "layer %d: read V of %d positions", il, n_kv);
+    return mg_format_name(view, "v-%d", il);
+}
+//@- full flash-attn
 
 void mg_kv_cache_fill_mask(struct mg_tensor * mask, int pos0, int n_tokens) {
     MG_ASSERT(mask->type == MG_TYPE_F32 && mask->ne[1] >= n_tokens);

@@ -9,34 +9,48 @@
 #include <math.h>
 #include <stdlib.h>
 
-struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
-                                     int n_pad) {
+// The element types a cache holds (chapter 09 adds F16: half the bytes).
+static void assert_cache_type(enum mg_type type) {
     MG_ASSERT(type == MG_TYPE_F32 && "the cache is F32 until chapter 09");
+}
+
+// A layer's V: {n_ctx, n_embd}, stored transposed, a row per value.
+static struct mg_tensor * new_v_tensor(const struct mg_kv_cache * kv, int64_t n_embd) {
+    return mg_new_tensor_2d(kv->ctx, kv->type, kv->n_ctx, n_embd);
+}
+
+// A cache of the sizes in `shape`: each layer's K and V headers in a no_alloc
+// context, then one buffer for all layers' bytes (llama_kv_cache's constructor).
+static struct mg_kv_cache * kv_cache_create(struct mg_kv_cache shape) {
+    assert_cache_type(shape.type);
     struct mg_kv_cache * kv = calloc(1, sizeof(*kv));
     MG_ASSERT(kv != NULL);
-    *kv = (struct mg_kv_cache) {
-        .n_layer = n_layer, .n_ctx = n_ctx, .head_dim = head_dim, .n_head_kv = n_head_kv,
-        .n_pad = n_pad > 0 ? n_pad : 1, .type = type,
-    };
-    // Headers in a no_alloc context, then one buffer for all layers' bytes.
-    kv->ctx = mg_init((struct mg_init_params) {.mem_size = (size_t) (2 * n_layer) * mg_tensor_overhead(),
+    *kv = shape;
+    kv->n_pad = shape.n_pad > 0 ? shape.n_pad : 1;
+    kv->ctx = mg_init((struct mg_init_params) {.mem_size = (size_t) (2 * kv->n_layer) * mg_tensor_overhead(),
                                                .no_alloc = true});
-    kv->k = calloc((size_t) n_layer, sizeof(struct mg_tensor *));
-    kv->v = calloc((size_t) n_layer, sizeof(struct mg_tensor *));
+    kv->k = calloc((size_t) kv->n_layer, sizeof(struct mg_tensor *));
+    kv->v = calloc((size_t) kv->n_layer, sizeof(struct mg_tensor *));
     MG_ASSERT(kv->ctx != NULL && kv->k != NULL && kv->v != NULL);
-    const int64_t n_embd = (int64_t) head_dim * n_head_kv;
-    for (int il = 0; il < n_layer; il++) {
-        kv->k[il] = mg_format_name(mg_new_tensor_2d(kv->ctx, type, n_embd, n_ctx), "cache_k_l%d", il);
-        kv->v[il] = mg_format_name(mg_new_tensor_2d(kv->ctx, type, n_ctx, n_embd), "cache_v_l%d", il);
+    const int64_t n_embd = (int64_t) kv->head_dim * kv->n_head_kv;
+    for (int il = 0; il < kv->n_layer; il++) {
+        kv->k[il] = mg_format_name(mg_new_tensor_2d(kv->ctx, kv->type, n_embd, kv->n_ctx), "cache_k_l%d", il);
+        kv->v[il] = mg_format_name(new_v_tensor(kv, n_embd), "cache_v_l%d", il);
     }
     kv->buf = mg_alloc_ctx_tensors(kv->ctx);   // zeroed, so unwritten positions hold 0, never garbage
     if (kv->buf == NULL) {
         mg_kv_cache_free(kv);
         return NULL;
     }
-    mg_trace(MG_TRACE_KV, "cache: %d layers x %d positions x (K %lld + V %lld) %s = %zu bytes", n_layer, n_ctx,
-             (long long) n_embd, (long long) n_embd, mg_type_name(type), mg_kv_cache_bytes(kv));
+    mg_trace(MG_TRACE_KV, "cache: %d layers x %d positions x (K %lld + V %lld) %s = %zu bytes", kv->n_layer,
+             kv->n_ctx, (long long) n_embd, (long long) n_embd, mg_type_name(kv->type), mg_kv_cache_bytes(kv));
     return kv;
+}
+
+struct mg_kv_cache * mg_kv_cache_new(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
+                                     int n_pad) {
+    return kv_cache_create((struct mg_kv_cache) {.n_layer = n_layer, .n_ctx = n_ctx, .head_dim = head_dim,
+                                                 .n_head_kv = n_head_kv, .n_pad = n_pad, .type = type});
 }
 
 void mg_kv_cache_free(struct mg_kv_cache * kv) {

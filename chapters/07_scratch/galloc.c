@@ -166,27 +166,25 @@ static bool needs_bytes(const struct mg_gallocr * ga, const struct mg_tensor * t
 
 // Ops whose kernels may write their result over an input of the same size:
 // element i of the output depends only on element i (or the row) of the input
-// (ggml_op_can_inplace). No default: with -Wswitch, a new op without a rule
-// here is a compile error.
+// (ggml_op_can_inplace). A table, an op a row, each saying why; an op
+// without a row may not (false, the safe answer).
+static const bool op_can_inplace[MG_OP_COUNT] = {
+    [MG_OP_ADD]   = true, [MG_OP_SUB]  = true, [MG_OP_MUL] = true, [MG_OP_DIV] = true,
+    [MG_OP_SCALE] = true, [MG_OP_SQR]  = true, [MG_OP_SQRT] = true,
+    [MG_OP_RELU]  = true, [MG_OP_SILU] = true, [MG_OP_GELU] = true,
+    [MG_OP_RMS_NORM] = true, [MG_OP_SOFT_MAX] = true,
+    [MG_OP_ROPE]     = true,
+    [MG_OP_NONE]     = false,   // a leaf is not computed
+    [MG_OP_VIEW]     = false, [MG_OP_RESHAPE] = false,
+    [MG_OP_PERMUTE]  = false, [MG_OP_TRANSPOSE] = false,   // views hold no bytes of their own
+    [MG_OP_MUL_MAT]  = false,   // every output reads a whole row of both inputs
+    [MG_OP_SUM_ROWS] = false,   // the result is smaller than the input
+    [MG_OP_CONT]     = false, [MG_OP_CPY] = false,   // reads in one layout, writes in another
+    [MG_OP_GET_ROWS] = false,   // reads rows picked by index
+};
+
 bool mg_op_can_inplace(enum mg_op op) {
-    switch (op) {
-        case MG_OP_ADD: case MG_OP_SUB: case MG_OP_MUL: case MG_OP_DIV:
-        case MG_OP_SCALE: case MG_OP_SQR: case MG_OP_SQRT:
-        case MG_OP_RELU: case MG_OP_SILU: case MG_OP_GELU:
-        case MG_OP_RMS_NORM: case MG_OP_SOFT_MAX:
-        case MG_OP_ROPE:
-            return true;
-        case MG_OP_NONE:                    // a leaf is not computed
-        case MG_OP_VIEW: case MG_OP_RESHAPE:
-        case MG_OP_PERMUTE: case MG_OP_TRANSPOSE:   // views hold no bytes of their own
-        case MG_OP_MUL_MAT:                 // every output reads a whole row of both inputs
-        case MG_OP_SUM_ROWS:                // the result is smaller than the input
-        case MG_OP_CONT: case MG_OP_CPY:    // reads in one layout, writes in another
-        case MG_OP_GET_ROWS:                // reads rows picked by index
-        case MG_OP_COUNT:
-            return false;
-    }
-    return false;   // a value outside the enum
+    return (unsigned) op < MG_OP_COUNT && op_can_inplace[op];
 }
 
 static void trace_step(struct mg_gallocr * ga, const char * what, const struct mg_tensor * t, size_t size, size_t offset) {

@@ -11,29 +11,33 @@ int mg_node_n_tasks(const struct mg_tensor * node, int n_threads) {
     return n_threads;
 }
 
+// The ops that need scratch, and how much (ggml_graph_plan's switch). From
+// chapter 09 on they are a table, an op a row: every other op reads its
+// inputs and writes its result directly, and needs none.
+static size_t mul_mat_work_size(const struct mg_tensor * node, int n_tasks) {
+    MG_UNUSED(n_tasks);   // each row is converted once, whoever converts it
+    // Every row of the activations, converted to the weights' vec_dot_type.
+    if (!mg_compute_needs_init(node)) return 0;
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(node->src[0]->type);
+    return mg_row_size(cpu->vec_dot_type, node->src[1]->ne[0]) * (size_t) mg_nrows(node->src[1]);
+}
+
+static size_t soft_max_work_size(const struct mg_tensor * node, int n_tasks) {
+    // One row per share, each padded to its own cache line so that two
+    // threads never write the same line.
+    return (size_t) n_tasks * ((size_t) node->ne[0] * sizeof(float) + MG_CACHE_LINE);
+}
+
+typedef size_t (*work_size_fn)(const struct mg_tensor * node, int n_tasks);
+
+static const work_size_fn work_size_of_op[MG_OP_COUNT] = {
+    [MG_OP_MUL_MAT]    = mul_mat_work_size,
+    [MG_OP_SOFT_MAX]   = soft_max_work_size,
+};
+
 size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks) {
-    switch (node->op) {
-        case MG_OP_MUL_MAT: {
-            // Every row of the activations, converted to the weights' vec_dot_type.
-            if (!mg_compute_needs_init(node)) return 0;
-            const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(node->src[0]->type);
-            return mg_row_size(cpu->vec_dot_type, node->src[1]->ne[0]) * (size_t) mg_nrows(node->src[1]);
-        }
-        case MG_OP_SOFT_MAX:
-            // One row per share, each padded to its own cache line so that two
-            // threads never write the same line.
-            return (size_t) n_tasks * ((size_t) node->ne[0] * sizeof(float) + MG_CACHE_LINE);
-        case MG_OP_SET_ROWS:
-        case MG_OP_ROPE:
-        case MG_OP_NONE: case MG_OP_VIEW: case MG_OP_RESHAPE: case MG_OP_PERMUTE: case MG_OP_TRANSPOSE:
-        case MG_OP_CONT: case MG_OP_CPY: case MG_OP_GET_ROWS:
-        case MG_OP_ADD: case MG_OP_SUB: case MG_OP_MUL: case MG_OP_DIV:
-        case MG_OP_SCALE: case MG_OP_SQR: case MG_OP_SQRT: case MG_OP_RELU: case MG_OP_SILU: case MG_OP_GELU:
-        case MG_OP_SUM_ROWS: case MG_OP_RMS_NORM:
-        case MG_OP_COUNT:
-            return 0;   // no scratch: they read their inputs and write their result directly
-    }
-    return 0;   // a value outside the enum
+    const work_size_fn size_of = (unsigned) node->op < MG_OP_COUNT ? work_size_of_op[node->op] : NULL;
+    return size_of != NULL ? size_of(node, n_tasks) : 0;   // NULL: no scratch
 }
 
 struct mg_cplan mg_graph_plan(const struct mg_cgraph * g, int n_threads) {

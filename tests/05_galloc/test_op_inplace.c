@@ -1,7 +1,7 @@
 // test_op_inplace.c - every op has a parent-reuse rule, and the rule is safe.
 //
-// galloc.c's mg_op_can_inplace has no default, so -Wswitch names a new op
-// without a rule. What the compiler cannot check is that the rule is right:
+// galloc.c's mg_op_can_inplace is a table, an op a row: an op without a row
+// may not (the safe answer). What no table can check is that a rule is right:
 // an op that may be written over its input must give the same bytes whether
 // it is or not. This computes each such op of this chapter that chapter 03's
 // builders make, once with parent reuse (the result lands on its input) and
