@@ -41,9 +41,9 @@ static void vk_abort(void) {
     abort();
 }
 
-enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_COUNT };
+enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_COUNT };
 static const char * const vk_op_shader[VK_OP_COUNT] = {"add.spv", "mul.spv", "silu.spv", "rms_norm.spv",
-                                                       "mul_mat.spv"};
+                                                       "mul_mat.spv", "mul_mat_q8_0.spv"};
 
 enum { VK_BINDINGS = 4 };           // src0, src1, src2, dst: one layout for every shader
 enum { VK_PUSH_BYTES = 128 };       // the minimum every device guarantees
@@ -354,7 +354,7 @@ static int op_of(const struct mg_tensor * t) {
         case MG_OP_MUL:      return VK_OP_MUL;
         case MG_OP_SILU:     return VK_OP_SILU;
         case MG_OP_RMS_NORM: return VK_OP_RMS_NORM;
-        case MG_OP_MUL_MAT:  return VK_OP_MUL_MAT;
+        case MG_OP_MUL_MAT:  return t->src[0]->type == MG_TYPE_Q8_0 ? VK_OP_MUL_MAT_Q8_0 : VK_OP_MUL_MAT;
         default:             return -1;
     }
 }
@@ -408,12 +408,23 @@ static bool supports_mul_mat(const struct mg_tensor * t) {
            fits_u32(a) && fits_u32(b) && fits_u32(t);
 }
 
+// mul_mat_q8_0.comp: Q8_0 weights (whole blocks per row, rows packed), F32
+// activations and result, the same broadcast as mul_mat.comp.
+static bool supports_mul_mat_q8_0(const struct mg_tensor * t) {
+    const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    return a->type == MG_TYPE_Q8_0 && b->type == MG_TYPE_F32 && t->type == MG_TYPE_F32 && a->ne[0] % 32 == 0 &&
+           a->nb[1] == (size_t) a->ne[0] / 32 * 34 && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 &&
+           a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) &&
+           fits_u32(a) && fits_u32(b) && fits_u32(t);
+}
+
 static bool supports(const struct mg_tensor * t) {
     switch (op_of(t)) {
         case VK_OP_ADD: case VK_OP_MUL: return supports_binary(t);
         case VK_OP_SILU:                return supports_rowwise(t);
         case VK_OP_RMS_NORM:            return supports_rowwise(t) && t->ne[1] * t->ne[2] * t->ne[3] <= 65535;
         case VK_OP_MUL_MAT:             return supports_mul_mat(t);
+        case VK_OP_MUL_MAT_Q8_0:        return supports_mul_mat_q8_0(t);
         default:                        return false;
     }
 }
@@ -481,12 +492,27 @@ static void params_mul_mat(const struct mg_tensor * t, const uint32_t * first, s
     x->groups = groups_for(mg_nelements(t));
 }
 
+// As params_mul_mat, but a's offset and strides in bytes: Q8_0 rows of 34-byte
+// blocks need not start on a float.
+static void params_mul_mat_q8_0(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    push(x, (uint32_t) a->ne[0]), push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]);
+    push(x, (uint32_t) t->ne[2]), push(x, (uint32_t) t->ne[3]);
+    push(x, (uint32_t) offset_of(a));
+    for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) a->nb[i]);
+    push(x, first[1]), push_strides(x, b);
+    push(x, first[3]), push_strides(x, t);
+    push(x, (uint32_t) (b->ne[2] / a->ne[2])), push(x, (uint32_t) (b->ne[3] / a->ne[3]));
+    x->groups = groups_for(mg_nelements(t));
+}
+
 static void params_of(const struct mg_tensor * t, enum vk_op op, const uint32_t * first, struct vk_dispatch * x) {
     switch (op) {
         case VK_OP_ADD: case VK_OP_MUL: params_binary(t, first, x); break;
         case VK_OP_SILU:                params_unary(t, first, x); break;
         case VK_OP_RMS_NORM:            params_rms_norm(t, first, x); break;
         case VK_OP_MUL_MAT:             params_mul_mat(t, first, x); break;
+        case VK_OP_MUL_MAT_Q8_0:        params_mul_mat_q8_0(t, first, x); break;
         case VK_OP_COUNT:               break;
     }
 }
