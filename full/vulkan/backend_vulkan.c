@@ -8,8 +8,8 @@
 // SPIR-V by glslc at build time and read from MG_VK_SHADER_DIR.
 //
 // What it runs so far, F32 only: ADD and MUL (the second operand broadcast),
-// SILU, RMS_NORM and MUL_MAT (see each shader's conditions in the supports_*
-// functions below). supports_op says no to everything else, so the scheduler
+// SILU, RMS_NORM and MUL_MAT, whose weights may also be Q8_0 (see each
+// shader's conditions in the supports_* functions below). supports_op says no to everything else, so the scheduler
 // keeps those nodes on the CPU (what -ngl offloads runs through it: offload.h).
 #define _POSIX_C_SOURCE 200809L
 #include "backend.h"
