@@ -219,18 +219,18 @@ START_TEST(test_silu_rms_norm_mul_mat_like_the_cpu) {
 }
 END_TEST
 
-// Q8_0 weights a {K, M, 2} times F32 b {K, N, 4} on the device, against a
+// Q8_0 or F16 weights a {K, M, 2} times F32 b {K, N, 4} on the device, against a
 // reference made here: a's rows dequantized, then an F32 product summed in
 // double. The shader does the same arithmetic (d * q[j] exact in F32, F32
-// products), only summed in float in another order, so each element agrees to
+// products; F16 halves are exact in F32), only summed in float in another order, so each element agrees to
 // 1e-5 of the sum of |a_k b_k| (K <= 256 float additions of rounding 6e-8 each
 // stay under 2e-5 only in the worst case; random signs leave far less). The
 // CPU's own mul_mat would not do: it quantizes b to Q8_0 first (errors ~1e-2).
-static void expect_q8_0_like_dequantized(int64_t K, int64_t M, int64_t N, uint64_t seed) {
+static void expect_like_dequantized(enum mg_type type, int64_t K, int64_t M, int64_t N, uint64_t seed) {
     mg_backend_dev_t    dev = vulkan_device();
     struct mg_context * ctx = mg_init((struct mg_init_params) {
         .mem_size = 8 * mg_tensor_overhead() + mg_graph_overhead_custom(8), .no_alloc = true});
-    struct mg_tensor * a = mg_new_tensor_3d(ctx, MG_TYPE_Q8_0, K, M, 2);
+    struct mg_tensor * a = mg_new_tensor_3d(ctx, type, K, M, 2);
     struct mg_tensor * b = mg_new_tensor_3d(ctx, MG_TYPE_F32, K, N, 4);
     struct mg_tensor * t = mg_mul_mat(ctx, a, b);
     struct mg_cgraph * g = mg_new_graph_custom(ctx, 8);
@@ -244,8 +244,13 @@ static void expect_q8_0_like_dequantized(int64_t K, int64_t M, int64_t N, uint64
     float * av = random_values((size_t) (K * M * 2), seed), * bv = random_values((size_t) (K * N * 4), seed + 1);
     void *  aq = malloc(mg_nbytes(a));
     float * ad = malloc((size_t) (K * M * 2) * sizeof(float)), * out = malloc(mg_nbytes(t));
-    mg_quantize_row_q8_0_ref(av, aq, K * M * 2);
-    mg_dequantize_row_q8_0(aq, ad, K * M * 2);
+    if (type == MG_TYPE_Q8_0) {
+        mg_quantize_row_q8_0_ref(av, aq, K * M * 2);
+        mg_dequantize_row_q8_0(aq, ad, K * M * 2);
+    } else {
+        mg_fp32_to_fp16_row(av, aq, K * M * 2);
+        mg_fp16_to_fp32_row(aq, ad, K * M * 2);
+    }
     mg_backend_tensor_set(a, aq, 0, mg_nbytes(a));
     mg_backend_tensor_set(b, bv, 0, mg_nbytes(b));
     mg_backend_t be = mg_backend_dev_init(dev);
@@ -259,8 +264,8 @@ static void expect_q8_0_like_dequantized(int64_t K, int64_t M, int64_t N, uint64
                 double        ref = 0, mag = 0;
                 for (int64_t k = 0; k < K; k++) ref += (double) ar[k] * br[k], mag += fabs((double) ar[k] * br[k]);
                 const float got = out[(i2 * N + n) * M + m];
-                ck_assert_msg(fabs(got - ref) <= 1e-5 * (mag + 1e-30), "K %lld M %lld N %lld [%lld,%lld,%lld]: %.9g, not %.9g",
-                              (long long) K, (long long) M, (long long) N, (long long) m, (long long) n, (long long) i2,
+                ck_assert_msg(fabs(got - ref) <= 1e-5 * (mag + 1e-30), "%s K %lld M %lld N %lld [%lld,%lld,%lld]: %.9g, not %.9g",
+                              mg_type_name(type), (long long) K, (long long) M, (long long) N, (long long) m, (long long) n, (long long) i2,
                               got, ref);
             }
         }
@@ -274,10 +279,18 @@ static void expect_q8_0_like_dequantized(int64_t K, int64_t M, int64_t N, uint64
 // K one block and several (odd counts: rows of 34-byte blocks start off a
 // 4-byte word), M and N odd, M more than a workgroup's worth with N.
 START_TEST(test_mul_mat_q8_0_like_dequantized) {
-    expect_q8_0_like_dequantized(32, 7, 3, 10);
-    expect_q8_0_like_dequantized(96, 33, 5, 20);
-    expect_q8_0_like_dequantized(256, 129, 1, 30);
-    expect_q8_0_like_dequantized(160, 64, 9, 40);
+    expect_like_dequantized(MG_TYPE_Q8_0, 32, 7, 3, 10);
+    expect_like_dequantized(MG_TYPE_Q8_0, 96, 33, 5, 20);
+    expect_like_dequantized(MG_TYPE_Q8_0, 256, 129, 1, 30);
+    expect_like_dequantized(MG_TYPE_Q8_0, 160, 64, 9, 40);
+}
+END_TEST
+
+// F16 rows of odd K start on half a word.
+START_TEST(test_mul_mat_f16_like_dequantized) {
+    expect_like_dequantized(MG_TYPE_F16, 33, 7, 3, 50);
+    expect_like_dequantized(MG_TYPE_F16, 96, 33, 5, 60);
+    expect_like_dequantized(MG_TYPE_F16, 255, 129, 2, 70);
 }
 END_TEST
 
@@ -488,13 +501,38 @@ START_TEST(test_ngl_demo_model_q8_0) {
 }
 END_TEST
 
+// An F16 model with every layer on the device: the CPU's greedy text, logits
+// within 5e-2 (0.016 measured, on logits up to 17: the CPU rounds the
+// activations to F16 for its F16 dot products, the shader keeps them F32, and
+// the default F16 cache adds the rounding test_ngl_logits_like_the_cpu allows).
+START_TEST(test_ngl_f16_model) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f16 --init scaled --untied "
+                                          "--seed 3 -o '%s'", mg_test_path_in(dir, "f16.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    const char * f16 = mg_test_path_in(dir, "f16.gguf");
+    const char * run = "run -m '%s' -p '床前明月光' -n 16 --temp 0 -c 64 %s";
+    struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, f16, "");
+    struct mg_test_run gpu = mg_test_run_mg(dir, NULL, NULL, run, f16, "-ngl 99");
+    ck_assert_msg(cpu.status == 0 && gpu.status == 0, "%s\n%s", cpu.err, gpu.err);
+    ck_assert_str_eq(gpu.out, cpu.out);
+    mg_test_run_free(&cpu), mg_test_run_free(&gpu);
+    size_t  nc, ng;
+    float * c = logits_of(f16, "f16c.bin", "", &nc);
+    float * g = logits_of(f16, "f16g.bin", "-ngl 99", &ng);
+    ck_assert_uint_eq(ng, nc);
+    ck_assert_msg(max_abs_diff(c, g, nc) <= 5e-2f, "-ngl 99: %g", max_abs_diff(c, g, nc));
+    free(c), free(g);
+}
+END_TEST
+
 // What offloading cannot do yet is refused with the reason.
 START_TEST(test_ngl_refusals) {
     struct mg_test_run q = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type q4_0 -o '%s'",
                                           mg_test_path_in(dir, "q4_0.gguf"));
     ck_assert_msg(q.status == 0, "%s", q.err);
     mg_test_run_free(&q);
-    mg_test_expect_mg_error(dir, "-ngl 99", "is q4_0: offloading needs F32 or Q8_0 weights for now",
+    mg_test_expect_mg_error(dir, "-ngl 99", "is q4_0: offloading needs F32, F16 or Q8_0 weights for now",
                             "run -m '%s' -p hi -n 1 -ngl 99", mg_test_path_in(dir, "q4_0.gguf"));
     struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 -o '%s'",
                                           mg_test_path_in(dir, "f32.gguf"));
@@ -510,11 +548,11 @@ Suite * mg_test_suite(void) {
     Suite * s = suite_create("vulkan");
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
-                             test_silu_rms_norm_mul_mat_like_the_cpu, test_mul_mat_q8_0_like_dequantized,
+                             test_silu_rms_norm_mul_mat_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
                              test_ops_without_a_shader_are_refused,
                              test_scheduler_splits_between_device_and_cpu);
     tcase_set_timeout(tc, 120);
-    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0,
+    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_f16_model,
                            test_ngl_refusals);
     tcase_set_timeout(cli, 300);
     tcase_add_checked_fixture(cli, setup, teardown);
