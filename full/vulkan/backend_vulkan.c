@@ -8,7 +8,7 @@
 // SPIR-V by glslc at build time and read from MG_VK_SHADER_DIR.
 //
 // What it runs so far, F32 only: ADD and MUL (the second operand broadcast),
-// SILU, RMS_NORM and MUL_MAT, whose weights may also be Q8_0 or F16 (see each
+// SILU, RMS_NORM and MUL_MAT, whose weights may also be Q8_0, F16 or Q4_0 (see each
 // shader's conditions in the supports_* functions below). supports_op says no to everything else, so the scheduler
 // keeps those nodes on the CPU (what -ngl offloads runs through it: offload.h).
 #define _POSIX_C_SOURCE 200809L
@@ -41,9 +41,9 @@ static void vk_abort(void) {
     abort();
 }
 
-enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_COUNT };
+enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_COUNT };
 static const char * const vk_op_shader[VK_OP_COUNT] = {"add.spv", "mul.spv", "silu.spv", "rms_norm.spv",
-                                                       "mul_mat.spv", "mul_mat_q8_0.spv", "mul_mat_f16.spv"};
+                                                       "mul_mat.spv", "mul_mat_q8_0.spv", "mul_mat_f16.spv", "mul_mat_q4_0.spv"};
 
 enum { VK_BINDINGS = 4 };           // src0, src1, src2, dst: one layout for every shader
 enum { VK_PUSH_BYTES = 128 };       // the minimum every device guarantees
@@ -349,7 +349,10 @@ static bool load_pipeline(struct vk_device * d, enum vk_op op) {
 
 // MUL_MAT's shader by the weights' type (the F32 one refuses the others).
 static int mul_mat_op(enum mg_type type) {
-    return type == MG_TYPE_Q8_0 ? VK_OP_MUL_MAT_Q8_0 : type == MG_TYPE_F16 ? VK_OP_MUL_MAT_F16 : VK_OP_MUL_MAT;
+    return type == MG_TYPE_Q8_0 ? VK_OP_MUL_MAT_Q8_0
+         : type == MG_TYPE_F16  ? VK_OP_MUL_MAT_F16
+         : type == MG_TYPE_Q4_0 ? VK_OP_MUL_MAT_Q4_0
+                                : VK_OP_MUL_MAT;
 }
 
 // The shader of a node, or -1 if none runs it.
@@ -432,6 +435,7 @@ static bool supports(const struct mg_tensor * t) {
         case VK_OP_MUL_MAT:             return supports_mul_mat(t);
         case VK_OP_MUL_MAT_Q8_0:        return supports_mul_mat_packed(t, MG_TYPE_Q8_0, 32, 34);
         case VK_OP_MUL_MAT_F16:         return supports_mul_mat_packed(t, MG_TYPE_F16, 1, 2);
+        case VK_OP_MUL_MAT_Q4_0:        return supports_mul_mat_packed(t, MG_TYPE_Q4_0, 32, 18);
         default:                        return false;
     }
 }
@@ -519,7 +523,9 @@ static void params_of(const struct mg_tensor * t, enum vk_op op, const uint32_t 
         case VK_OP_SILU:                params_unary(t, first, x); break;
         case VK_OP_RMS_NORM:            params_rms_norm(t, first, x); break;
         case VK_OP_MUL_MAT:             params_mul_mat(t, first, x); break;
-        case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: params_mul_mat_bytes(t, first, x); break;
+        case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0:
+            params_mul_mat_bytes(t, first, x);
+            break;
         case VK_OP_COUNT:               break;
     }
 }

@@ -247,6 +247,9 @@ static void expect_like_dequantized(enum mg_type type, int64_t K, int64_t M, int
     if (type == MG_TYPE_Q8_0) {
         mg_quantize_row_q8_0_ref(av, aq, K * M * 2);
         mg_dequantize_row_q8_0(aq, ad, K * M * 2);
+    } else if (type == MG_TYPE_Q4_0) {
+        mg_quantize_row_q4_0_ref(av, aq, K * M * 2);
+        mg_dequantize_row_q4_0(aq, ad, K * M * 2);
     } else {
         mg_fp32_to_fp16_row(av, aq, K * M * 2);
         mg_fp16_to_fp32_row(aq, ad, K * M * 2);
@@ -283,6 +286,14 @@ START_TEST(test_mul_mat_q8_0_like_dequantized) {
     expect_like_dequantized(MG_TYPE_Q8_0, 96, 33, 5, 20);
     expect_like_dequantized(MG_TYPE_Q8_0, 256, 129, 1, 30);
     expect_like_dequantized(MG_TYPE_Q8_0, 160, 64, 9, 40);
+}
+END_TEST
+
+// Q4_0: 18-byte blocks, as for Q8_0 rows start mid-word.
+START_TEST(test_mul_mat_q4_0_like_dequantized) {
+    expect_like_dequantized(MG_TYPE_Q4_0, 32, 7, 3, 80);
+    expect_like_dequantized(MG_TYPE_Q4_0, 96, 33, 5, 90);
+    expect_like_dequantized(MG_TYPE_Q4_0, 256, 129, 1, 100);
 }
 END_TEST
 
@@ -528,12 +539,12 @@ END_TEST
 
 // What offloading cannot do yet is refused with the reason.
 START_TEST(test_ngl_refusals) {
-    struct mg_test_run q = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type q4_0 -o '%s'",
-                                          mg_test_path_in(dir, "q4_0.gguf"));
+    struct mg_test_run q = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type q4_k -o '%s'",
+                                          mg_test_path_in(dir, "q4_k.gguf"));
     ck_assert_msg(q.status == 0, "%s", q.err);
     mg_test_run_free(&q);
-    mg_test_expect_mg_error(dir, "-ngl 99", "is q4_0: offloading needs F32, F16 or Q8_0 weights for now",
-                            "run -m '%s' -p hi -n 1 -ngl 99", mg_test_path_in(dir, "q4_0.gguf"));
+    mg_test_expect_mg_error(dir, "-ngl 99", "is q4_K: offloading needs F32, F16, Q8_0 or Q4_0 weights for now",
+                            "run -m '%s' -p hi -n 1 -ngl 99", mg_test_path_in(dir, "q4_k.gguf"));
     struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 -o '%s'",
                                           mg_test_path_in(dir, "f32.gguf"));
     ck_assert_msg(r.status == 0, "%s", r.err);
@@ -549,6 +560,7 @@ Suite * mg_test_suite(void) {
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
                              test_silu_rms_norm_mul_mat_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
+                             test_mul_mat_q4_0_like_dequantized,
                              test_ops_without_a_shader_are_refused,
                              test_scheduler_splits_between_device_and_cpu);
     tcase_set_timeout(tc, 120);
