@@ -8,8 +8,8 @@
 // SPIR-V by glslc at build time and read from MG_VK_SHADER_DIR.
 //
 // What it runs so far, F32 only: ADD and MUL (the second operand broadcast),
-// SILU, RMS_NORM and MUL_MAT (see each shader's conditions in the supports_*
-// functions below). supports_op says no to everything else, so the scheduler
+// SILU, RMS_NORM and MUL_MAT, whose weights may also be Q8_0, F16 or Q4_0 (see each
+// shader's conditions in the supports_* functions below). supports_op says no to everything else, so the scheduler
 // keeps those nodes on the CPU (what -ngl offloads runs through it: offload.h).
 #define _POSIX_C_SOURCE 200809L
 #include "backend.h"
@@ -41,9 +41,9 @@ static void vk_abort(void) {
     abort();
 }
 
-enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_COUNT };
+enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_COUNT };
 static const char * const vk_op_shader[VK_OP_COUNT] = {"add.spv", "mul.spv", "silu.spv", "rms_norm.spv",
-                                                       "mul_mat.spv"};
+                                                       "mul_mat.spv", "mul_mat_q8_0.spv", "mul_mat_f16.spv", "mul_mat_q4_0.spv"};
 
 enum { VK_BINDINGS = 4 };           // src0, src1, src2, dst: one layout for every shader
 enum { VK_PUSH_BYTES = 128 };       // the minimum every device guarantees
@@ -347,6 +347,14 @@ static bool load_pipeline(struct vk_device * d, enum vk_op op) {
     return true;
 }
 
+// MUL_MAT's shader by the weights' type (the F32 one refuses the others).
+static int mul_mat_op(enum mg_type type) {
+    return type == MG_TYPE_Q8_0 ? VK_OP_MUL_MAT_Q8_0
+         : type == MG_TYPE_F16  ? VK_OP_MUL_MAT_F16
+         : type == MG_TYPE_Q4_0 ? VK_OP_MUL_MAT_Q4_0
+                                : VK_OP_MUL_MAT;
+}
+
 // The shader of a node, or -1 if none runs it.
 static int op_of(const struct mg_tensor * t) {
     switch (t->op) {
@@ -354,7 +362,7 @@ static int op_of(const struct mg_tensor * t) {
         case MG_OP_MUL:      return VK_OP_MUL;
         case MG_OP_SILU:     return VK_OP_SILU;
         case MG_OP_RMS_NORM: return VK_OP_RMS_NORM;
-        case MG_OP_MUL_MAT:  return VK_OP_MUL_MAT;
+        case MG_OP_MUL_MAT:  return mul_mat_op(t->src[0]->type);
         default:             return -1;
     }
 }
@@ -408,12 +416,26 @@ static bool supports_mul_mat(const struct mg_tensor * t) {
            fits_u32(a) && fits_u32(b) && fits_u32(t);
 }
 
+// mul_mat_q8_0.comp and mul_mat_f16.comp: weights of this type in whole
+// blocks (blk values in bytes bytes) per row, rows packed, F32 activations and
+// result, the same broadcast as mul_mat.comp.
+static bool supports_mul_mat_packed(const struct mg_tensor * t, enum mg_type type, int64_t blk, size_t bytes) {
+    const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    return a->type == type && b->type == MG_TYPE_F32 && t->type == MG_TYPE_F32 && a->ne[0] % blk == 0 &&
+           a->nb[1] == (size_t) (a->ne[0] / blk) * bytes && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 &&
+           a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) &&
+           fits_u32(a) && fits_u32(b) && fits_u32(t);
+}
+
 static bool supports(const struct mg_tensor * t) {
     switch (op_of(t)) {
         case VK_OP_ADD: case VK_OP_MUL: return supports_binary(t);
         case VK_OP_SILU:                return supports_rowwise(t);
         case VK_OP_RMS_NORM:            return supports_rowwise(t) && t->ne[1] * t->ne[2] * t->ne[3] <= 65535;
         case VK_OP_MUL_MAT:             return supports_mul_mat(t);
+        case VK_OP_MUL_MAT_Q8_0:        return supports_mul_mat_packed(t, MG_TYPE_Q8_0, 32, 34);
+        case VK_OP_MUL_MAT_F16:         return supports_mul_mat_packed(t, MG_TYPE_F16, 1, 2);
+        case VK_OP_MUL_MAT_Q4_0:        return supports_mul_mat_packed(t, MG_TYPE_Q4_0, 32, 18);
         default:                        return false;
     }
 }
@@ -481,12 +503,29 @@ static void params_mul_mat(const struct mg_tensor * t, const uint32_t * first, s
     x->groups = groups_for(mg_nelements(t));
 }
 
+// As params_mul_mat, but a's offset and strides in bytes: Q8_0 rows of 34-byte
+// blocks and F16 rows of odd length need not start on a float.
+static void params_mul_mat_bytes(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
+    const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    push(x, (uint32_t) a->ne[0]), push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]);
+    push(x, (uint32_t) t->ne[2]), push(x, (uint32_t) t->ne[3]);
+    push(x, (uint32_t) offset_of(a));
+    for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) a->nb[i]);
+    push(x, first[1]), push_strides(x, b);
+    push(x, first[3]), push_strides(x, t);
+    push(x, (uint32_t) (b->ne[2] / a->ne[2])), push(x, (uint32_t) (b->ne[3] / a->ne[3]));
+    x->groups = groups_for(mg_nelements(t));
+}
+
 static void params_of(const struct mg_tensor * t, enum vk_op op, const uint32_t * first, struct vk_dispatch * x) {
     switch (op) {
         case VK_OP_ADD: case VK_OP_MUL: params_binary(t, first, x); break;
         case VK_OP_SILU:                params_unary(t, first, x); break;
         case VK_OP_RMS_NORM:            params_rms_norm(t, first, x); break;
         case VK_OP_MUL_MAT:             params_mul_mat(t, first, x); break;
+        case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0:
+            params_mul_mat_bytes(t, first, x);
+            break;
         case VK_OP_COUNT:               break;
     }
 }

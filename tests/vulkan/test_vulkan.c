@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "backend_sched.h"
 #include "ops.h"
+#include "quants.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -218,6 +219,92 @@ START_TEST(test_silu_rms_norm_mul_mat_like_the_cpu) {
 }
 END_TEST
 
+// Q8_0 or F16 weights a {K, M, 2} times F32 b {K, N, 4} on the device, against a
+// reference made here: a's rows dequantized, then an F32 product summed in
+// double. The shader does the same arithmetic (d * q[j] exact in F32, F32
+// products; F16 halves are exact in F32), only summed in float in another order, so each element agrees to
+// 1e-5 of the sum of |a_k b_k| (K <= 256 float additions of rounding 6e-8 each
+// stay under 2e-5 only in the worst case; random signs leave far less). The
+// CPU's own mul_mat would not do: it quantizes b to Q8_0 first (errors ~1e-2).
+static void expect_like_dequantized(enum mg_type type, int64_t K, int64_t M, int64_t N, uint64_t seed) {
+    mg_backend_dev_t    dev = vulkan_device();
+    struct mg_context * ctx = mg_init((struct mg_init_params) {
+        .mem_size = 8 * mg_tensor_overhead() + mg_graph_overhead_custom(8), .no_alloc = true});
+    struct mg_tensor * a = mg_new_tensor_3d(ctx, type, K, M, 2);
+    struct mg_tensor * b = mg_new_tensor_3d(ctx, MG_TYPE_F32, K, N, 4);
+    struct mg_tensor * t = mg_mul_mat(ctx, a, b);
+    struct mg_cgraph * g = mg_new_graph_custom(ctx, 8);
+    mg_build_forward_expand(g, t);
+    const size_t        na = (mg_nbytes(a) + 255) / 256 * 256, nb = (mg_nbytes(b) + 255) / 256 * 256;
+    mg_backend_buffer_t buf  = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), na + nb + mg_nbytes(t));
+    char *              base = mg_backend_buffer_get_base(buf);
+    ck_assert(mg_backend_tensor_alloc(buf, a, base) && mg_backend_tensor_alloc(buf, b, base + na) &&
+              mg_backend_tensor_alloc(buf, t, base + na + nb));
+
+    float * av = random_values((size_t) (K * M * 2), seed), * bv = random_values((size_t) (K * N * 4), seed + 1);
+    void *  aq = malloc(mg_nbytes(a));
+    float * ad = malloc((size_t) (K * M * 2) * sizeof(float)), * out = malloc(mg_nbytes(t));
+    if (type == MG_TYPE_Q8_0) {
+        mg_quantize_row_q8_0_ref(av, aq, K * M * 2);
+        mg_dequantize_row_q8_0(aq, ad, K * M * 2);
+    } else if (type == MG_TYPE_Q4_0) {
+        mg_quantize_row_q4_0_ref(av, aq, K * M * 2);
+        mg_dequantize_row_q4_0(aq, ad, K * M * 2);
+    } else {
+        mg_fp32_to_fp16_row(av, aq, K * M * 2);
+        mg_fp16_to_fp32_row(aq, ad, K * M * 2);
+    }
+    mg_backend_tensor_set(a, aq, 0, mg_nbytes(a));
+    mg_backend_tensor_set(b, bv, 0, mg_nbytes(b));
+    mg_backend_t be = mg_backend_dev_init(dev);
+    ck_assert(mg_backend_supports_op(be, t));
+    ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
+    mg_backend_tensor_get(t, out, 0, mg_nbytes(t));
+    for (int64_t i2 = 0; i2 < 4; i2++) {
+        for (int64_t n = 0; n < N; n++) {
+            for (int64_t m = 0; m < M; m++) {
+                const float * ar = ad + ((i2 / 2) * M + m) * K, * br = bv + (i2 * N + n) * K;
+                double        ref = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) ref += (double) ar[k] * br[k], mag += fabs((double) ar[k] * br[k]);
+                const float got = out[(i2 * N + n) * M + m];
+                ck_assert_msg(fabs(got - ref) <= 1e-5 * (mag + 1e-30), "%s K %lld M %lld N %lld [%lld,%lld,%lld]: %.9g, not %.9g",
+                              mg_type_name(type), (long long) K, (long long) M, (long long) N, (long long) m, (long long) n, (long long) i2,
+                              got, ref);
+            }
+        }
+    }
+    free(av), free(bv), free(aq), free(ad), free(out);
+    mg_backend_free(be);
+    mg_backend_buffer_free(buf);
+    mg_free(ctx);
+}
+
+// K one block and several (odd counts: rows of 34-byte blocks start off a
+// 4-byte word), M and N odd, M more than a workgroup's worth with N.
+START_TEST(test_mul_mat_q8_0_like_dequantized) {
+    expect_like_dequantized(MG_TYPE_Q8_0, 32, 7, 3, 10);
+    expect_like_dequantized(MG_TYPE_Q8_0, 96, 33, 5, 20);
+    expect_like_dequantized(MG_TYPE_Q8_0, 256, 129, 1, 30);
+    expect_like_dequantized(MG_TYPE_Q8_0, 160, 64, 9, 40);
+}
+END_TEST
+
+// Q4_0: 18-byte blocks, as for Q8_0 rows start mid-word.
+START_TEST(test_mul_mat_q4_0_like_dequantized) {
+    expect_like_dequantized(MG_TYPE_Q4_0, 32, 7, 3, 80);
+    expect_like_dequantized(MG_TYPE_Q4_0, 96, 33, 5, 90);
+    expect_like_dequantized(MG_TYPE_Q4_0, 256, 129, 1, 100);
+}
+END_TEST
+
+// F16 rows of odd K start on half a word.
+START_TEST(test_mul_mat_f16_like_dequantized) {
+    expect_like_dequantized(MG_TYPE_F16, 33, 7, 3, 50);
+    expect_like_dequantized(MG_TYPE_F16, 96, 33, 5, 60);
+    expect_like_dequantized(MG_TYPE_F16, 255, 129, 2, 70);
+}
+END_TEST
+
 // An op with no shader is refused by supports_op (the scheduler keeps it on
 // the CPU) and by graph_compute, naming the node.
 START_TEST(test_ops_without_a_shader_are_refused) {
@@ -322,10 +409,10 @@ static void setup(void) { mg_test_make_dir(dir, sizeof dir, "vulkan"); }
 static void teardown(void) { mg_test_remove_dir(dir); }
 
 // mg logits ... -o NAME.bin with these extra flags; the floats read back.
-static float * logits_with(const char * name, const char * flags, size_t * n) {
+static float * logits_of(const char * model, const char * name, const char * flags, size_t * n) {
     struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL,
                                           "logits -m '%s' -p '床前明月光，疑是地上霜' --all -c 64 -t 2 -o '%s' %s",
-                                          mg_test_path_in(dir, "f32.gguf"), mg_test_path_in(dir, name), flags);
+                                          model, mg_test_path_in(dir, name), flags);
     ck_assert_msg(r.status == 0, "mg logits %s: %s", flags, r.err);
     mg_test_run_free(&r);
     size_t bytes = 0;
@@ -333,6 +420,10 @@ static float * logits_with(const char * name, const char * flags, size_t * n) {
     ck_assert_ptr_nonnull(v);
     *n = bytes / sizeof(float);
     return v;
+}
+
+static float * logits_with(const char * name, const char * flags, size_t * n) {
+    return logits_of(mg_test_path_in(dir, "f32.gguf"), name, flags, n);
 }
 
 static float max_abs_diff(const float * a, const float * b, size_t n) {
@@ -391,11 +482,69 @@ START_TEST(test_ngl_run_text) {
 }
 END_TEST
 
+// The demo model (Q8_0 matrices) with every layer and with one on the device:
+// make run's greedy text is the CPU's. The logits differ because the CPU
+// multiplies Q8_0 weights by activations quantized to Q8_0 and the shader by
+// F32 ones (each activation off by up to half a step, 1/254 of its block's
+// largest, about 0.4% of a block's scale per product), compounding over the
+// layers: measured 0.114 at most (0.023 on average) on logits up to 15,
+// bounded here by 0.25 (under 2% of the largest logit).
+// Two runs give the same bits.
+START_TEST(test_ngl_demo_model_q8_0) {
+    const char * q8  = mg_test_root("models/fortune-toy-q8_0.gguf");
+    const char * run = "run -m '%s' -p '床前明月光' -n 48 --temp 0 %s";
+    struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, q8, "");
+    struct mg_test_run g99 = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 99");
+    struct mg_test_run g1  = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 1");
+    ck_assert_msg(cpu.status == 0 && g99.status == 0 && g1.status == 0, "%s\n%s\n%s", cpu.err, g99.err, g1.err);
+    ck_assert_str_eq(g99.out, cpu.out);
+    ck_assert_str_eq(g1.out, cpu.out);
+    mg_test_run_free(&cpu), mg_test_run_free(&g99), mg_test_run_free(&g1);
+    size_t  n_cpu, n99, n99b;
+    float * c   = logits_of(q8, "q8c.bin", "", &n_cpu);
+    float * g   = logits_of(q8, "q8g.bin", "-ngl 99", &n99);
+    float * gb  = logits_of(q8, "q8gb.bin", "-ngl 99", &n99b);
+    ck_assert_uint_eq(n99, n_cpu);
+    ck_assert_uint_eq(n99b, n_cpu);
+    ck_assert_msg(max_abs_diff(c, g, n_cpu) <= 0.25f, "-ngl 99: %g", max_abs_diff(c, g, n_cpu));
+    ck_assert_mem_eq(g, gb, n99 * sizeof(float));
+    free(c), free(g), free(gb);
+}
+END_TEST
+
+// An F16 model with every layer on the device: the CPU's greedy text, logits
+// within 5e-2 (0.016 measured, on logits up to 17: the CPU rounds the
+// activations to F16 for its F16 dot products, the shader keeps them F32, and
+// the default F16 cache adds the rounding test_ngl_logits_like_the_cpu allows).
+START_TEST(test_ngl_f16_model) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f16 --init scaled --untied "
+                                          "--seed 3 -o '%s'", mg_test_path_in(dir, "f16.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    const char * f16 = mg_test_path_in(dir, "f16.gguf");
+    const char * run = "run -m '%s' -p '床前明月光' -n 16 --temp 0 -c 64 %s";
+    struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, f16, "");
+    struct mg_test_run gpu = mg_test_run_mg(dir, NULL, NULL, run, f16, "-ngl 99");
+    ck_assert_msg(cpu.status == 0 && gpu.status == 0, "%s\n%s", cpu.err, gpu.err);
+    ck_assert_str_eq(gpu.out, cpu.out);
+    mg_test_run_free(&cpu), mg_test_run_free(&gpu);
+    size_t  nc, ng;
+    float * c = logits_of(f16, "f16c.bin", "", &nc);
+    float * g = logits_of(f16, "f16g.bin", "-ngl 99", &ng);
+    ck_assert_uint_eq(ng, nc);
+    ck_assert_msg(max_abs_diff(c, g, nc) <= 5e-2f, "-ngl 99: %g", max_abs_diff(c, g, nc));
+    free(c), free(g);
+}
+END_TEST
+
 // What offloading cannot do yet is refused with the reason.
 START_TEST(test_ngl_refusals) {
-    const char * q8 = mg_test_root("models/fortune-toy-q8_0.gguf");
-    mg_test_expect_mg_error(dir, "-ngl 99", "is q8_0: offloading needs F32 weights for now", "run -m '%s' -p hi -n 1 -ngl 99",
-                            q8);
+    struct mg_test_run q = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type q4_k -o '%s'",
+                                          mg_test_path_in(dir, "q4_k.gguf"));
+    ck_assert_msg(q.status == 0, "%s", q.err);
+    mg_test_run_free(&q);
+    mg_test_expect_mg_error(dir, "-ngl 99", "is q4_K: offloading needs F32, F16, Q8_0 or Q4_0 weights for now",
+                            "run -m '%s' -p hi -n 1 -ngl 99", mg_test_path_in(dir, "q4_k.gguf"));
     struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 -o '%s'",
                                           mg_test_path_in(dir, "f32.gguf"));
     ck_assert_msg(r.status == 0, "%s", r.err);
@@ -410,10 +559,13 @@ Suite * mg_test_suite(void) {
     Suite * s = suite_create("vulkan");
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
-                             test_silu_rms_norm_mul_mat_like_the_cpu, test_ops_without_a_shader_are_refused,
+                             test_silu_rms_norm_mul_mat_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
+                             test_mul_mat_q4_0_like_dequantized,
+                             test_ops_without_a_shader_are_refused,
                              test_scheduler_splits_between_device_and_cpu);
     tcase_set_timeout(tc, 120);
-    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_refusals);
+    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_f16_model,
+                           test_ngl_refusals);
     tcase_set_timeout(cli, 300);
     tcase_add_checked_fixture(cli, setup, teardown);
     return s;
