@@ -95,21 +95,6 @@ static const struct {
     {"qwen3", MG_ARCH_QWEN3, MG_ROPE_NEOX},
 };
 
-static bool find_arch(const struct mg_gguf * g, const char * arch, uint64_t arch_len, struct mg_model_hparams * hp) {
-    for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
-        if (arch_len == strlen(archs[i].name) && memcmp(arch, archs[i].name, arch_len) == 0) {
-            snprintf(hp->arch_name, sizeof(hp->arch_name), "%s", archs[i].name);
-            hp->arch      = archs[i].arch;
-            hp->rope_type = archs[i].rope_type;
-            return true;
-        }
-    }
-    const bool moe = arch_len == 8 && memcmp(arch, "qwen3moe", 8) == 0;
-    mg_set_error("%s: architecture '%.*s' is not supported%s (this engine runs llama, qwen2, qwen3)", mg_gguf_path(g),
-                 (int) (arch_len < 64 ? arch_len : 64), arch, moe ? " yet: mixture-of-experts is not built" : "");
-    return false;
-}
-
 // A Llama file with experts is Mixtral's layout (ffn_gate_inp, ffn_*_exps): not built yet.
 static bool check_no_experts(const struct mg_gguf * g, const struct mg_model_hparams * hp) {
     int n_expert = 0;
@@ -121,6 +106,22 @@ static bool check_no_experts(const struct mg_gguf * g, const struct mg_model_hpa
     }
     return true;
 }
+
+static bool find_arch(const struct mg_gguf * g, const char * arch, uint64_t arch_len, struct mg_model_hparams * hp) {
+    for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
+        if (arch_len == strlen(archs[i].name) && memcmp(arch, archs[i].name, arch_len) == 0) {
+            snprintf(hp->arch_name, sizeof(hp->arch_name), "%s", archs[i].name);
+            hp->arch      = archs[i].arch;
+            hp->rope_type = archs[i].rope_type;
+            return check_no_experts(g, hp);
+        }
+    }
+    const bool moe = arch_len == 8 && memcmp(arch, "qwen3moe", 8) == 0;
+    mg_set_error("%s: architecture '%.*s' is not supported%s (this engine runs llama, qwen2, qwen3)", mg_gguf_path(g),
+                 (int) (arch_len < 64 ? arch_len : 64), arch, moe ? " yet: mixture-of-experts is not built" : "");
+    return false;
+}
+
 //@- full arch
 
 static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp) {
@@ -128,9 +129,6 @@ static bool load_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp)
     uint64_t     arch_len;
     if (!mg_gguf_get_str(g, "general.architecture", &arch, &arch_len)) return false;
     if (!find_arch(g, arch, arch_len, hp)) return false;
-    //@+ full arch
-    if (!check_no_experts(g, hp)) return false;
-    //@- full arch
     if (!get_u32_as_int(g, hp, "block_count", true, 0, &hp->n_layer) ||
         !get_u32_as_int(g, hp, "context_length", true, 0, &hp->n_ctx_train) ||
         !get_u32_as_int(g, hp, "embedding_length", true, 0, &hp->n_embd) ||
@@ -266,6 +264,44 @@ static struct mg_tensor * load_tensor(struct mg_model * m, const char * name, in
     return t;
 }
 
+#if 0 //@old 09..09 one-arch
+// Qwen3 normalises each head of Q and K (an RMS norm over D) before RoPE.
+static bool load_head_tensors(struct mg_model * m, struct mg_layer * l, int il) {
+    const int64_t D = m->hp.head_dim;
+    char          name[MG_MAX_NAME];
+    snprintf(name, sizeof(name), "blk.%d.attn_q_norm.weight", il);
+    if ((l->q_norm = load_tensor(m, name, D, 0, USE_NORM, true)) == NULL) return false;
+    snprintf(name, sizeof(name), "blk.%d.attn_k_norm.weight", il);
+    return (l->k_norm = load_tensor(m, name, D, 0, USE_NORM, true)) != NULL;
+}
+#endif //@old one-arch
+//@+ full arch
+// blk.IL.SUFFIX, a vector of ne0: required, or optional (left NULL when the
+// file has none; a file whose copy is mis-shaped is refused all the same).
+static bool load_layer_vector(struct mg_model * m, struct mg_tensor ** t, int il, const char * suffix, int64_t ne0,
+                              bool required) {
+    char name[MG_MAX_NAME];
+    snprintf(name, sizeof(name), "blk.%d.%s", il, suffix);
+    *t = load_tensor(m, name, ne0, 0, USE_NORM, required);
+    return *t != NULL || (!required && mg_gguf_find_tensor(m->gguf, name) == NULL);
+}
+
+// The attention tensors the architectures differ in. Only Qwen3 normalises
+// each head of Q and K (an RMS norm over D) before RoPE; the q/k/v biases
+// are optional for every architecture, as llama.cpp's create_tensor_qkv has
+// them (TENSOR_NOT_REQUIRED), and Qwen2's files have them.
+static bool load_head_tensors(struct mg_model * m, struct mg_layer * l, int il) {
+    const int64_t D = m->hp.head_dim, H = m->hp.n_head, Hkv = m->hp.n_head_kv;
+    if (m->hp.arch == MG_ARCH_QWEN3 && (!load_layer_vector(m, &l->q_norm, il, "attn_q_norm.weight", D, true) ||
+                                        !load_layer_vector(m, &l->k_norm, il, "attn_k_norm.weight", D, true))) {
+        return false;
+    }
+    return load_layer_vector(m, &l->bq, il, "attn_q.bias", D * H, false) &&
+           load_layer_vector(m, &l->bk, il, "attn_k.bias", D * Hkv, false) &&
+           load_layer_vector(m, &l->bv, il, "attn_v.bias", D * Hkv, false);
+}
+//@- full arch
+
 static bool load_layer(struct mg_model * m, int il) {
     const struct mg_model_hparams * hp = &m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff, D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv;
@@ -279,26 +315,7 @@ static bool load_layer(struct mg_model * m, int il) {
     LOAD(wk,        "attn_k",      E,     D * Hkv, USE_MATMUL);
     LOAD(wv,        "attn_v",      E,     D * Hkv, USE_MATMUL);
     LOAD(wo,        "attn_output", D * H, E,     USE_MATMUL);
-#if 0 //@old 09..09 one-arch
-    LOAD(q_norm,    "attn_q_norm", D,     0,     USE_NORM);
-    LOAD(k_norm,    "attn_k_norm", D,     0,     USE_NORM);
-#endif //@old one-arch
-    //@+ full arch
-    if (hp->arch == MG_ARCH_QWEN3) {   // only Qwen3 normalises the heads of Q and K
-        LOAD(q_norm, "attn_q_norm", D, 0, USE_NORM);
-        LOAD(k_norm, "attn_k_norm", D, 0, USE_NORM);
-    }
-    // The q/k/v biases are optional for every architecture, as llama.cpp's
-    // create_tensor_qkv has them (TENSOR_NOT_REQUIRED); Qwen2's files have them.
-#define LOAD_BIAS(field, suffix, ne0)                                               \
-    snprintf(name, sizeof(name), "blk.%d." suffix ".bias", il);                   \
-    l->field = load_tensor(m, name, ne0, 0, USE_NORM, false);                     \
-    if (l->field == NULL && mg_gguf_find_tensor(m->gguf, name) != NULL) return false
-    LOAD_BIAS(bq, "attn_q", D * H);
-    LOAD_BIAS(bk, "attn_k", D * Hkv);
-    LOAD_BIAS(bv, "attn_v", D * Hkv);
-#undef LOAD_BIAS
-    //@- full arch
+    if (!load_head_tensors(m, l, il)) return false;
     LOAD(ffn_norm,  "ffn_norm",    E,     0,     USE_NORM);
     LOAD(ffn_gate,  "ffn_gate",    E,     F,     USE_MATMUL);
     LOAD(ffn_up,    "ffn_up",      E,     F,     USE_MATMUL);
@@ -434,6 +451,30 @@ static void repack_weights(struct mg_model * m) {
 }
 //@- full repack
 
+#if 0 //@old 09..09 one-arch
+// Every layer has 11 tensors: attention 7 (with Q's and K's norms), the
+// feed-forward 4. None is optional.
+static int tensors_per_layer(const struct mg_model_hparams * hp) {
+    (void) hp;
+    return 11;
+}
+
+static size_t optional_tensors(const struct mg_model_hparams * hp) {
+    (void) hp;
+    return 0;
+}
+#endif //@old one-arch
+//@+ full arch
+static int tensors_per_layer(const struct mg_model_hparams * hp) {
+    return hp->arch == MG_ARCH_QWEN3 ? 11 : 9;   // llama and qwen2: no q/k norms (the biases are optional)
+}
+
+// Room for the tensors a file may have or not: the q/k/v biases, rope_freqs.
+static size_t optional_tensors(const struct mg_model_hparams * hp) {
+    return 3 * (size_t) hp->n_layer + 1;
+}
+//@- full arch
+
 struct mg_model * mg_model_load(const char * path) {
     struct mg_model * m = calloc(1, sizeof(*m));
     MG_ASSERT(m != NULL);
@@ -451,12 +492,9 @@ struct mg_model * mg_model_load(const char * path) {
     m->hp.n_vocab = mg_vocab_n_tokens(m->vocab);
 
     // The counts of the header are checked against the file before anything
-    // is sized by them: each layer has 11 tensors, plus token_embd and output_norm.
-    int per_layer = 11;
-    //@+ full arch
-    per_layer = m->hp.arch == MG_ARCH_QWEN3 ? 11 : 9;   // llama and qwen2: no q/k norms (biases are optional)
-    //@- full arch
-    size_t n_tensors = 3 + (size_t) per_layer * (size_t) m->hp.n_layer;
+    // is sized by them: the layers' tensors, plus token_embd and output_norm.
+    const int per_layer = tensors_per_layer(&m->hp);
+    size_t    n_tensors = 3 + (size_t) per_layer * (size_t) m->hp.n_layer;
     if (n_tensors - 1 > (size_t) mg_gguf_n_tensors(m->gguf)) {
         // Name the first layer the file lacks (found within the file's tensor count).
         char first[MG_MAX_NAME + 16] = "a layer's tensor";
@@ -473,14 +511,9 @@ struct mg_model * mg_model_load(const char * path) {
                      m->hp.n_layer, n_tensors - 1, per_layer, (long long) mg_gguf_n_tensors(m->gguf));
         goto fail;
     }
-    //@+ full arch
-    n_tensors += 3 * (size_t) m->hp.n_layer + 1;   // room for the optional biases and rope_freqs
-    //@- full arch
+    n_tensors += optional_tensors(&m->hp);
     m->ctx = mg_init((struct mg_init_params) {.mem_size = n_tensors * mg_tensor_overhead(), .no_alloc = true});
     if (m->ctx == NULL || !load_tensors(m)) goto fail;
-    //@+ full prefault
-    prefault_weights(m);
-    //@- full prefault
     return m;
 
 fail:
@@ -494,25 +527,37 @@ struct mg_model_params mg_model_default_params(void) {
 }
 
 // llama.cpp's llama_model_load_from_file: the file as mg_model_load reads
-// it, then what the parameters ask for.
+// it, its pages read in (prefault_weights), then what the parameters ask for.
 struct mg_model * mg_model_load_from_file(const char * path, struct mg_model_params params) {
     struct mg_model * m = mg_model_load(path);
-    if (m != NULL && params.repack && mg_repack_available()) repack_weights(m);
+    if (m == NULL) return NULL;
+    prefault_weights(m);
+    if (params.repack && mg_repack_available()) repack_weights(m);
     return m;
 }
 //@- full repack
 
+#if 0 //@old 09..09 model-free
 void mg_model_free(struct mg_model * m) {
     if (m == NULL) return;
     mg_vocab_free(m->vocab);
     mg_free(m->ctx);
     mg_gguf_close(m->gguf);
-    //@+ full repack
-    free(m->repack_buf);
-    //@- full repack
     free(m->layers);
     free(m);
 }
+#endif //@old model-free
+//@+ full repack
+void mg_model_free(struct mg_model * m) {   // with the repacked copies
+    if (m == NULL) return;
+    free(m->repack_buf);
+    mg_vocab_free(m->vocab);
+    mg_free(m->ctx);
+    mg_gguf_close(m->gguf);
+    free(m->layers);
+    free(m);
+}
+//@- full repack
 
 // ---------------------------------------------------------------------------
 // The forward pass. Shapes in ggml order, innermost first, as llama.cpp writes them:

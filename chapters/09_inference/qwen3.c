@@ -210,6 +210,16 @@ static struct mg_tensor * load_tensor(struct mg_model * m, const char * name, in
     return t;
 }
 
+// Qwen3 normalises each head of Q and K (an RMS norm over D) before RoPE.
+static bool load_head_tensors(struct mg_model * m, struct mg_layer * l, int il) {
+    const int64_t D = m->hp.head_dim;
+    char          name[MG_MAX_NAME];
+    snprintf(name, sizeof(name), "blk.%d.attn_q_norm.weight", il);
+    if ((l->q_norm = load_tensor(m, name, D, 0, USE_NORM, true)) == NULL) return false;
+    snprintf(name, sizeof(name), "blk.%d.attn_k_norm.weight", il);
+    return (l->k_norm = load_tensor(m, name, D, 0, USE_NORM, true)) != NULL;
+}
+
 static bool load_layer(struct mg_model * m, int il) {
     const struct mg_model_hparams * hp = &m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff, D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv;
@@ -223,8 +233,7 @@ static bool load_layer(struct mg_model * m, int il) {
     LOAD(wk,        "attn_k",      E,     D * Hkv, USE_MATMUL);
     LOAD(wv,        "attn_v",      E,     D * Hkv, USE_MATMUL);
     LOAD(wo,        "attn_output", D * H, E,     USE_MATMUL);
-    LOAD(q_norm,    "attn_q_norm", D,     0,     USE_NORM);
-    LOAD(k_norm,    "attn_k_norm", D,     0,     USE_NORM);
+    if (!load_head_tensors(m, l, il)) return false;
     LOAD(ffn_norm,  "ffn_norm",    E,     0,     USE_NORM);
     LOAD(ffn_gate,  "ffn_gate",    E,     F,     USE_MATMUL);
     LOAD(ffn_up,    "ffn_up",      E,     F,     USE_MATMUL);
@@ -259,6 +268,18 @@ static bool load_tensors(struct mg_model * m) {
     return true;
 }
 
+// Every layer has 11 tensors: attention 7 (with Q's and K's norms), the
+// feed-forward 4. None is optional.
+static int tensors_per_layer(const struct mg_model_hparams * hp) {
+    (void) hp;
+    return 11;
+}
+
+static size_t optional_tensors(const struct mg_model_hparams * hp) {
+    (void) hp;
+    return 0;
+}
+
 struct mg_model * mg_model_load(const char * path) {
     struct mg_model * m = calloc(1, sizeof(*m));
     MG_ASSERT(m != NULL);
@@ -276,9 +297,9 @@ struct mg_model * mg_model_load(const char * path) {
     m->hp.n_vocab = mg_vocab_n_tokens(m->vocab);
 
     // The counts of the header are checked against the file before anything
-    // is sized by them: each layer has 11 tensors, plus token_embd and output_norm.
-    int per_layer = 11;
-    size_t n_tensors = 3 + (size_t) per_layer * (size_t) m->hp.n_layer;
+    // is sized by them: the layers' tensors, plus token_embd and output_norm.
+    const int per_layer = tensors_per_layer(&m->hp);
+    size_t    n_tensors = 3 + (size_t) per_layer * (size_t) m->hp.n_layer;
     if (n_tensors - 1 > (size_t) mg_gguf_n_tensors(m->gguf)) {
         // Name the first layer the file lacks (found within the file's tensor count).
         char first[MG_MAX_NAME + 16] = "a layer's tensor";
@@ -295,6 +316,7 @@ struct mg_model * mg_model_load(const char * path) {
                      m->hp.n_layer, n_tensors - 1, per_layer, (long long) mg_gguf_n_tensors(m->gguf));
         goto fail;
     }
+    n_tensors += optional_tensors(&m->hp);
     m->ctx = mg_init((struct mg_init_params) {.mem_size = n_tensors * mg_tensor_overhead(), .no_alloc = true});
     if (m->ctx == NULL || !load_tensors(m)) goto fail;
     return m;
