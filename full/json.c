@@ -321,33 +321,41 @@ static bool after_element(struct json_parser * P, char close, const char * what,
                       describe_next(P, buf, sizeof(buf)));
 }
 
-static bool parse_array(struct json_parser * P, struct mg_json * out) {
-    out->type = MG_JSON_ARRAY;
-    P->pos++;   // '['
+// Enters an array or an object: sets its type and passes the opening bracket and the space after
+// it. True when the closing bracket follows at once: the container is empty, and passed too.
+static bool open_is_empty(struct json_parser * P, struct mg_json * out, enum mg_json_type type, char close) {
+    out->type = type;
+    P->pos++;   // '[' or '{'
     skip_whitespace(P);
-    if (peek(P) == ']') {
-        P->pos++;
-        return true;
-    }
+    if (peek(P) != close) return false;
+    P->pos++;
+    return true;
+}
+
+// A new, zeroed element (and key) at the end of out; its index. Counted before it is parsed, so a
+// failure frees what was parsed.
+static size_t add_element(struct mg_json * out, size_t * cap) {
+    grow(out, cap);
+    size_t i = out->n;
+    memset(&out->items[i], 0, sizeof(out->items[0]));
+    if (out->type == MG_JSON_OBJECT) out->keys[i] = NULL;
+    out->n++;
+    return i;
+}
+
+static bool parse_array(struct json_parser * P, struct mg_json * out) {
+    if (open_is_empty(P, out, MG_JSON_ARRAY, ']')) return true;
     size_t cap = 0;
     for (bool done = false; !done;) {
-        grow(out, &cap);
-        memset(&out->items[out->n], 0, sizeof(out->items[0]));
-        out->n++;   // counted before parsing, so a failure frees what was parsed
-        if (!parse_value(P, &out->items[out->n - 1])) return false;
+        size_t i = add_element(out, &cap);
+        if (!parse_value(P, &out->items[i])) return false;
         if (!after_element(P, ']', "an array element", &done)) return false;
     }
     return true;
 }
 
 static bool parse_object(struct json_parser * P, struct mg_json * out) {
-    out->type = MG_JSON_OBJECT;
-    P->pos++;   // '{'
-    skip_whitespace(P);
-    if (peek(P) == '}') {
-        P->pos++;
-        return true;
-    }
+    if (open_is_empty(P, out, MG_JSON_OBJECT, '}')) return true;
     size_t cap = 0;
     for (bool done = false; !done;) {
         skip_whitespace(P);
@@ -355,11 +363,7 @@ static bool parse_object(struct json_parser * P, struct mg_json * out) {
             char buf[16];
             return json_error(P, P->pos, "expected a string key, found %s", describe_next(P, buf, sizeof(buf)));
         }
-        grow(out, &cap);
-        size_t i = out->n;
-        memset(&out->items[i], 0, sizeof(out->items[0]));
-        out->keys[i] = NULL;
-        out->n++;
+        size_t i = add_element(out, &cap);
         if (!parse_string(P, &out->keys[i], &out->key_lens[i])) return false;
         skip_whitespace(P);
         if (peek(P) != ':') {
