@@ -4,6 +4,7 @@
 // and an error that says where the text stopped making sense.
 #include "json.h"
 #include "tensor.h"
+#include "unicode.h"   // mg_utf8_encode
 
 #include <errno.h>
 #include <math.h>
@@ -96,29 +97,6 @@ static size_t utf8_sequence_length(const unsigned char * p, size_t avail) {
     return n;
 }
 
-static size_t utf8_encode(uint32_t cp, char * out) {
-    if (cp < 0x80) {
-        out[0] = (char) cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char) (0xC0 | (cp >> 6));
-        out[1] = (char) (0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char) (0xE0 | (cp >> 12));
-        out[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char) (0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char) (0xF0 | (cp >> 18));
-    out[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char) (0x80 | (cp & 0x3F));
-    return 4;
-}
-
 // The four hex digits after "\u" at P->pos.
 static bool parse_hex4(struct json_parser * P, uint32_t * unit) {
     if (P->len - P->pos < 4) return json_error(P, P->pos, "\\u needs four hex digits");
@@ -176,7 +154,7 @@ static bool parse_escape(struct json_parser * P, char * out, size_t * o) {
         case 'u': {
             uint32_t cp = 0;
             if (!parse_unicode_escape(P, &cp)) return false;
-            *o += utf8_encode(cp, out + *o);
+            *o += mg_utf8_encode(cp, out + *o);   // unicode.c
             return true;
         }
         default:
