@@ -406,25 +406,30 @@ static int compare_named_index(const void * a, const void * b) {
 }
 
 // The index of the first item (in file order) whose name an earlier item
-// already has, or -1.
-static int64_t first_duplicate(struct named_index * items, int64_t n) {
+// already has, or -1. name(g, i) is item i's name: a kv's key, a tensor's name.
+static int64_t first_duplicate(const struct mg_gguf * g, int64_t n,
+                               const char * (*name)(const struct mg_gguf * g, int64_t i)) {
+    if (n < 2) return -1;
+    struct named_index * items = malloc((size_t) n * sizeof(items[0]));
+    MG_ASSERT(items != NULL);
+    for (int64_t i = 0; i < n; i++) items[i] = (struct named_index) {name(g, i), i};
     qsort(items, (size_t) n, sizeof(items[0]), compare_named_index);
     int64_t first = -1;
     for (int64_t k = 1; k < n; k++) {
         bool dup = strcmp(items[k - 1].name, items[k].name) == 0;
         if (dup && (first < 0 || items[k].index < first)) first = items[k].index;
     }
+    free(items);
     return first;
+}
+
+static const char * kv_key(const struct mg_gguf * g, int64_t i) {
+    return g->kv[i].key;
 }
 
 static bool check_unique_keys(struct gguf_loader * L) {
     struct mg_gguf * g = L->g;
-    if (g->n_kv < 2) return true;
-    struct named_index * items = malloc((size_t) g->n_kv * sizeof(items[0]));
-    MG_ASSERT(items != NULL);
-    for (int64_t i = 0; i < g->n_kv; i++) items[i] = (struct named_index) {g->kv[i].key, i};
-    int64_t dup = first_duplicate(items, g->n_kv);
-    free(items);
+    int64_t dup = first_duplicate(g, g->n_kv, kv_key);
     if (dup < 0) return true;
     snprintf(L->item, sizeof(L->item), "kv %" PRId64 " '%.100s': ", dup, g->kv[dup].key);
     return fail(L, g->kv[dup].key_at, "key", "an earlier kv has the same key");
@@ -550,14 +555,13 @@ static bool read_tensor_info(struct gguf_loader * L, int64_t i) {
     return true;
 }
 
+static const char * tensor_name(const struct mg_gguf * g, int64_t i) {
+    return g->tensors[i].name;
+}
+
 static bool check_unique_names(struct gguf_loader * L) {
     struct mg_gguf * g = L->g;
-    if (g->n_tensors < 2) return true;
-    struct named_index * items = malloc((size_t) g->n_tensors * sizeof(items[0]));
-    MG_ASSERT(items != NULL);
-    for (int64_t i = 0; i < g->n_tensors; i++) items[i] = (struct named_index) {g->tensors[i].name, i};
-    int64_t dup = first_duplicate(items, g->n_tensors);
-    free(items);
+    int64_t dup = first_duplicate(g, g->n_tensors, tensor_name);
     if (dup < 0) return true;
     snprintf(L->item, sizeof(L->item), "tensor %" PRId64 " '%s': ", dup, g->tensors[dup].name);
     return fail(L, g->fields[dup].name_at, "name", "an earlier tensor has the same name");

@@ -4,6 +4,7 @@
 // and an error that says where the text stopped making sense.
 #include "json.h"
 #include "tensor.h"
+#include "unicode.h"   // mg_utf8_encode
 
 #include <errno.h>
 #include <math.h>
@@ -96,29 +97,6 @@ static size_t utf8_sequence_length(const unsigned char * p, size_t avail) {
     return n;
 }
 
-static size_t utf8_encode(uint32_t cp, char * out) {
-    if (cp < 0x80) {
-        out[0] = (char) cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char) (0xC0 | (cp >> 6));
-        out[1] = (char) (0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char) (0xE0 | (cp >> 12));
-        out[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char) (0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char) (0xF0 | (cp >> 18));
-    out[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char) (0x80 | (cp & 0x3F));
-    return 4;
-}
-
 // The four hex digits after "\u" at P->pos.
 static bool parse_hex4(struct json_parser * P, uint32_t * unit) {
     if (P->len - P->pos < 4) return json_error(P, P->pos, "\\u needs four hex digits");
@@ -176,7 +154,7 @@ static bool parse_escape(struct json_parser * P, char * out, size_t * o) {
         case 'u': {
             uint32_t cp = 0;
             if (!parse_unicode_escape(P, &cp)) return false;
-            *o += utf8_encode(cp, out + *o);
+            *o += mg_utf8_encode(cp, out + *o);   // unicode.c
             return true;
         }
         default:
@@ -321,33 +299,41 @@ static bool after_element(struct json_parser * P, char close, const char * what,
                       describe_next(P, buf, sizeof(buf)));
 }
 
-static bool parse_array(struct json_parser * P, struct mg_json * out) {
-    out->type = MG_JSON_ARRAY;
-    P->pos++;   // '['
+// Enters an array or an object: sets its type and passes the opening bracket and the space after
+// it. True when the closing bracket follows at once: the container is empty, and passed too.
+static bool open_is_empty(struct json_parser * P, struct mg_json * out, enum mg_json_type type, char close) {
+    out->type = type;
+    P->pos++;   // '[' or '{'
     skip_whitespace(P);
-    if (peek(P) == ']') {
-        P->pos++;
-        return true;
-    }
+    if (peek(P) != close) return false;
+    P->pos++;
+    return true;
+}
+
+// A new, zeroed element (and key) at the end of out; its index. Counted before it is parsed, so a
+// failure frees what was parsed.
+static size_t add_element(struct mg_json * out, size_t * cap) {
+    grow(out, cap);
+    size_t i = out->n;
+    memset(&out->items[i], 0, sizeof(out->items[0]));
+    if (out->type == MG_JSON_OBJECT) out->keys[i] = NULL;
+    out->n++;
+    return i;
+}
+
+static bool parse_array(struct json_parser * P, struct mg_json * out) {
+    if (open_is_empty(P, out, MG_JSON_ARRAY, ']')) return true;
     size_t cap = 0;
     for (bool done = false; !done;) {
-        grow(out, &cap);
-        memset(&out->items[out->n], 0, sizeof(out->items[0]));
-        out->n++;   // counted before parsing, so a failure frees what was parsed
-        if (!parse_value(P, &out->items[out->n - 1])) return false;
+        size_t i = add_element(out, &cap);
+        if (!parse_value(P, &out->items[i])) return false;
         if (!after_element(P, ']', "an array element", &done)) return false;
     }
     return true;
 }
 
 static bool parse_object(struct json_parser * P, struct mg_json * out) {
-    out->type = MG_JSON_OBJECT;
-    P->pos++;   // '{'
-    skip_whitespace(P);
-    if (peek(P) == '}') {
-        P->pos++;
-        return true;
-    }
+    if (open_is_empty(P, out, MG_JSON_OBJECT, '}')) return true;
     size_t cap = 0;
     for (bool done = false; !done;) {
         skip_whitespace(P);
@@ -355,11 +341,7 @@ static bool parse_object(struct json_parser * P, struct mg_json * out) {
             char buf[16];
             return json_error(P, P->pos, "expected a string key, found %s", describe_next(P, buf, sizeof(buf)));
         }
-        grow(out, &cap);
-        size_t i = out->n;
-        memset(&out->items[i], 0, sizeof(out->items[0]));
-        out->keys[i] = NULL;
-        out->n++;
+        size_t i = add_element(out, &cap);
         if (!parse_string(P, &out->keys[i], &out->key_lens[i])) return false;
         skip_whitespace(P);
         if (peek(P) != ':') {

@@ -18,6 +18,16 @@ static uint8_t trunc_clamp(float v, int hi) {
     return (uint8_t) (q < hi ? q : hi);
 }
 
+// The smallest and largest of a block: the "_1" types' levels span [min, max].
+static void block_min_max(const float * x, int n, float * min, float * max) {
+    *min = FLT_MAX;
+    *max = -FLT_MAX;
+    for (int j = 0; j < n; j++) {
+        if (x[j] < *min) *min = x[j];
+        if (x[j] > *max) *max = x[j];
+    }
+}
+
 static void set_qh(uint8_t qh[4], uint32_t bits) {
     for (int k = 0; k < 4; k++) qh[k] = (uint8_t) (bits >> (8 * k));
 }
@@ -36,11 +46,8 @@ static void set_qh(uint8_t qh[4], uint32_t bits) {
 void mg_quantize_row_q4_1_ref(const float * x, void * vy, int64_t n) {
     struct mg_block_q4_1 * y = vy;
     for (int64_t b = 0; b < n / MG_QK4_1; b++, x += MG_QK4_1) {
-        float min = FLT_MAX, max = -FLT_MAX;
-        for (int j = 0; j < MG_QK4_1; j++) {
-            if (x[j] < min) min = x[j];
-            if (x[j] > max) max = x[j];
-        }
+        float min, max;
+        block_min_max(x, MG_QK4_1, &min, &max);
         const float d  = (max - min) / 15;
         const float id = d ? 1.0f / d : 0.0f;
         y[b].d = mg_fp32_to_fp16(d);
@@ -130,11 +137,8 @@ void mg_dequantize_row_q5_0(const void * vx, float * y, int64_t n) {
 void mg_quantize_row_q5_1_ref(const float * x, void * vy, int64_t n) {
     struct mg_block_q5_1 * y = vy;
     for (int64_t b = 0; b < n / MG_QK5_1; b++, x += MG_QK5_1) {
-        float min = FLT_MAX, max = -FLT_MAX;
-        for (int j = 0; j < MG_QK5_1; j++) {
-            if (x[j] < min) min = x[j];
-            if (x[j] > max) max = x[j];
-        }
+        float min, max;
+        block_min_max(x, MG_QK5_1, &min, &max);
         const float d  = (max - min) / 31;
         const float id = d ? 1.0f / d : 0.0f;
         y[b].d = mg_fp32_to_fp16(d);

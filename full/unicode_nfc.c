@@ -21,34 +21,38 @@ enum {
     HANGUL_S_COUNT = HANGUL_L_COUNT * HANGUL_N_COUNT,   // 11172
 };
 
-uint8_t mg_nfc_ccc(uint32_t cpt) {
-    int lo = 0, hi = mg_nfc_n_ccc_ranges - 1;
-    while (lo <= hi) {
-        const int mid = (lo + hi) / 2;
-        if (cpt < mg_nfc_ccc_ranges[mid].first) {
-            hi = mid - 1;
-        } else if (cpt > mg_nfc_ccc_ranges[mid].last) {
-            lo = mid + 1;
-        } else {
-            return mg_nfc_ccc_ranges[mid].ccc;
-        }
+// The three tables are sorted, so each lookup is a bsearch; a comparator says on which side of a
+// row the code point (or pair) falls, 0 inside it.
+static int cmp_ccc_range(const void * key, const void * row) {
+    const uint32_t                   cpt = *(const uint32_t *) key;
+    const struct mg_nfc_ccc_range *  r   = row;
+    return cpt < r->first ? -1 : cpt > r->last ? 1 : 0;
+}
+
+static int cmp_decomposition(const void * key, const void * row) {
+    const uint32_t                       cpt = *(const uint32_t *) key;
+    const struct mg_nfc_decomposition *  d   = row;
+    return cpt < d->cpt ? -1 : cpt > d->cpt ? 1 : 0;
+}
+
+static int cmp_composition(const void * key, const void * row) {
+    const uint32_t *                   pair = key;   // first, second
+    const struct mg_nfc_composition *  c    = row;
+    if (pair[0] != c->first) {
+        return pair[0] < c->first ? -1 : 1;
     }
-    return 0;
+    return pair[1] < c->second ? -1 : pair[1] > c->second ? 1 : 0;
+}
+
+uint8_t mg_nfc_ccc(uint32_t cpt) {
+    const struct mg_nfc_ccc_range * r =
+        bsearch(&cpt, mg_nfc_ccc_ranges, (size_t) mg_nfc_n_ccc_ranges, sizeof(*r), cmp_ccc_range);
+    return r != NULL ? r->ccc : 0;
 }
 
 static const struct mg_nfc_decomposition * find_decomposition(uint32_t cpt) {
-    int lo = 0, hi = mg_nfc_n_decompositions - 1;
-    while (lo <= hi) {
-        const int mid = (lo + hi) / 2;
-        if (cpt < mg_nfc_decompositions[mid].cpt) {
-            hi = mid - 1;
-        } else if (cpt > mg_nfc_decompositions[mid].cpt) {
-            lo = mid + 1;
-        } else {
-            return &mg_nfc_decompositions[mid];
-        }
-    }
-    return NULL;
+    return bsearch(&cpt, mg_nfc_decompositions, (size_t) mg_nfc_n_decompositions, sizeof(mg_nfc_decompositions[0]),
+                   cmp_decomposition);
 }
 
 uint32_t mg_nfc_compose(uint32_t first, uint32_t second) {
@@ -61,19 +65,10 @@ uint32_t mg_nfc_compose(uint32_t first, uint32_t second) {
         second > HANGUL_T_BASE && second < HANGUL_T_BASE + HANGUL_T_COUNT) {
         return first + (second - HANGUL_T_BASE);
     }
-    int lo = 0, hi = mg_nfc_n_compositions - 1;
-    while (lo <= hi) {
-        const int mid = (lo + hi) / 2;
-        const struct mg_nfc_composition * c = &mg_nfc_compositions[mid];
-        if (first < c->first || (first == c->first && second < c->second)) {
-            hi = mid - 1;
-        } else if (first > c->first || second > c->second) {
-            lo = mid + 1;
-        } else {
-            return c->cpt;
-        }
-    }
-    return 0;
+    const uint32_t                    pair[2] = { first, second };
+    const struct mg_nfc_composition * c =
+        bsearch(pair, mg_nfc_compositions, (size_t) mg_nfc_n_compositions, sizeof(*c), cmp_composition);
+    return c != NULL ? c->cpt : 0;
 }
 
 // A growing array of code points.

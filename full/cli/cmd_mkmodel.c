@@ -203,16 +203,25 @@ static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0,
     return mg_gguf_writer_add_tensor(mw->w, name, type, 2, ne, data);
 }
 
-static bool add_norm(struct model_writer * mw, const char * name, int64_t n) {
-    if (counted(mw, (uint64_t) n * sizeof(float))) return true;
+// The n floats of a 1-D F32 tensor, to be filled and handed to add_vector; NULL after saying why.
+static float * new_vector(const char * name, int64_t n) {
     float * data = malloc((size_t) n * sizeof(float));
-    if (data == NULL) {
-        fprintf(stderr, "mg mkmodel: out of memory for %s\n", mg_quote(name));
-        return false;
-    }
-    for (int64_t i = 0; i < n; i++) data[i] = mw->scaled ? 1.0f + rng_weight(&mw->rng, 0.1f) : 1.0f;
+    if (data == NULL) fprintf(stderr, "mg mkmodel: out of memory for %s\n", mg_quote(name));
+    return data;
+}
+
+// A filled vector into the file, F32 as llama.cpp's converter keeps 1-D tensors; mw frees it.
+static bool add_vector(struct model_writer * mw, const char * name, int64_t n, float * data) {
     mw->buffers[mw->n_buffers++] = data;
     return mg_gguf_writer_add_tensor(mw->w, name, MG_TYPE_F32, 1, &n, data);
+}
+
+static bool add_norm(struct model_writer * mw, const char * name, int64_t n) {
+    if (counted(mw, (uint64_t) n * sizeof(float))) return true;
+    float * data = new_vector(name, n);
+    if (data == NULL) return false;
+    for (int64_t i = 0; i < n; i++) data[i] = mw->scaled ? 1.0f + rng_weight(&mw->rng, 0.1f) : 1.0f;
+    return add_vector(mw, name, n, data);
 }
 
 static const char * arch_of(const struct preset * p) {
@@ -258,14 +267,10 @@ static const char * layer_tensor(char * buf, size_t size, int il, const char * w
 // A bias of n random values (std 0.1 scaled, 0.02 flat), F32 as llama.cpp's converter keeps 1-D tensors.
 static bool add_bias(struct model_writer * mw, const char * name, int64_t n) {
     if (counted(mw, (uint64_t) n * sizeof(float))) return true;
-    float * data = malloc((size_t) n * sizeof(float));
-    if (data == NULL) {
-        fprintf(stderr, "mg mkmodel: out of memory for %s\n", mg_quote(name));
-        return false;
-    }
+    float * data = new_vector(name, n);
+    if (data == NULL) return false;
     for (int64_t i = 0; i < n; i++) data[i] = rng_weight(&mw->rng, mw->scaled ? 0.1f : 0.02f);
-    mw->buffers[mw->n_buffers++] = data;
-    return mg_gguf_writer_add_tensor(mw->w, name, MG_TYPE_F32, 1, &n, data);
+    return add_vector(mw, name, n, data);
 }
 
 // Llama 3's frequency factors, one per rotated pair, as llama.cpp's converter
@@ -279,7 +284,7 @@ static bool add_llama3_rope_freqs(struct model_writer * mw, const struct preset 
     const double base = p->rope_base > 0 ? p->rope_base : 1e6;
     const int64_t n = p->head_dim / 2;
     if (counted(mw, (uint64_t) n * sizeof(float))) return true;
-    float * data = malloc((size_t) n * sizeof(float));
+    float * data = new_vector("rope_freqs.weight", n);
     if (data == NULL) return false;
     for (int64_t i = 0; i < n; i++) {
         const double freq    = 1.0 / pow(base, (double) (2 * i) / p->head_dim);
@@ -293,8 +298,7 @@ static bool add_llama3_rope_freqs(struct model_writer * mw, const struct preset 
         }
         data[i] = (float) f;
     }
-    mw->buffers[mw->n_buffers++] = data;
-    return mg_gguf_writer_add_tensor(mw->w, "rope_freqs.weight", MG_TYPE_F32, 1, &n, data);
+    return add_vector(mw, "rope_freqs.weight", n, data);
 }
 
 static const char * layer_bias(char * buf, size_t size, int il, const char * what) {
