@@ -88,6 +88,17 @@ struct mg_session_params mg_session_default_params(void) {
     };
 }
 
+// What the graph just built was made for (the next decode reuses it if it
+// asks for the same), and the counts of mg_session_get_stats.
+static void note_graph_built(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    s->graph_n_tokens   = n_tokens;
+    s->graph_n_kv       = n_kv;
+    s->graph_all_logits = all_logits;
+    s->stats.n_graphs_built++;
+    s->stats.n_nodes = s->graph->n_nodes;
+    s->stats.n_kv    = n_kv;
+}
+
 //@+ full backend
 // -ngl: the layers' weights to the device, its backend, and a scheduler over
 // it and the CPU (llama_context makes its ggml_backend_sched the same way).
@@ -121,12 +132,7 @@ static bool offload_layers(struct mg_session * s) {
 static bool build_graph_sched(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
     if (!mg_sched_alloc_graph(s->sched, s->graph)) return false;
     s->plan             = (struct mg_cplan) {0};
-    s->graph_n_tokens   = n_tokens;
-    s->graph_n_kv       = n_kv;
-    s->graph_all_logits = all_logits;
-    s->stats.n_graphs_built++;
-    s->stats.n_nodes = s->graph->n_nodes;
-    s->stats.n_kv    = n_kv;
+    note_graph_built(s, n_tokens, n_kv, all_logits);
     mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; %d splits, %d copies of %zu bytes", s->graph->n_nodes,
              s->graph->n_leafs, mg_sched_n_splits(s->sched), mg_sched_n_copies(s->sched),
              mg_sched_copy_bytes(s->sched));
@@ -272,12 +278,7 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     s->plan = *mg_backend_cpu_plan_cplan(s->cpu_plan);
     //@- full backend
 
-    s->graph_n_tokens   = n_tokens;
-    s->graph_n_kv       = n_kv;
-    s->graph_all_logits = all_logits;
-    s->stats.n_graphs_built++;
-    s->stats.n_nodes = s->graph->n_nodes;
-    s->stats.n_kv    = n_kv;
+    note_graph_built(s, n_tokens, n_kv, all_logits);
     if (mg_gallocr_get_buffer_size(s->galloc) > s->stats.compute_buffer_size) {
         s->stats.compute_buffer_size = mg_gallocr_get_buffer_size(s->galloc);
     }

@@ -51,6 +51,17 @@ struct mg_session_params mg_session_default_params(void) {
     };
 }
 
+// What the graph just built was made for (the next decode reuses it if it
+// asks for the same), and the counts of mg_session_get_stats.
+static void note_graph_built(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    s->graph_n_tokens   = n_tokens;
+    s->graph_n_kv       = n_kv;
+    s->graph_all_logits = all_logits;
+    s->stats.n_graphs_built++;
+    s->stats.n_nodes = s->graph->n_nodes;
+    s->stats.n_kv    = n_kv;
+}
+
 struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params params) {
     if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     if (params.n_batch <= 0) params.n_batch = 512;
@@ -115,12 +126,7 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     s->plan.work_data  = s->work;
     s->plan.threadpool = s->threadpool;
 
-    s->graph_n_tokens   = n_tokens;
-    s->graph_n_kv       = n_kv;
-    s->graph_all_logits = all_logits;
-    s->stats.n_graphs_built++;
-    s->stats.n_nodes = s->graph->n_nodes;
-    s->stats.n_kv    = n_kv;
+    note_graph_built(s, n_tokens, n_kv, all_logits);
     if (mg_gallocr_get_buffer_size(s->galloc) > s->stats.compute_buffer_size) {
         s->stats.compute_buffer_size = mg_gallocr_get_buffer_size(s->galloc);
     }
