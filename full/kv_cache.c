@@ -215,6 +215,7 @@ static void fill_k_idx(struct mg_tensor * k_idx, int pos0) {
 
 // Value i of token t goes to element i*n_ctx + pos0 + t of the transposed V.
 static void fill_v_idx(const struct mg_kv_cache * kv, struct mg_tensor * v_idx, int pos0, int64_t n_tokens) {
+    if (v_idx == NULL) return;   // no V index: full/'s flash-attention cache stores V by k_idx
     const int64_t n_embd = (int64_t) kv->head_dim * kv->n_head_kv;
     MG_ASSERT(v_idx->ne[0] == n_embd * n_tokens);
     int32_t * v = v_idx->data;
@@ -223,7 +224,6 @@ static void fill_v_idx(const struct mg_kv_cache * kv, struct mg_tensor * v_idx, 
     }
 }
 
-#if 0 //@old 09..09 fill-v-idx
 void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor * k_idx, struct mg_tensor * v_idx,
                                 int pos0) {
     const int64_t n_tokens = k_idx->ne[0];
@@ -232,17 +232,6 @@ void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor 
     mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
     fill_v_idx(kv, v_idx, pos0, n_tokens);
 }
-#endif //@old fill-v-idx
-//@+ full flash-attn
-void mg_kv_cache_fill_store_idx(const struct mg_kv_cache * kv, struct mg_tensor * k_idx, struct mg_tensor * v_idx,
-                                int pos0) {
-    const int64_t n_tokens = k_idx->ne[0];
-    MG_ASSERT(pos0 >= 0 && pos0 + n_tokens <= kv->n_ctx);
-    fill_k_idx(k_idx, pos0);
-    mg_trace(MG_TRACE_KV, "store K,V of positions %d..%lld", pos0, (long long) (pos0 + n_tokens - 1));
-    if (v_idx != NULL) fill_v_idx(kv, v_idx, pos0, n_tokens);   // NULL: a flash-attention cache stores V with k_idx
-}
-//@- full flash-attn
 //@- 09 kv-store-rows
 
 struct mg_tensor * mg_kv_cache_k(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv) {

@@ -22,7 +22,7 @@
 # fails).
 set -eu
 
-# Not yet: issue 23 item 1 is done file by file; a file leaves this list in
+# Not yet: the files are restructured one by one; a file leaves this list in
 # the change that makes it pass.
 NOT_YET="full/compute.c full/qwen3.c full/session.c"
 

@@ -131,6 +131,7 @@ static void fill_k_idx(struct mg_tensor * k_idx, int pos0) {
 
 // Value i of token t goes to element i*n_ctx + pos0 + t of the transposed V.
 static void fill_v_idx(const struct mg_kv_cache * kv, struct mg_tensor * v_idx, int pos0, int64_t n_tokens) {
+    if (v_idx == NULL) return;   // no V index: full/'s flash-attention cache stores V by k_idx
     const int64_t n_embd = (int64_t) kv->head_dim * kv->n_head_kv;
     MG_ASSERT(v_idx->ne[0] == n_embd * n_tokens);
     int32_t * v = v_idx->data;
