@@ -105,22 +105,46 @@ static float apply_binary(enum mg_op op, float x, float y) {
     }
 }
 
+#if 0 //@old 03..09 binary-row
+// Row rd of dst = row ra of a op row rb of b, element by element through the
+// strides; b's row repeats over a's (its index taken modulo its length).
+static void binary_row(const struct mg_tensor * dst, char * rd, const char * ra, const char * rb) {
+    const struct mg_tensor * a = dst->src[0], * b = dst->src[1];
+    for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
+        set_f32(rd, dst, i0, apply_binary(dst->op, get_f32(ra, a, i0), get_f32(rb, b, i0 % b->ne[0])));
+    }
+}
+#endif //@old binary-row
 //@+ full contiguous-rows
 // The common case, rows of packed floats and b as long as a: one tight loop
-// per op that the compiler turns into vector code (the general loop below
-// asks which op it is for every element).
+// per op that the compiler turns into vector code (the general loop asks
+// which op it is for every element).
 static bool rows_are_packed(const struct mg_tensor * a, const struct mg_tensor * b, const struct mg_tensor * dst) {
     return a->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float) &&
            (b == NULL || (b->nb[0] == sizeof(float) && b->ne[0] == dst->ne[0]));
 }
 
-static void binary_row(enum mg_op op, int64_t n, float * d, const float * x, const float * y) {
+static void binary_row_packed(enum mg_op op, int64_t n, float * d, const float * x, const float * y) {
     switch (op) {
         case MG_OP_ADD: for (int64_t i = 0; i < n; i++) d[i] = x[i] + y[i]; break;
         case MG_OP_SUB: for (int64_t i = 0; i < n; i++) d[i] = x[i] - y[i]; break;
         case MG_OP_MUL: for (int64_t i = 0; i < n; i++) d[i] = x[i] * y[i]; break;
         case MG_OP_DIV: for (int64_t i = 0; i < n; i++) d[i] = x[i] / y[i]; break;
         default: MG_ASSERT(false && "not a binary op");
+    }
+}
+
+// Row rd of dst = row ra of a op row rb of b: packed rows by the tight
+// loops above, any other layout element by element through the strides, b's
+// row repeating over a's (its index taken modulo its length).
+static void binary_row(const struct mg_tensor * dst, char * rd, const char * ra, const char * rb) {
+    const struct mg_tensor * a = dst->src[0], * b = dst->src[1];
+    if (rows_are_packed(a, b, dst)) {
+        binary_row_packed(dst->op, dst->ne[0], (float *) rd, (const float *) ra, (const float *) rb);
+        return;
+    }
+    for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
+        set_f32(rd, dst, i0, apply_binary(dst->op, get_f32(ra, a, i0), get_f32(rb, b, i0 % b->ne[0])));
     }
 }
 //@- full contiguous-rows
@@ -134,18 +158,8 @@ static void forward_binary(const struct mg_compute_params * p, struct mg_tensor 
     for (int64_t ir = r0; ir < r1; ir++) {
         int64_t i1, i2, i3;
         unravel_row(dst, ir, &i1, &i2, &i3);
-        const char * ra = row_ptr(a, i1, i2, i3);
-        const char * rb = row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
-        char *       rd = row_ptr(dst, i1, i2, i3);
-        //@+ full contiguous-rows
-        if (rows_are_packed(a, b, dst)) {
-            binary_row(dst->op, dst->ne[0], (float *) rd, (const float *) ra, (const float *) rb);
-            continue;
-        }
-        //@- full contiguous-rows
-        for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
-            set_f32(rd, dst, i0, apply_binary(dst->op, get_f32(ra, a, i0), get_f32(rb, b, i0 % b->ne[0])));
-        }
+        binary_row(dst, row_ptr(dst, i1, i2, i3), row_ptr(a, i1, i2, i3),
+                   row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]));
     }
 }
 
@@ -218,16 +232,89 @@ static void forward_rms_norm(const struct mg_compute_params * p, struct mg_tenso
     }
 }
 
+#if 0 //@old 03..06 soft-max-row
+// Where the scaled row is built: in the output row itself, which is then
+// turned into probabilities in place (chapter 07 moves it to the work buffer).
+static float * soft_max_row(const struct mg_compute_params * p, float * rd, int64_t n) {
+    MG_UNUSED(p);
+    MG_UNUSED(n);
+    return rd;
+}
+#endif //@old soft-max-row
+//@+ 07 soft-max-row
+// Where the scaled row is built: in this share's own slice of the work
+// buffer, so the output row is written exactly once.
+static float * soft_max_row(const struct mg_compute_params * p, float * rd, int64_t n) {
+    MG_UNUSED(rd);
+    return (float *) p->wdata + (size_t) p->ith * (size_t) (n + MG_CACHE_LINE / sizeof(float));
+}
+//@- 07 soft-max-row
+
+#if 0 //@old 03..05 soft-max-scale
+// w = row ra of a, times the op's scale. (i1, the row's place in its matrix,
+// picks the mask's row once chapter 06 adds a mask.)
+static void soft_max_scaled_row(const struct mg_tensor * dst, const char * ra, int64_t i1, float * w) {
+    const struct mg_tensor * a     = dst->src[0];
+    const float              scale = mg_get_op_param_f32(dst, 0);
+    MG_UNUSED(i1);
+    for (int64_t i0 = 0; i0 < a->ne[0]; i0++) w[i0] = get_f32(ra, a, i0) * scale;
+}
+#endif //@old soft-max-scale
+//@+ 06 soft-max-mask
+// w = row ra of a, times the op's scale, plus the mask's row i1 (src[1], if
+// any): one mask row per row of each matrix, so row i1 of every head uses
+// mask row i1. One pass reads element i0 of the input and of the mask before
+// w[i0] is written, so w may sit on top of either of them.
+static void soft_max_scaled_row(const struct mg_tensor * dst, const char * ra, int64_t i1, float * w) {
+    const struct mg_tensor * a     = dst->src[0];
+    const struct mg_tensor * mask  = dst->src[1];
+    const float              scale = mg_get_op_param_f32(dst, 0);
+    const char *             rm    = mask != NULL ? (const char *) mask->data + i1 * mask->nb[1] : NULL;
+    for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
+        float v = get_f32(ra, a, i0) * scale;
+        if (rm != NULL) {
+            v += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0]) : ((const float *) rm)[i0];
+        }
+        w[i0] = v;
+    }
+}
+//@- 06 soft-max-mask
+
+#if 0 //@old 03..09 soft-max-exp
+// rd[i] = e^(w[i] - max); returns their sum, added in double.
+static double soft_max_exp_row(int64_t n, float * rd, const float * w, float max) {
+    double sum = 0.0;
+    for (int64_t i0 = 0; i0 < n; i0++) {
+        const float e = row_expf(w[i0] - max, i0, n);
+        sum += (double) e;
+        rd[i0] = e;
+    }
+    return sum;
+}
+#endif //@old soft-max-exp
+//@+ full soft-max-exp
+// rd[i] = e^(w[i] - max) with the level's exp (ops_simd.h), eight lanes at a
+// time; returns their sum. ggml_vec_soft_max_f32 adds each vector of exps in
+// float (16 on AVX-512, 8 on AVX2: MG_GGML_LANES), and only those sums in
+// double; the last n % lanes one by one. Summing all of them in double
+// instead is 1 ulp away in 1 of ~30 probabilities, which matters
+// (docs/numerics.md).
+static double soft_max_exp_row(int64_t n, float * rd, const float * w, float max) {
+    mg_exp_row(n, rd, w, max);
+    double  sum = 0.0;
+    int64_t i0  = 0;
+    for (; i0 + MG_GGML_LANES <= n; i0 += MG_GGML_LANES) sum += (double) mg_level_sum_lanes(rd + i0);
+    for (; i0 < n; i0++) sum += (double) rd[i0];
+    return sum;
+}
+//@- full soft-max-exp
+
 // softmax(x * scale + mask) per row: subtract the row's max before exp so
 // that no exp overflows, sum in double, multiply by the inverse
 // (ggml_compute_forward_soft_max_f32).
 static void forward_soft_max(const struct mg_compute_params * p, struct mg_tensor * dst) {
-    const struct mg_tensor * a     = dst->src[0];
-    const float              scale = mg_get_op_param_f32(dst, 0);
-    const int64_t            n     = a->ne[0];
-    //@+ 06 soft-max-mask-src
-    const struct mg_tensor * mask  = dst->src[1];
-    //@- 06 soft-max-mask-src
+    const struct mg_tensor * a = dst->src[0];
+    const int64_t            n = a->ne[0];
     int64_t r0, r1;
     mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
     for (int64_t ir = r0; ir < r1; ir++) {
@@ -236,50 +323,11 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         const char * ra = row_ptr(a, i1, i2, i3);
         float *      rd = (float *) row_ptr(dst, i1, i2, i3);
         MG_ASSERT(dst->nb[0] == sizeof(float));
-#if 0 //@old 03..06 soft-max-row
-        float * w = rd;   // the scaled row is built in place, then turned into probabilities
-#endif //@old soft-max-row
-        //@+ 07 soft-max-row
-        // This share's own slice of the work buffer holds the scaled, masked
-        // row, so the output row is written exactly once.
-        float * w = (float *) p->wdata + (size_t) p->ith * (size_t) (n + MG_CACHE_LINE / sizeof(float));
-        //@- 07 soft-max-row
-        //@+ 06 soft-max-mask-row
-        // One mask row per row of each matrix: row i1 of every head uses mask row i1.
-        const char * rm = mask != NULL ? (const char *) mask->data + i1 * mask->nb[1] : NULL;
-        //@- 06 soft-max-mask-row
-        // One pass reads element i0 of the input (and of the mask) before w[i0]
-        // is written, so the row may sit on top of either of them.
-        for (int64_t i0 = 0; i0 < n; i0++) {
-            float v = get_f32(ra, a, i0) * scale;
-            //@+ 06 soft-max-mask-add
-            if (rm != NULL) {
-                v += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0]) : ((const float *) rm)[i0];
-            }
-            //@- 06 soft-max-mask-add
-            w[i0] = v;
-        }
+        float * w = soft_max_row(p, rd, n);
+        soft_max_scaled_row(dst, ra, i1, w);
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = w[i0] > max ? w[i0] : max;   // ggml_vec_max_f32's MAX; fmaxf is a call
-        double sum = 0.0;
-#if 0 //@old 03..09 soft-max-exp
-        for (int64_t i0 = 0; i0 < n; i0++) {
-            const float e = row_expf(w[i0] - max, i0, n);
-            sum += (double) e;
-            rd[i0] = e;
-        }
-#endif //@old soft-max-exp
-        //@+ full soft-max-exp
-        mg_exp_row(n, rd, w, max);   // the level's exp (ops_simd.h), eight lanes at a time
-        // ggml_vec_soft_max_f32 adds each vector of exps in float (16 on
-        // AVX-512, 8 on AVX2: MG_GGML_LANES), and only those sums in double;
-        // the last n % lanes one by one. Summing all of them in double instead
-        // is 1 ulp away in 1 of ~30 probabilities, which matters (docs/numerics.md).
-        int64_t i0 = 0;
-        for (; i0 + MG_GGML_LANES <= n; i0 += MG_GGML_LANES) sum += (double) mg_level_sum_lanes(rd + i0);
-        for (; i0 < n; i0++) sum += (double) rd[i0];
-        //@- full soft-max-exp
-        const float inv_sum = (float) (1.0 / sum);
+        const float inv_sum = (float) (1.0 / soft_max_exp_row(n, rd, w, max));
         for (int64_t i0 = 0; i0 < n; i0++) rd[i0] *= inv_sum;
     }
 }
@@ -425,7 +473,6 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                         for (size_t end = fetched + ask; fetched < end && fetched < n_next; fetched += 64) {
                             __builtin_prefetch(next + fetched);
                         }
-                        //@+ full repack
                         // Q4_0/Q4_K/Q2_K in groups of 8 rows (repack.c): tiles are whole. The
                         // columns go in groups of 4 from j = 0, so a 4-column tile is one of
                         // llama.cpp's gemm groups and a smaller one its gemv rest (repack.c).
@@ -436,7 +483,6 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                                            y_stride, n_cols);
                             continue;
                         }
-                        //@- full repack
                         (panel ? cpu->vec_dot_panel : cpu->vec_dot_tile)(a->ne[0], s + i01, s_stride,
                                                                          row_ptr(a, i01, i12 / r2, i13 / r3),
                                                                          a->nb[1], n_rows, y, y_stride, n_cols);
@@ -524,15 +570,11 @@ static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor
     for (int64_t i13 = 0; i13 < b->ne[3]; i13++) {
         for (int64_t i12 = 0; i12 < b->ne[2]; i12++) {
             for (int64_t i11 = 0; i11 < b->ne[1]; i11++) {
-                //@+ 07 mul-mat-b-row
                 const char * b_row = mul_mat_b_row(p, b, cpu->vec_dot_type, i11, i12, i13);
-                //@- 07 mul-mat-b-row
                 float * out = (float *) row_ptr(dst, i11, i12, i13);
                 for (int64_t i01 = r0; i01 < r1; i01++) {
                     const char * a_row = row_ptr(a, i01, i12 / r2, i13 / r3);
-                    //@+ 07 mul-mat-vec-dot
                     cpu->vec_dot(a->ne[0], &out[i01], a_row, b_row);
-                    //@- 07 mul-mat-vec-dot
                 }
             }
         }
@@ -588,53 +630,82 @@ static char * element_in_order(const struct mg_tensor * t, int64_t k) {
 // cont and cpy are the same loop: element k of the source goes to element k
 // of the destination, both counted in logical order, so the shapes may differ
 // as long as the counts agree (a {4, 3} tensor copies into a {12} view).
-static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
-    const struct mg_tensor * src = dst->src[0];
-    MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
-    //@+ full contiguous-rows
-    // Same shape and type, rows of packed elements (a cont after a permute):
-    // copy whole rows instead of locating every element by division.
-    if (mg_are_same_shape(src, dst) && src->type == dst->type && src->nb[0] == mg_type_size(src->type) &&
-        dst->nb[0] == mg_type_size(dst->type)) {
-        int64_t r0, r1;
-        mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
-        for (int64_t ir = r0; ir < r1; ir++) {
-            int64_t i1, i2, i3;
-            unravel_row(dst, ir, &i1, &i2, &i3);
-            memcpy(row_ptr(dst, i1, i2, i3), row_ptr(src, i1, i2, i3), (size_t) dst->ne[0] * dst->nb[0]);
-        }
-        return;
-    }
-    //@- full contiguous-rows
-    //@+ full shift
-    // F16 rows to F32 and back, as the K-shift casts an F16 cache (the same
-    // conversions, a row at a time: F16C where built for it).
-    if (mg_are_same_shape(src, dst) && src->nb[0] == mg_type_size(src->type) &&
-        dst->nb[0] == mg_type_size(dst->type) &&
-        ((src->type == MG_TYPE_F16 && dst->type == MG_TYPE_F32) ||
-         (src->type == MG_TYPE_F32 && dst->type == MG_TYPE_F16))) {
-        int64_t r0, r1;
-        mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
-        for (int64_t ir = r0; ir < r1; ir++) {
-            int64_t i1, i2, i3;
-            unravel_row(dst, ir, &i1, &i2, &i3);
-            const char * rs = row_ptr(src, i1, i2, i3);
-            char *       rd = row_ptr(dst, i1, i2, i3);
-            if (dst->type == MG_TYPE_F16) {
-                mg_get_type_traits_cpu(MG_TYPE_F16)->from_float((const float *) rs, rd, dst->ne[0]);
-            } else {
-                mg_get_type_traits(MG_TYPE_F16)->to_float(rs, (float *) rd, dst->ne[0]);
-            }
-        }
-        return;
-    }
-    //@- full shift
+static void copy_elements(const struct mg_compute_params * p, const struct mg_tensor * src, struct mg_tensor * dst) {
     int64_t k0, k1;
     mg_split_rows(mg_nelements(dst), p->ith, p->nth, &k0, &k1);
     for (int64_t k = k0; k < k1; k++) {
         convert_element(element_in_order(src, k), src->type, element_in_order(dst, k), dst->type);
     }
 }
+
+#if 0 //@old 03..09 copy
+static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * src = dst->src[0];
+    MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
+    copy_elements(p, src, dst);
+}
+#endif //@old copy
+//@+ full contiguous-rows
+// Same shape and type, rows of packed elements (a cont after a permute):
+// whole rows can be copied instead of locating every element by division.
+static bool copies_whole_rows(const struct mg_tensor * src, const struct mg_tensor * dst) {
+    return mg_are_same_shape(src, dst) && src->type == dst->type && src->nb[0] == mg_type_size(src->type) &&
+           dst->nb[0] == mg_type_size(dst->type);
+}
+
+static void copy_rows(const struct mg_compute_params * p, const struct mg_tensor * src, struct mg_tensor * dst) {
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(dst, ir, &i1, &i2, &i3);
+        memcpy(row_ptr(dst, i1, i2, i3), row_ptr(src, i1, i2, i3), (size_t) dst->ne[0] * dst->nb[0]);
+    }
+}
+//@- full contiguous-rows
+
+//@+ full shift
+// F16 rows to F32 and back, as the K-shift casts an F16 cache: the same
+// conversions as convert_element, a row at a time (F16C where built for it).
+static bool converts_f16_rows(const struct mg_tensor * src, const struct mg_tensor * dst) {
+    return mg_are_same_shape(src, dst) && src->nb[0] == mg_type_size(src->type) &&
+           dst->nb[0] == mg_type_size(dst->type) &&
+           ((src->type == MG_TYPE_F16 && dst->type == MG_TYPE_F32) ||
+            (src->type == MG_TYPE_F32 && dst->type == MG_TYPE_F16));
+}
+
+static void convert_rows(const struct mg_compute_params * p, const struct mg_tensor * src, struct mg_tensor * dst) {
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(dst, ir, &i1, &i2, &i3);
+        const char * rs = row_ptr(src, i1, i2, i3);
+        char *       rd = row_ptr(dst, i1, i2, i3);
+        if (dst->type == MG_TYPE_F16) {
+            mg_get_type_traits_cpu(MG_TYPE_F16)->from_float((const float *) rs, rd, dst->ne[0]);
+        } else {
+            mg_get_type_traits(MG_TYPE_F16)->to_float(rs, (float *) rd, dst->ne[0]);
+        }
+    }
+}
+//@- full shift
+
+//@+ full contiguous-rows
+// full/ copies whole rows where the layouts allow it, and converts F16 rows
+// a row at a time; anything else goes element by element.
+static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * src = dst->src[0];
+    MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
+    if (copies_whole_rows(src, dst)) {
+        copy_rows(p, src, dst);
+    } else if (converts_f16_rows(src, dst)) {
+        convert_rows(p, src, dst);
+    } else {
+        copy_elements(p, src, dst);
+    }
+}
+//@- full contiguous-rows
 
 // Row ids[k] of a, decoded to F32, becomes row k of dst: the embedding lookup.
 static void forward_get_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
@@ -670,6 +741,13 @@ static void rope_angles(float pos, int n_rot, float freq_base, float freq_scale,
     }
 }
 
+#if 0 //@old 06..09 rope-token-angles
+// The angles of one token's position, from the node's parameters.
+static void rope_token_angles(const struct mg_tensor * dst, int32_t position, float * cos_t, float * sin_t) {
+    rope_angles((float) position, mg_get_op_param_i32(dst, 0), mg_get_op_param_f32(dst, 2),
+                mg_get_op_param_f32(dst, 3), cos_t, sin_t);
+}
+#endif //@old rope-token-angles
 //@+ full rope-freqs
 // As rope_angles, each pair's angle divided by its factor first (Llama 3):
 // ggml_rope_cache_init hands rope_yarn theta/ff, which scales it by freq_scale.
@@ -683,6 +761,19 @@ static void rope_angles_ff(float pos, int n_rot, float freq_base, float freq_sca
         theta *= theta_scale;
     }
 }
+
+// The angles of one token's position, from the node's parameters, each
+// divided by its pair's factor when the node has them (src[2], Llama 3).
+static void rope_token_angles(const struct mg_tensor * dst, int32_t position, float * cos_t, float * sin_t) {
+    const int   n_rot      = mg_get_op_param_i32(dst, 0);
+    const float freq_base  = mg_get_op_param_f32(dst, 2);
+    const float freq_scale = mg_get_op_param_f32(dst, 3);
+    if (dst->src[2] != NULL) {
+        rope_angles_ff((float) position, n_rot, freq_base, freq_scale, (const float *) dst->src[2]->data, cos_t, sin_t);
+    } else {
+        rope_angles((float) position, n_rot, freq_base, freq_scale, cos_t, sin_t);
+    }
+}
 //@- full rope-freqs
 
 // Rotate each pair (x0, x1) by its angle: (x0 cos - x1 sin, x0 sin + x1 cos),
@@ -690,16 +781,61 @@ static void rope_angles_ff(float pos, int n_rot, float freq_base, float freq_sca
 // x0 cos with the subtraction and x0 sin with the addition (its default
 // -ffp-contract=fast; ours is off, so the fusions are spelled out with fmaf).
 // Unfused, 1 in 5 outputs is 1 ulp away, enough to flip a later rounding.
-// NEOX pairs element i with i + n_rot/2; NORMAL pairs 2i with 2i+1.
+// NEOX pairs element i with i + n_rot/2; NORMAL pairs 2i with 2i+1. The
+// elements past n_rot are copied as they are.
+static void rope_row_strided(const struct mg_tensor * dst, const char * ra, char * rd, const float * cos_t,
+                             const float * sin_t) {
+    const struct mg_tensor * a     = dst->src[0];
+    const int                n_rot = mg_get_op_param_i32(dst, 0);
+    const int                mode  = mg_get_op_param_i32(dst, 1);
+    const int                half  = n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        const int64_t j0 = mode == MG_ROPE_NEOX ? i : 2 * i;
+        const int64_t j1 = mode == MG_ROPE_NEOX ? i + half : 2 * i + 1;
+        const float   x0 = get_f32(ra, a, j0);
+        const float   x1 = get_f32(ra, a, j1);
+        // As ggml's rotate_pairs compiles (GCC contracts it to fused multiply-adds).
+        set_f32(rd, dst, j0, fmaf(x0, cos_t[i], -(x1 * sin_t[i])));
+        set_f32(rd, dst, j1, fmaf(x0, sin_t[i], x1 * cos_t[i]));
+    }
+    for (int64_t i0 = n_rot; i0 < a->ne[0]; i0++) set_f32(rd, dst, i0, get_f32(ra, a, i0));
+}
+
+#if 0 //@old 06..09 rope-row
+// One row. Here every row goes through the strides; full/ gives packed NEOX
+// rows a vector loop in this place.
+static void rope_row(const struct mg_tensor * dst, const char * ra, char * rd, const float * cos_t,
+                     const float * sin_t) {
+    rope_row_strided(dst, ra, rd, cos_t, sin_t);
+}
+#endif //@old rope-row
+//@+ full rope-pairs
+// One row: packed NEOX rows by mg_rope_pairs (ops_simd.h, the same fused
+// steps eight pairs at a time), any other row through the strides.
+static void rope_row(const struct mg_tensor * dst, const char * ra, char * rd, const float * cos_t,
+                     const float * sin_t) {
+    const struct mg_tensor * a     = dst->src[0];
+    const int                n_rot = mg_get_op_param_i32(dst, 0);
+    const int                half  = n_rot / 2;
+    if (mg_get_op_param_i32(dst, 1) == MG_ROPE_NEOX && a->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float)) {
+        const float * x = (const float *) ra;
+        float *       y = (float *) rd;
+        mg_rope_pairs(half, y, y + half, x, x + half, cos_t, sin_t);
+        memmove(y + n_rot, x + n_rot, (size_t) (a->ne[0] - n_rot) * sizeof(float));
+        return;
+    }
+    rope_row_strided(dst, ra, rd, cos_t, sin_t);
+}
+//@- full rope-pairs
+
+// RoPE: every row of a is a head of one token (i2), turned by the angles of
+// that token's position; a share's rows come token after token, so each
+// token's angles are computed once.
 static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * dst) {
-    const struct mg_tensor * a          = dst->src[0];
-    const struct mg_tensor * pos        = dst->src[1];
-    const int                n_rot      = mg_get_op_param_i32(dst, 0);
-    const int                mode       = mg_get_op_param_i32(dst, 1);
-    const float              freq_base  = mg_get_op_param_f32(dst, 2);
-    const float              freq_scale = mg_get_op_param_f32(dst, 3);
+    const struct mg_tensor * a   = dst->src[0];
+    const struct mg_tensor * pos = dst->src[1];
     float cos_t[512], sin_t[512];
-    MG_ASSERT(n_rot / 2 <= 512);
+    MG_ASSERT(mg_get_op_param_i32(dst, 0) / 2 <= 512);
     int64_t r0, r1;
     mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
     int64_t angles_for = -1;   // the token whose angles are in cos_t/sin_t
@@ -707,43 +843,38 @@ static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * 
         int64_t i1, i2, i3;
         unravel_row(a, ir, &i1, &i2, &i3);
         if (i2 != angles_for) {
-            const int32_t position = *(const int32_t *) ((const char *) pos->data + i2 * pos->nb[0]);
-            rope_angles((float) position, n_rot, freq_base, freq_scale, cos_t, sin_t);
-            //@+ full rope-freqs
-            if (dst->src[2] != NULL) {   // Llama 3: the angles again, each divided by its pair's factor
-                rope_angles_ff((float) position, n_rot, freq_base, freq_scale, (const float *) dst->src[2]->data,
-                               cos_t, sin_t);
-            }
-            //@- full rope-freqs
+            rope_token_angles(dst, *(const int32_t *) ((const char *) pos->data + i2 * pos->nb[0]), cos_t, sin_t);
             angles_for = i2;
         }
-        const char * ra   = row_ptr(a, i1, i2, i3);
-        char *       rd   = row_ptr(dst, i1, i2, i3);
-        const int    half = n_rot / 2;
-        //@+ full rope-pairs
-        if (mode == MG_ROPE_NEOX && a->nb[0] == sizeof(float) && dst->nb[0] == sizeof(float)) {
-            const float * x = (const float *) ra;
-            float *       y = (float *) rd;
-            mg_rope_pairs(half, y, y + half, x, x + half, cos_t, sin_t);
-            memmove(y + n_rot, x + n_rot, (size_t) (a->ne[0] - n_rot) * sizeof(float));
-            continue;
-        }
-        //@- full rope-pairs
-        for (int i = 0; i < half; i++) {
-            const int64_t j0 = mode == MG_ROPE_NEOX ? i : 2 * i;
-            const int64_t j1 = mode == MG_ROPE_NEOX ? i + half : 2 * i + 1;
-            const float   x0 = get_f32(ra, a, j0);
-            const float   x1 = get_f32(ra, a, j1);
-            // As ggml's rotate_pairs compiles (GCC contracts it to fused multiply-adds).
-            set_f32(rd, dst, j0, fmaf(x0, cos_t[i], -(x1 * sin_t[i])));
-            set_f32(rd, dst, j1, fmaf(x0, sin_t[i], x1 * cos_t[i]));
-        }
-        for (int64_t i0 = n_rot; i0 < a->ne[0]; i0++) set_f32(rd, dst, i0, get_f32(ra, a, i0));
+        rope_row(dst, row_ptr(a, i1, i2, i3), row_ptr(dst, i1, i2, i3), cos_t, sin_t);
     }
 }
 //@- 06 attention-ops
 
 //@+ 09 set-rows
+#if 0 //@old 09..09 set-row
+// Row rs of src, converted element by element to dst's type, into row rd of dst.
+static void set_row(const struct mg_tensor * src, const struct mg_tensor * dst, const char * rs, char * rd) {
+    for (int64_t i0 = 0; i0 < src->ne[0]; i0++) {
+        convert_element(rs + i0 * src->nb[0], src->type, rd + i0 * dst->nb[0], dst->type);
+    }
+}
+#endif //@old set-row
+//@+ full contiguous-rows
+// Row rs of src, converted to dst's type, into row rd of dst: packed F32 rows
+// into an F16 cache a row at a time (F16C when built for it), any other row
+// element by element.
+static void set_row(const struct mg_tensor * src, const struct mg_tensor * dst, const char * rs, char * rd) {
+    if (src->nb[0] == sizeof(float) && dst->type == MG_TYPE_F16) {
+        mg_get_type_traits_cpu(MG_TYPE_F16)->from_float((const float *) rs, rd, src->ne[0]);
+        return;
+    }
+    for (int64_t i0 = 0; i0 < src->ne[0]; i0++) {
+        convert_element(rs + i0 * src->nb[0], src->type, rd + i0 * dst->nb[0], dst->type);
+    }
+}
+//@- full contiguous-rows
+
 // Row r of src, converted to dst's type, into row idx[r] of dst.
 static void forward_set_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * src = dst->src[0];
@@ -755,17 +886,7 @@ static void forward_set_rows(const struct mg_compute_params * p, struct mg_tenso
         unravel_row(src, r, &i1, &i2, &i3);
         const int32_t row = ((const int32_t *) idx->data)[r];
         MG_ASSERT(row >= 0 && row < dst->ne[1] && "set_rows: row index out of range");
-        const char * rs = row_ptr(src, i1, i2, i3);
-        char *       rd = row_ptr(dst, row, 0, 0);
-        //@+ full contiguous-rows
-        if (src->nb[0] == sizeof(float) && dst->type == MG_TYPE_F16) {
-            mg_get_type_traits_cpu(MG_TYPE_F16)->from_float((const float *) rs, rd, src->ne[0]);   // F16C when built for it
-            continue;
-        }
-        //@- full contiguous-rows
-        for (int64_t i0 = 0; i0 < src->ne[0]; i0++) {
-            convert_element(rs + i0 * src->nb[0], src->type, rd + i0 * dst->nb[0], dst->type);
-        }
+        set_row(src, dst, row_ptr(src, i1, i2, i3), row_ptr(dst, row, 0, 0));
     }
 }
 //@- 09 set-rows

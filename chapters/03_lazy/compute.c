@@ -91,6 +91,15 @@ static float apply_binary(enum mg_op op, float x, float y) {
     }
 }
 
+// Row rd of dst = row ra of a op row rb of b, element by element through the
+// strides; b's row repeats over a's (its index taken modulo its length).
+static void binary_row(const struct mg_tensor * dst, char * rd, const char * ra, const char * rb) {
+    const struct mg_tensor * a = dst->src[0], * b = dst->src[1];
+    for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
+        set_f32(rd, dst, i0, apply_binary(dst->op, get_f32(ra, a, i0), get_f32(rb, b, i0 % b->ne[0])));
+    }
+}
+
 // dst = a op b, where b repeats over a (each index taken modulo b's size).
 static void forward_binary(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * a = dst->src[0];
@@ -100,12 +109,8 @@ static void forward_binary(const struct mg_compute_params * p, struct mg_tensor 
     for (int64_t ir = r0; ir < r1; ir++) {
         int64_t i1, i2, i3;
         unravel_row(dst, ir, &i1, &i2, &i3);
-        const char * ra = row_ptr(a, i1, i2, i3);
-        const char * rb = row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
-        char *       rd = row_ptr(dst, i1, i2, i3);
-        for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
-            set_f32(rd, dst, i0, apply_binary(dst->op, get_f32(ra, a, i0), get_f32(rb, b, i0 % b->ne[0])));
-        }
+        binary_row(dst, row_ptr(dst, i1, i2, i3), row_ptr(a, i1, i2, i3),
+                   row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]));
     }
 }
 
@@ -178,13 +183,40 @@ static void forward_rms_norm(const struct mg_compute_params * p, struct mg_tenso
     }
 }
 
+// Where the scaled row is built: in the output row itself, which is then
+// turned into probabilities in place (chapter 07 moves it to the work buffer).
+static float * soft_max_row(const struct mg_compute_params * p, float * rd, int64_t n) {
+    MG_UNUSED(p);
+    MG_UNUSED(n);
+    return rd;
+}
+
+// w = row ra of a, times the op's scale. (i1, the row's place in its matrix,
+// picks the mask's row once chapter 06 adds a mask.)
+static void soft_max_scaled_row(const struct mg_tensor * dst, const char * ra, int64_t i1, float * w) {
+    const struct mg_tensor * a     = dst->src[0];
+    const float              scale = mg_get_op_param_f32(dst, 0);
+    MG_UNUSED(i1);
+    for (int64_t i0 = 0; i0 < a->ne[0]; i0++) w[i0] = get_f32(ra, a, i0) * scale;
+}
+
+// rd[i] = e^(w[i] - max); returns their sum, added in double.
+static double soft_max_exp_row(int64_t n, float * rd, const float * w, float max) {
+    double sum = 0.0;
+    for (int64_t i0 = 0; i0 < n; i0++) {
+        const float e = row_expf(w[i0] - max, i0, n);
+        sum += (double) e;
+        rd[i0] = e;
+    }
+    return sum;
+}
+
 // softmax(x * scale + mask) per row: subtract the row's max before exp so
 // that no exp overflows, sum in double, multiply by the inverse
 // (ggml_compute_forward_soft_max_f32).
 static void forward_soft_max(const struct mg_compute_params * p, struct mg_tensor * dst) {
-    const struct mg_tensor * a     = dst->src[0];
-    const float              scale = mg_get_op_param_f32(dst, 0);
-    const int64_t            n     = a->ne[0];
+    const struct mg_tensor * a = dst->src[0];
+    const int64_t            n = a->ne[0];
     int64_t r0, r1;
     mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
     for (int64_t ir = r0; ir < r1; ir++) {
@@ -193,22 +225,11 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         const char * ra = row_ptr(a, i1, i2, i3);
         float *      rd = (float *) row_ptr(dst, i1, i2, i3);
         MG_ASSERT(dst->nb[0] == sizeof(float));
-        float * w = rd;   // the scaled row is built in place, then turned into probabilities
-        // One pass reads element i0 of the input (and of the mask) before w[i0]
-        // is written, so the row may sit on top of either of them.
-        for (int64_t i0 = 0; i0 < n; i0++) {
-            float v = get_f32(ra, a, i0) * scale;
-            w[i0] = v;
-        }
+        float * w = soft_max_row(p, rd, n);
+        soft_max_scaled_row(dst, ra, i1, w);
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = w[i0] > max ? w[i0] : max;   // ggml_vec_max_f32's MAX; fmaxf is a call
-        double sum = 0.0;
-        for (int64_t i0 = 0; i0 < n; i0++) {
-            const float e = row_expf(w[i0] - max, i0, n);
-            sum += (double) e;
-            rd[i0] = e;
-        }
-        const float inv_sum = (float) (1.0 / sum);
+        const float inv_sum = (float) (1.0 / soft_max_exp_row(n, rd, w, max));
         for (int64_t i0 = 0; i0 < n; i0++) rd[i0] *= inv_sum;
     }
 }
@@ -283,14 +304,18 @@ static char * element_in_order(const struct mg_tensor * t, int64_t k) {
 // cont and cpy are the same loop: element k of the source goes to element k
 // of the destination, both counted in logical order, so the shapes may differ
 // as long as the counts agree (a {4, 3} tensor copies into a {12} view).
-static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
-    const struct mg_tensor * src = dst->src[0];
-    MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
+static void copy_elements(const struct mg_compute_params * p, const struct mg_tensor * src, struct mg_tensor * dst) {
     int64_t k0, k1;
     mg_split_rows(mg_nelements(dst), p->ith, p->nth, &k0, &k1);
     for (int64_t k = k0; k < k1; k++) {
         convert_element(element_in_order(src, k), src->type, element_in_order(dst, k), dst->type);
     }
+}
+
+static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * src = dst->src[0];
+    MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
+    copy_elements(p, src, dst);
 }
 
 // Row ids[k] of a, decoded to F32, becomes row k of dst: the embedding lookup.

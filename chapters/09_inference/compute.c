@@ -91,6 +91,15 @@ static float apply_binary(enum mg_op op, float x, float y) {
     }
 }
 
+// Row rd of dst = row ra of a op row rb of b, element by element through the
+// strides; b's row repeats over a's (its index taken modulo its length).
+static void binary_row(const struct mg_tensor * dst, char * rd, const char * ra, const char * rb) {
+    const struct mg_tensor * a = dst->src[0], * b = dst->src[1];
+    for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
+        set_f32(rd, dst, i0, apply_binary(dst->op, get_f32(ra, a, i0), get_f32(rb, b, i0 % b->ne[0])));
+    }
+}
+
 // dst = a op b, where b repeats over a (each index taken modulo b's size).
 static void forward_binary(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * a = dst->src[0];
@@ -100,12 +109,8 @@ static void forward_binary(const struct mg_compute_params * p, struct mg_tensor 
     for (int64_t ir = r0; ir < r1; ir++) {
         int64_t i1, i2, i3;
         unravel_row(dst, ir, &i1, &i2, &i3);
-        const char * ra = row_ptr(a, i1, i2, i3);
-        const char * rb = row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]);
-        char *       rd = row_ptr(dst, i1, i2, i3);
-        for (int64_t i0 = 0; i0 < dst->ne[0]; i0++) {
-            set_f32(rd, dst, i0, apply_binary(dst->op, get_f32(ra, a, i0), get_f32(rb, b, i0 % b->ne[0])));
-        }
+        binary_row(dst, row_ptr(dst, i1, i2, i3), row_ptr(a, i1, i2, i3),
+                   row_ptr(b, i1 % b->ne[1], i2 % b->ne[2], i3 % b->ne[3]));
     }
 }
 
@@ -178,14 +183,48 @@ static void forward_rms_norm(const struct mg_compute_params * p, struct mg_tenso
     }
 }
 
+// Where the scaled row is built: in this share's own slice of the work
+// buffer, so the output row is written exactly once.
+static float * soft_max_row(const struct mg_compute_params * p, float * rd, int64_t n) {
+    MG_UNUSED(rd);
+    return (float *) p->wdata + (size_t) p->ith * (size_t) (n + MG_CACHE_LINE / sizeof(float));
+}
+
+// w = row ra of a, times the op's scale, plus the mask's row i1 (src[1], if
+// any): one mask row per row of each matrix, so row i1 of every head uses
+// mask row i1. One pass reads element i0 of the input and of the mask before
+// w[i0] is written, so w may sit on top of either of them.
+static void soft_max_scaled_row(const struct mg_tensor * dst, const char * ra, int64_t i1, float * w) {
+    const struct mg_tensor * a     = dst->src[0];
+    const struct mg_tensor * mask  = dst->src[1];
+    const float              scale = mg_get_op_param_f32(dst, 0);
+    const char *             rm    = mask != NULL ? (const char *) mask->data + i1 * mask->nb[1] : NULL;
+    for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
+        float v = get_f32(ra, a, i0) * scale;
+        if (rm != NULL) {
+            v += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0]) : ((const float *) rm)[i0];
+        }
+        w[i0] = v;
+    }
+}
+
+// rd[i] = e^(w[i] - max); returns their sum, added in double.
+static double soft_max_exp_row(int64_t n, float * rd, const float * w, float max) {
+    double sum = 0.0;
+    for (int64_t i0 = 0; i0 < n; i0++) {
+        const float e = row_expf(w[i0] - max, i0, n);
+        sum += (double) e;
+        rd[i0] = e;
+    }
+    return sum;
+}
+
 // softmax(x * scale + mask) per row: subtract the row's max before exp so
 // that no exp overflows, sum in double, multiply by the inverse
 // (ggml_compute_forward_soft_max_f32).
 static void forward_soft_max(const struct mg_compute_params * p, struct mg_tensor * dst) {
-    const struct mg_tensor * a     = dst->src[0];
-    const float              scale = mg_get_op_param_f32(dst, 0);
-    const int64_t            n     = a->ne[0];
-    const struct mg_tensor * mask  = dst->src[1];
+    const struct mg_tensor * a = dst->src[0];
+    const int64_t            n = a->ne[0];
     int64_t r0, r1;
     mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
     for (int64_t ir = r0; ir < r1; ir++) {
@@ -194,29 +233,11 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         const char * ra = row_ptr(a, i1, i2, i3);
         float *      rd = (float *) row_ptr(dst, i1, i2, i3);
         MG_ASSERT(dst->nb[0] == sizeof(float));
-        // This share's own slice of the work buffer holds the scaled, masked
-        // row, so the output row is written exactly once.
-        float * w = (float *) p->wdata + (size_t) p->ith * (size_t) (n + MG_CACHE_LINE / sizeof(float));
-        // One mask row per row of each matrix: row i1 of every head uses mask row i1.
-        const char * rm = mask != NULL ? (const char *) mask->data + i1 * mask->nb[1] : NULL;
-        // One pass reads element i0 of the input (and of the mask) before w[i0]
-        // is written, so the row may sit on top of either of them.
-        for (int64_t i0 = 0; i0 < n; i0++) {
-            float v = get_f32(ra, a, i0) * scale;
-            if (rm != NULL) {
-                v += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0]) : ((const float *) rm)[i0];
-            }
-            w[i0] = v;
-        }
+        float * w = soft_max_row(p, rd, n);
+        soft_max_scaled_row(dst, ra, i1, w);
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = w[i0] > max ? w[i0] : max;   // ggml_vec_max_f32's MAX; fmaxf is a call
-        double sum = 0.0;
-        for (int64_t i0 = 0; i0 < n; i0++) {
-            const float e = row_expf(w[i0] - max, i0, n);
-            sum += (double) e;
-            rd[i0] = e;
-        }
-        const float inv_sum = (float) (1.0 / sum);
+        const float inv_sum = (float) (1.0 / soft_max_exp_row(n, rd, w, max));
         for (int64_t i0 = 0; i0 < n; i0++) rd[i0] *= inv_sum;
     }
 }
@@ -315,14 +336,18 @@ static char * element_in_order(const struct mg_tensor * t, int64_t k) {
 // cont and cpy are the same loop: element k of the source goes to element k
 // of the destination, both counted in logical order, so the shapes may differ
 // as long as the counts agree (a {4, 3} tensor copies into a {12} view).
-static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
-    const struct mg_tensor * src = dst->src[0];
-    MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
+static void copy_elements(const struct mg_compute_params * p, const struct mg_tensor * src, struct mg_tensor * dst) {
     int64_t k0, k1;
     mg_split_rows(mg_nelements(dst), p->ith, p->nth, &k0, &k1);
     for (int64_t k = k0; k < k1; k++) {
         convert_element(element_in_order(src, k), src->type, element_in_order(dst, k), dst->type);
     }
+}
+
+static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * src = dst->src[0];
+    MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
+    copy_elements(p, src, dst);
 }
 
 // Row ids[k] of a, decoded to F32, becomes row k of dst: the embedding lookup.
@@ -358,21 +383,52 @@ static void rope_angles(float pos, int n_rot, float freq_base, float freq_scale,
     }
 }
 
+// The angles of one token's position, from the node's parameters.
+static void rope_token_angles(const struct mg_tensor * dst, int32_t position, float * cos_t, float * sin_t) {
+    rope_angles((float) position, mg_get_op_param_i32(dst, 0), mg_get_op_param_f32(dst, 2),
+                mg_get_op_param_f32(dst, 3), cos_t, sin_t);
+}
+
 // Rotate each pair (x0, x1) by its angle: (x0 cos - x1 sin, x0 sin + x1 cos),
 // each with one rounding less than written: llama.cpp's build lets GCC fuse
 // x0 cos with the subtraction and x0 sin with the addition (its default
 // -ffp-contract=fast; ours is off, so the fusions are spelled out with fmaf).
 // Unfused, 1 in 5 outputs is 1 ulp away, enough to flip a later rounding.
-// NEOX pairs element i with i + n_rot/2; NORMAL pairs 2i with 2i+1.
+// NEOX pairs element i with i + n_rot/2; NORMAL pairs 2i with 2i+1. The
+// elements past n_rot are copied as they are.
+static void rope_row_strided(const struct mg_tensor * dst, const char * ra, char * rd, const float * cos_t,
+                             const float * sin_t) {
+    const struct mg_tensor * a     = dst->src[0];
+    const int                n_rot = mg_get_op_param_i32(dst, 0);
+    const int                mode  = mg_get_op_param_i32(dst, 1);
+    const int                half  = n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        const int64_t j0 = mode == MG_ROPE_NEOX ? i : 2 * i;
+        const int64_t j1 = mode == MG_ROPE_NEOX ? i + half : 2 * i + 1;
+        const float   x0 = get_f32(ra, a, j0);
+        const float   x1 = get_f32(ra, a, j1);
+        // As ggml's rotate_pairs compiles (GCC contracts it to fused multiply-adds).
+        set_f32(rd, dst, j0, fmaf(x0, cos_t[i], -(x1 * sin_t[i])));
+        set_f32(rd, dst, j1, fmaf(x0, sin_t[i], x1 * cos_t[i]));
+    }
+    for (int64_t i0 = n_rot; i0 < a->ne[0]; i0++) set_f32(rd, dst, i0, get_f32(ra, a, i0));
+}
+
+// One row. Here every row goes through the strides; full/ gives packed NEOX
+// rows a vector loop in this place.
+static void rope_row(const struct mg_tensor * dst, const char * ra, char * rd, const float * cos_t,
+                     const float * sin_t) {
+    rope_row_strided(dst, ra, rd, cos_t, sin_t);
+}
+
+// RoPE: every row of a is a head of one token (i2), turned by the angles of
+// that token's position; a share's rows come token after token, so each
+// token's angles are computed once.
 static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * dst) {
-    const struct mg_tensor * a          = dst->src[0];
-    const struct mg_tensor * pos        = dst->src[1];
-    const int                n_rot      = mg_get_op_param_i32(dst, 0);
-    const int                mode       = mg_get_op_param_i32(dst, 1);
-    const float              freq_base  = mg_get_op_param_f32(dst, 2);
-    const float              freq_scale = mg_get_op_param_f32(dst, 3);
+    const struct mg_tensor * a   = dst->src[0];
+    const struct mg_tensor * pos = dst->src[1];
     float cos_t[512], sin_t[512];
-    MG_ASSERT(n_rot / 2 <= 512);
+    MG_ASSERT(mg_get_op_param_i32(dst, 0) / 2 <= 512);
     int64_t r0, r1;
     mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
     int64_t angles_for = -1;   // the token whose angles are in cos_t/sin_t
@@ -380,23 +436,17 @@ static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * 
         int64_t i1, i2, i3;
         unravel_row(a, ir, &i1, &i2, &i3);
         if (i2 != angles_for) {
-            const int32_t position = *(const int32_t *) ((const char *) pos->data + i2 * pos->nb[0]);
-            rope_angles((float) position, n_rot, freq_base, freq_scale, cos_t, sin_t);
+            rope_token_angles(dst, *(const int32_t *) ((const char *) pos->data + i2 * pos->nb[0]), cos_t, sin_t);
             angles_for = i2;
         }
-        const char * ra   = row_ptr(a, i1, i2, i3);
-        char *       rd   = row_ptr(dst, i1, i2, i3);
-        const int    half = n_rot / 2;
-        for (int i = 0; i < half; i++) {
-            const int64_t j0 = mode == MG_ROPE_NEOX ? i : 2 * i;
-            const int64_t j1 = mode == MG_ROPE_NEOX ? i + half : 2 * i + 1;
-            const float   x0 = get_f32(ra, a, j0);
-            const float   x1 = get_f32(ra, a, j1);
-            // As ggml's rotate_pairs compiles (GCC contracts it to fused multiply-adds).
-            set_f32(rd, dst, j0, fmaf(x0, cos_t[i], -(x1 * sin_t[i])));
-            set_f32(rd, dst, j1, fmaf(x0, sin_t[i], x1 * cos_t[i]));
-        }
-        for (int64_t i0 = n_rot; i0 < a->ne[0]; i0++) set_f32(rd, dst, i0, get_f32(ra, a, i0));
+        rope_row(dst, row_ptr(a, i1, i2, i3), row_ptr(dst, i1, i2, i3), cos_t, sin_t);
+    }
+}
+
+// Row rs of src, converted element by element to dst's type, into row rd of dst.
+static void set_row(const struct mg_tensor * src, const struct mg_tensor * dst, const char * rs, char * rd) {
+    for (int64_t i0 = 0; i0 < src->ne[0]; i0++) {
+        convert_element(rs + i0 * src->nb[0], src->type, rd + i0 * dst->nb[0], dst->type);
     }
 }
 
@@ -411,11 +461,7 @@ static void forward_set_rows(const struct mg_compute_params * p, struct mg_tenso
         unravel_row(src, r, &i1, &i2, &i3);
         const int32_t row = ((const int32_t *) idx->data)[r];
         MG_ASSERT(row >= 0 && row < dst->ne[1] && "set_rows: row index out of range");
-        const char * rs = row_ptr(src, i1, i2, i3);
-        char *       rd = row_ptr(dst, row, 0, 0);
-        for (int64_t i0 = 0; i0 < src->ne[0]; i0++) {
-            convert_element(rs + i0 * src->nb[0], src->type, rd + i0 * dst->nb[0], dst->type);
-        }
+        set_row(src, dst, row_ptr(src, i1, i2, i3), row_ptr(dst, row, 0, 0));
     }
 }
 
