@@ -895,6 +895,7 @@ static void forward_set_rows(const struct mg_compute_params * p, struct mg_tenso
 // Dispatch
 // ---------------------------------------------------------------------------
 
+#if 0 //@old 03..05 dispatch
 // The rows a node's work is split by (threads take shares of them). No
 // default: a new op must say how it splits (-Wswitch).
 int64_t mg_compute_n_rows(const struct mg_tensor * t) {
@@ -903,18 +904,6 @@ int64_t mg_compute_n_rows(const struct mg_tensor * t) {
         case MG_OP_CONT:
         case MG_OP_CPY:      return mg_nelements(t);
         case MG_OP_GET_ROWS: return t->src[1]->ne[0];
-        //@+ full fused-ops
-        case MG_OP_FLASH_ATTN: return mg_flash_attn_n_blocks(t);
-        //@- full fused-ops
-        //@+ 09 set-rows
-        case MG_OP_SET_ROWS: return mg_nrows(t->src[0]);
-        //@- 09 set-rows
-        //@+ 06 attention-ops
-        case MG_OP_ROPE:
-        //@- 06 attention-ops
-        //@+ full fused-ops
-        case MG_OP_SWIGLU:
-        //@- full fused-ops
         case MG_OP_NONE:
         case MG_OP_VIEW:
         case MG_OP_RESHAPE:
@@ -965,19 +954,79 @@ void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t
         case MG_OP_CONT:
         case MG_OP_CPY:       forward_copy(p, t);     break;
         case MG_OP_GET_ROWS:  forward_get_rows(p, t); break;
-        //@+ 06 attention-ops
-        case MG_OP_ROPE:      forward_rope(p, t);     break;
-        //@- 06 attention-ops
-        //@+ 09 set-rows
-        case MG_OP_SET_ROWS:  forward_set_rows(p, t); break;
-        //@- 09 set-rows
-        //@+ full fused-ops
-        case MG_OP_SWIGLU:     mg_compute_forward_swiglu(p, t);     break;
-        case MG_OP_FLASH_ATTN: mg_compute_forward_flash_attn(p, t); break;
-        //@- full fused-ops
         case MG_OP_COUNT:     MG_ASSERT(false && "MG_OP_COUNT is not an op");
     }
 }
+#endif //@old dispatch
+//@+ 06 op-table
+// From chapter 06 on, every chapter adds ops (RoPE here, set_rows in 09,
+// full/'s fused ones), so the ops are a table, an op a row: its kernel (the
+// case of ggml_compute_forward's switch) and the rows its work is split by
+// (threads take shares of them). A new op without a row stops at
+// op_kernel_of with its name.
+static void forward_nothing(const struct mg_compute_params * p, struct mg_tensor * t) {
+    MG_UNUSED(p);   // a view or a leaf: the bytes are already there
+    MG_UNUSED(t);
+}
+
+static int64_t weight_rows(const struct mg_tensor * t) { return t->src[0]->ne[1]; }   // mul_mat: rows of a
+static int64_t index_count(const struct mg_tensor * t) { return t->src[1]->ne[0]; }   // get_rows: one row per index
+//@+ 09 set-rows
+static int64_t source_rows(const struct mg_tensor * t) { return mg_nrows(t->src[0]); }   // set_rows: rows of src
+//@- 09 set-rows
+
+struct op_kernel {
+    void    (*forward)(const struct mg_compute_params * p, struct mg_tensor * t);
+    int64_t (*n_rows)(const struct mg_tensor * t);
+};
+
+static const struct op_kernel op_kernels[MG_OP_COUNT] = {
+    [MG_OP_NONE]      = {forward_nothing, mg_nrows},
+    [MG_OP_VIEW]      = {forward_nothing, mg_nrows},
+    [MG_OP_RESHAPE]   = {forward_nothing, mg_nrows},
+    [MG_OP_PERMUTE]   = {forward_nothing, mg_nrows},
+    [MG_OP_TRANSPOSE] = {forward_nothing, mg_nrows},
+    [MG_OP_ADD]       = {forward_binary, mg_nrows},   // mg_nrows: one row of the result per row
+    [MG_OP_SUB]       = {forward_binary, mg_nrows},
+    [MG_OP_MUL]       = {forward_binary, mg_nrows},
+    [MG_OP_DIV]       = {forward_binary, mg_nrows},
+    [MG_OP_SCALE]     = {forward_unary, mg_nrows},
+    [MG_OP_SQR]       = {forward_unary, mg_nrows},
+    [MG_OP_SQRT]      = {forward_unary, mg_nrows},
+    [MG_OP_RELU]      = {forward_unary, mg_nrows},
+    [MG_OP_SILU]      = {forward_unary, mg_nrows},
+    [MG_OP_GELU]      = {forward_unary, mg_nrows},
+    [MG_OP_SUM_ROWS]  = {forward_sum_rows, mg_nrows},
+    [MG_OP_RMS_NORM]  = {forward_rms_norm, mg_nrows},
+    [MG_OP_SOFT_MAX]  = {forward_soft_max, mg_nrows},
+    [MG_OP_MUL_MAT]   = {forward_mul_mat, weight_rows},
+    [MG_OP_CONT]      = {forward_copy, mg_nelements},
+    [MG_OP_CPY]       = {forward_copy, mg_nelements},
+    [MG_OP_GET_ROWS]  = {forward_get_rows, index_count},
+    [MG_OP_ROPE]      = {forward_rope, mg_nrows},
+    //@+ 09 set-rows
+    [MG_OP_SET_ROWS]  = {forward_set_rows, source_rows},
+    //@- 09 set-rows
+    //@+ full fused-ops
+    [MG_OP_SWIGLU]     = {mg_compute_forward_swiglu, mg_nrows},
+    [MG_OP_FLASH_ATTN] = {mg_compute_forward_flash_attn, mg_flash_attn_n_blocks},
+    //@- full fused-ops
+};
+
+static const struct op_kernel * op_kernel_of(const struct mg_tensor * t) {
+    const bool known = (unsigned) t->op < MG_OP_COUNT && op_kernels[t->op].forward != NULL;
+    if (!known) mg_abort(__FILE__, __LINE__, "compute.c has no kernel for op %s (a row in op_kernels[])", mg_op_name(t->op));
+    return &op_kernels[t->op];
+}
+
+int64_t mg_compute_n_rows(const struct mg_tensor * t) {
+    return op_kernel_of(t)->n_rows(t);
+}
+
+void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t) {
+    op_kernel_of(t)->forward(p, t);
+}
+//@- 06 op-table
 
 //@+ 07 init-phase
 bool mg_compute_needs_init(const struct mg_tensor * t) {

@@ -447,68 +447,62 @@ static void forward_rope(const struct mg_compute_params * p, struct mg_tensor * 
 // Dispatch
 // ---------------------------------------------------------------------------
 
-// The rows a node's work is split by (threads take shares of them). No
-// default: a new op must say how it splits (-Wswitch).
+// From chapter 06 on, every chapter adds ops (RoPE here, set_rows in 09,
+// full/'s fused ones), so the ops are a table, an op a row: its kernel (the
+// case of ggml_compute_forward's switch) and the rows its work is split by
+// (threads take shares of them). A new op without a row stops at
+// op_kernel_of with its name.
+static void forward_nothing(const struct mg_compute_params * p, struct mg_tensor * t) {
+    MG_UNUSED(p);   // a view or a leaf: the bytes are already there
+    MG_UNUSED(t);
+}
+
+static int64_t weight_rows(const struct mg_tensor * t) { return t->src[0]->ne[1]; }   // mul_mat: rows of a
+static int64_t index_count(const struct mg_tensor * t) { return t->src[1]->ne[0]; }   // get_rows: one row per index
+
+struct op_kernel {
+    void    (*forward)(const struct mg_compute_params * p, struct mg_tensor * t);
+    int64_t (*n_rows)(const struct mg_tensor * t);
+};
+
+static const struct op_kernel op_kernels[MG_OP_COUNT] = {
+    [MG_OP_NONE]      = {forward_nothing, mg_nrows},
+    [MG_OP_VIEW]      = {forward_nothing, mg_nrows},
+    [MG_OP_RESHAPE]   = {forward_nothing, mg_nrows},
+    [MG_OP_PERMUTE]   = {forward_nothing, mg_nrows},
+    [MG_OP_TRANSPOSE] = {forward_nothing, mg_nrows},
+    [MG_OP_ADD]       = {forward_binary, mg_nrows},   // mg_nrows: one row of the result per row
+    [MG_OP_SUB]       = {forward_binary, mg_nrows},
+    [MG_OP_MUL]       = {forward_binary, mg_nrows},
+    [MG_OP_DIV]       = {forward_binary, mg_nrows},
+    [MG_OP_SCALE]     = {forward_unary, mg_nrows},
+    [MG_OP_SQR]       = {forward_unary, mg_nrows},
+    [MG_OP_SQRT]      = {forward_unary, mg_nrows},
+    [MG_OP_RELU]      = {forward_unary, mg_nrows},
+    [MG_OP_SILU]      = {forward_unary, mg_nrows},
+    [MG_OP_GELU]      = {forward_unary, mg_nrows},
+    [MG_OP_SUM_ROWS]  = {forward_sum_rows, mg_nrows},
+    [MG_OP_RMS_NORM]  = {forward_rms_norm, mg_nrows},
+    [MG_OP_SOFT_MAX]  = {forward_soft_max, mg_nrows},
+    [MG_OP_MUL_MAT]   = {forward_mul_mat, weight_rows},
+    [MG_OP_CONT]      = {forward_copy, mg_nelements},
+    [MG_OP_CPY]       = {forward_copy, mg_nelements},
+    [MG_OP_GET_ROWS]  = {forward_get_rows, index_count},
+    [MG_OP_ROPE]      = {forward_rope, mg_nrows},
+};
+
+static const struct op_kernel * op_kernel_of(const struct mg_tensor * t) {
+    const bool known = (unsigned) t->op < MG_OP_COUNT && op_kernels[t->op].forward != NULL;
+    if (!known) mg_abort(__FILE__, __LINE__, "compute.c has no kernel for op %s (a row in op_kernels[])", mg_op_name(t->op));
+    return &op_kernels[t->op];
+}
+
 int64_t mg_compute_n_rows(const struct mg_tensor * t) {
-    switch (t->op) {
-        case MG_OP_MUL_MAT:  return t->src[0]->ne[1];
-        case MG_OP_CONT:
-        case MG_OP_CPY:      return mg_nelements(t);
-        case MG_OP_GET_ROWS: return t->src[1]->ne[0];
-        case MG_OP_ROPE:
-        case MG_OP_NONE:
-        case MG_OP_VIEW:
-        case MG_OP_RESHAPE:
-        case MG_OP_PERMUTE:
-        case MG_OP_TRANSPOSE:
-        case MG_OP_ADD:
-        case MG_OP_SUB:
-        case MG_OP_MUL:
-        case MG_OP_DIV:
-        case MG_OP_SCALE:
-        case MG_OP_SQR:
-        case MG_OP_SQRT:
-        case MG_OP_RELU:
-        case MG_OP_SILU:
-        case MG_OP_GELU:
-        case MG_OP_SUM_ROWS:
-        case MG_OP_RMS_NORM:
-        case MG_OP_SOFT_MAX: return mg_nrows(t);   // one row of the result per row
-        case MG_OP_COUNT:    break;
-    }
-    MG_ASSERT(false && "MG_OP_COUNT is not an op");
-    return 0;
+    return op_kernel_of(t)->n_rows(t);
 }
 
 void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t) {
-    // No default: with -Wswitch, an op added to enum mg_op without a case
-    // here is a compile error, like the static_assert on the op tables.
-    switch (t->op) {
-        case MG_OP_NONE:
-        case MG_OP_VIEW:
-        case MG_OP_RESHAPE:
-        case MG_OP_PERMUTE:
-        case MG_OP_TRANSPOSE: break;   // nothing to compute: the bytes are already there
-        case MG_OP_ADD:
-        case MG_OP_SUB:
-        case MG_OP_MUL:
-        case MG_OP_DIV:       forward_binary(p, t);   break;
-        case MG_OP_SCALE:
-        case MG_OP_SQR:
-        case MG_OP_SQRT:
-        case MG_OP_RELU:
-        case MG_OP_SILU:
-        case MG_OP_GELU:      forward_unary(p, t);    break;
-        case MG_OP_SUM_ROWS:  forward_sum_rows(p, t); break;
-        case MG_OP_RMS_NORM:  forward_rms_norm(p, t); break;
-        case MG_OP_SOFT_MAX:  forward_soft_max(p, t); break;
-        case MG_OP_MUL_MAT:   forward_mul_mat(p, t);  break;
-        case MG_OP_CONT:
-        case MG_OP_CPY:       forward_copy(p, t);     break;
-        case MG_OP_GET_ROWS:  forward_get_rows(p, t); break;
-        case MG_OP_ROPE:      forward_rope(p, t);     break;
-        case MG_OP_COUNT:     MG_ASSERT(false && "MG_OP_COUNT is not an op");
-    }
+    op_kernel_of(t)->forward(p, t);
 }
 
 bool mg_compute_needs_init(const struct mg_tensor * t) {
