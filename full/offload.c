@@ -41,14 +41,19 @@ static int tensors_to_move(const struct mg_model * m, int n_gpu_layers, struct m
     return n;
 }
 
-// The device runs what it has shaders for (F32, and Q8_0, F16 and Q4_0 weights in
-// the mul_mat_*.comp shaders); a weight it could not multiply would only be copied
-// back to the CPU at every step, so it is refused.
+// The device runs what it has shaders for (F32, and F16, Q8_0, Q4_0, Q4_K and
+// Q6_K weights in the mul_mat_*.comp shaders); a weight it could not multiply
+// would only be copied back to the CPU at every step, so it is refused.
+static bool offloadable(enum mg_type type) {
+    return type == MG_TYPE_F32 || type == MG_TYPE_F16 || type == MG_TYPE_Q8_0 || type == MG_TYPE_Q4_0 ||
+           type == MG_TYPE_Q4_K || type == MG_TYPE_Q6_K;
+}
+
 static bool check_types(struct mg_tensor ** ts, int n, mg_backend_dev_t dev) {
     for (int i = 0; i < n; i++) {
-        if (ts[i]->type != MG_TYPE_F32 && ts[i]->type != MG_TYPE_Q8_0 && ts[i]->type != MG_TYPE_F16 &&
-            ts[i]->type != MG_TYPE_Q4_0) {
-            mg_set_error("%s is %s: offloading needs F32, F16, Q8_0 or Q4_0 weights for now (%s has no %s shaders yet)",
+        if (!offloadable(ts[i]->type)) {
+            mg_set_error("%s is %s: offloading needs F32, F16, Q8_0, Q4_0, Q4_K or Q6_K weights for now "
+                         "(%s has no %s shaders yet)",
                          ts[i]->name, mg_type_name(ts[i]->type), mg_backend_dev_name(dev),
                          mg_type_name(ts[i]->type));
             return false;

@@ -19,7 +19,7 @@
 struct mg_offload;
 
 // NULL, with mg_last_error() naming the tensor, for a weight of a type the
-// device's backend has no shader for (the Vulkan backend: F32 only so far)
+// device's backend has no shader for (the Vulkan backend: see offload.c)
 // or when its memory runs out; the model is unchanged then.
 struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev, int n_gpu_layers);
 

@@ -9,8 +9,8 @@
 // embeds in the library instead).
 //
 // What runs so far, F32 activations throughout: ADD and MUL (the second
-// operand broadcast), SILU, RMS_NORM, and MUL_MAT with F32, F16, Q8_0 or
-// Q4_0 weights.
+// operand broadcast), SILU, RMS_NORM, and MUL_MAT with F32, F16, Q8_0,
+// Q4_0, Q4_K or Q6_K weights.
 #define _POSIX_C_SOURCE 200809L
 #include "vulkan_internal.h"
 
@@ -22,10 +22,10 @@
 #endif
 
 enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16,
-             VK_OP_MUL_MAT_Q4_0, VK_OP_COUNT };
+             VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K, VK_OP_MUL_MAT_Q6_K, VK_OP_COUNT };
 static const char * const vk_op_shader[VK_OP_COUNT] = {"add.spv", "mul.spv", "silu.spv", "rms_norm.spv",
                                                        "mul_mat.spv", "mul_mat_q8_0.spv", "mul_mat_f16.spv",
-                                                       "mul_mat_q4_0.spv"};
+                                                       "mul_mat_q4_0.spv", "mul_mat_q4_k.spv", "mul_mat_q6_k.spv"};
 _Static_assert((int) VK_OP_COUNT <= (int) VK_MAX_PIPELINES, "struct vk_device has a pipeline per shader");
 
 enum { VK_GROUP = 256 };            // local_size_x of the shaders
@@ -70,6 +70,8 @@ static int mul_mat_op(enum mg_type type) {
     return type == MG_TYPE_Q8_0 ? VK_OP_MUL_MAT_Q8_0
          : type == MG_TYPE_F16  ? VK_OP_MUL_MAT_F16
          : type == MG_TYPE_Q4_0 ? VK_OP_MUL_MAT_Q4_0
+         : type == MG_TYPE_Q4_K ? VK_OP_MUL_MAT_Q4_K
+         : type == MG_TYPE_Q6_K ? VK_OP_MUL_MAT_Q6_K
                                 : VK_OP_MUL_MAT;
 }
 
@@ -134,15 +136,19 @@ static bool supports_mul_mat(const struct mg_tensor * t) {
            fits_u32(a) && fits_u32(b) && fits_u32(t);
 }
 
-// mul_mat_q8_0.comp and mul_mat_f16.comp: weights of this type in whole
-// blocks (blk values in bytes bytes) per row, rows packed, F32 activations and
+// mul_mat_quant.glsl's shaders: weights of this type in whole blocks (blk
+// values in bytes bytes) per row, consecutive within a row, rows and matrices
+// anywhere at even bytes (a block's fp16 scale is read as half a word: so
+// the F16 K and V views into the KV cache qualify too), F32 activations and
 // result, the same broadcast as mul_mat.comp.
 static bool supports_mul_mat_packed(const struct mg_tensor * t, enum mg_type type, int64_t blk, size_t bytes) {
     const struct mg_tensor * a = t->src[0], * b = t->src[1];
+    const bool even = a->nb[1] % 2 == 0 && a->nb[2] % 2 == 0 && a->nb[3] % 2 == 0 &&
+                      (a->view_src == NULL || a->view_offs % 2 == 0);
     return a->type == type && b->type == MG_TYPE_F32 && t->type == MG_TYPE_F32 && a->ne[0] % blk == 0 &&
-           a->nb[1] == (size_t) (a->ne[0] / blk) * bytes && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 &&
-           a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) &&
-           fits_u32(a) && fits_u32(b) && fits_u32(t);
+           a->nb[0] == bytes && even && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 && a->ne[3] > 0 &&
+           b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) && fits_u32(a) &&
+           fits_u32(b) && fits_u32(t);
 }
 
 static bool supports(const struct mg_tensor * t) {
@@ -154,6 +160,8 @@ static bool supports(const struct mg_tensor * t) {
         case VK_OP_MUL_MAT_Q8_0:        return supports_mul_mat_packed(t, MG_TYPE_Q8_0, 32, 34);
         case VK_OP_MUL_MAT_F16:         return supports_mul_mat_packed(t, MG_TYPE_F16, 1, 2);
         case VK_OP_MUL_MAT_Q4_0:        return supports_mul_mat_packed(t, MG_TYPE_Q4_0, 32, 18);
+        case VK_OP_MUL_MAT_Q4_K:        return supports_mul_mat_packed(t, MG_TYPE_Q4_K, 256, 144);
+        case VK_OP_MUL_MAT_Q6_K:        return supports_mul_mat_packed(t, MG_TYPE_Q6_K, 256, 210);
         default:                        return false;
     }
 }
@@ -227,7 +235,8 @@ static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * 
         case VK_OP_SILU:                params_unary(t, off, x); break;
         case VK_OP_RMS_NORM:            params_rms_norm(t, off, x); break;
         case VK_OP_MUL_MAT:             params_mul_mat(t, off, x); break;
-        case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0:
+        case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0: case VK_OP_MUL_MAT_Q4_K:
+        case VK_OP_MUL_MAT_Q6_K:
             params_mul_mat_bytes(t, off, x);
             break;
         case VK_OP_COUNT:               break;

@@ -219,13 +219,16 @@ START_TEST(test_silu_rms_norm_mul_mat_like_the_cpu) {
 }
 END_TEST
 
-// Q8_0 or F16 weights a {K, M, 2} times F32 b {K, N, 4} on the device, against a
-// reference made here: a's rows dequantized, then an F32 product summed in
-// double. The shader does the same arithmetic (d * q[j] exact in F32, F32
-// products; F16 halves are exact in F32), only summed in float in another order, so each element agrees to
-// 1e-5 of the sum of |a_k b_k| (K <= 256 float additions of rounding 6e-8 each
-// stay under 2e-5 only in the worst case; random signs leave far less). The
-// CPU's own mul_mat would not do: it quantizes b to Q8_0 first (errors ~1e-2).
+// Weights of a type (F16, Q8_0, Q4_0, Q4_K, Q6_K) a {K, M, 2} times F32 b
+// {K, N, 4} on the device, against a reference made here: a's rows
+// dequantized, then an F32 product summed in double. The shader does the
+// same arithmetic (d * q[j] exact in F32; the K-quants decode each weight as
+// mg_dequantize_row_* does; F16 halves are exact in F32), only summed in
+// float in another order, so each element agrees to 1e-5 of the sum of
+// |a_k b_k|: K float additions of rounding 6e-8 each could exceed that only
+// in the worst case (K > 166, all errors one way); random signs leave about
+// sqrt(K) of them, under 2e-6 for K = 768. The CPU's own mul_mat would not
+// do: it quantizes b to Q8_0 (Q8_K) first (errors ~1e-2).
 static void expect_like_dequantized(enum mg_type type, int64_t K, int64_t M, int64_t N, uint64_t seed) {
     mg_backend_dev_t    dev = vulkan_device();
     struct mg_context * ctx = mg_init((struct mg_init_params) {
@@ -250,6 +253,12 @@ static void expect_like_dequantized(enum mg_type type, int64_t K, int64_t M, int
     } else if (type == MG_TYPE_Q4_0) {
         mg_quantize_row_q4_0_ref(av, aq, K * M * 2);
         mg_dequantize_row_q4_0(aq, ad, K * M * 2);
+    } else if (type == MG_TYPE_Q4_K) {
+        mg_quantize_row_q4_K_ref(av, aq, K * M * 2);
+        mg_dequantize_row_q4_K(aq, ad, K * M * 2);
+    } else if (type == MG_TYPE_Q6_K) {
+        mg_quantize_row_q6_K_ref(av, aq, K * M * 2);
+        mg_dequantize_row_q6_K(aq, ad, K * M * 2);
     } else {
         mg_fp32_to_fp16_row(av, aq, K * M * 2);
         mg_fp16_to_fp32_row(aq, ad, K * M * 2);
@@ -294,6 +303,21 @@ START_TEST(test_mul_mat_q4_0_like_dequantized) {
     expect_like_dequantized(MG_TYPE_Q4_0, 32, 7, 3, 80);
     expect_like_dequantized(MG_TYPE_Q4_0, 96, 33, 5, 90);
     expect_like_dequantized(MG_TYPE_Q4_0, 256, 129, 1, 100);
+}
+END_TEST
+
+// The K-quants: super-blocks of 256 weights, 144 bytes (Q4_K, scales and
+// mins in 6 bits) and 210 bytes (Q6_K: its rows start off a word); one and
+// three super-blocks per row, M and N odd.
+START_TEST(test_mul_mat_q4_k_like_dequantized) {
+    expect_like_dequantized(MG_TYPE_Q4_K, 256, 7, 3, 110);
+    expect_like_dequantized(MG_TYPE_Q4_K, 768, 33, 5, 120);
+}
+END_TEST
+
+START_TEST(test_mul_mat_q6_k_like_dequantized) {
+    expect_like_dequantized(MG_TYPE_Q6_K, 256, 7, 3, 130);
+    expect_like_dequantized(MG_TYPE_Q6_K, 768, 33, 5, 140);
 }
 END_TEST
 
@@ -537,14 +561,48 @@ START_TEST(test_ngl_f16_model) {
 }
 END_TEST
 
+// Q4_K and Q6_K models with every layer on the device: the logits near the
+// CPU's, the same bits on every run. Near, not within 1e-3: the CPU
+// multiplies K-quant weights by activations quantized to Q8_K (one scale per
+// 256 values: coarser than Q8_0's 32), the shaders by the F32 activations;
+// measured 0.43 (Q4_K) and 0.48 (Q6_K) at most, 0.08 on average, on logits
+// up to 17.5. The shaders' own arithmetic is checked tightly above
+// (test_mul_mat_q4_k_like_dequantized).
+static void expect_k_quant_model_near_cpu(const char * type) {
+    char name[32], cpu_bin[32], g_bin[32], gb_bin[32];
+    snprintf(name, sizeof name, "%s.gguf", type);
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type %s --init scaled --untied "
+                                          "--seed 3 -o '%s'", type, mg_test_path_in(dir, name));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    snprintf(cpu_bin, sizeof cpu_bin, "%s_c.bin", type);
+    snprintf(g_bin, sizeof g_bin, "%s_g.bin", type);
+    snprintf(gb_bin, sizeof gb_bin, "%s_gb.bin", type);
+    size_t  nc, ng, ngb;
+    float * c  = logits_of(mg_test_path_in(dir, name), cpu_bin, "", &nc);
+    float * g  = logits_of(mg_test_path_in(dir, name), g_bin, "-ngl 99", &ng);
+    float * gb = logits_of(mg_test_path_in(dir, name), gb_bin, "-ngl 99", &ngb);
+    ck_assert_uint_eq(ng, nc);
+    ck_assert_uint_eq(ngb, nc);
+    ck_assert_msg(max_abs_diff(c, g, nc) <= 1.0f, "%s -ngl 99: %g", type, max_abs_diff(c, g, nc));
+    ck_assert_mem_eq(g, gb, ng * sizeof(float));
+    free(c), free(g), free(gb);
+}
+
+START_TEST(test_ngl_k_quant_models) {
+    expect_k_quant_model_near_cpu("q4_k");
+    expect_k_quant_model_near_cpu("q6_k");
+}
+END_TEST
+
 // What offloading cannot do yet is refused with the reason.
 START_TEST(test_ngl_refusals) {
-    struct mg_test_run q = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type q4_k -o '%s'",
-                                          mg_test_path_in(dir, "q4_k.gguf"));
+    struct mg_test_run q = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type q5_k -o '%s'",
+                                          mg_test_path_in(dir, "q5_k.gguf"));
     ck_assert_msg(q.status == 0, "%s", q.err);
     mg_test_run_free(&q);
-    mg_test_expect_mg_error(dir, "-ngl 99", "is q4_K: offloading needs F32, F16, Q8_0 or Q4_0 weights for now",
-                            "run -m '%s' -p hi -n 1 -ngl 99", mg_test_path_in(dir, "q4_k.gguf"));
+    mg_test_expect_mg_error(dir, "-ngl 99", "is q5_K: offloading needs F32, F16, Q8_0, Q4_0, Q4_K or Q6_K weights for now",
+                            "run -m '%s' -p hi -n 1 -ngl 99", mg_test_path_in(dir, "q5_k.gguf"));
     struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 -o '%s'",
                                           mg_test_path_in(dir, "f32.gguf"));
     ck_assert_msg(r.status == 0, "%s", r.err);
@@ -560,12 +618,13 @@ Suite * mg_test_suite(void) {
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
                              test_silu_rms_norm_mul_mat_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
-                             test_mul_mat_q4_0_like_dequantized,
+                             test_mul_mat_q4_0_like_dequantized, test_mul_mat_q4_k_like_dequantized,
+                             test_mul_mat_q6_k_like_dequantized,
                              test_ops_without_a_shader_are_refused,
                              test_scheduler_splits_between_device_and_cpu);
     tcase_set_timeout(tc, 120);
     TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_f16_model,
-                           test_ngl_refusals);
+                           test_ngl_k_quant_models, test_ngl_refusals);
     tcase_set_timeout(cli, 300);
     tcase_add_checked_fixture(cli, setup, teardown);
     return s;
