@@ -9,11 +9,16 @@
 // embeds in the library instead).
 //
 // What runs so far, F32 activations throughout: ADD and MUL (the second
-// operand broadcast), SILU, RMS_NORM, and MUL_MAT with F32, F16, Q8_0,
-// Q4_0, Q4_K or Q6_K weights.
+// operand broadcast), SILU, SWIGLU, RMS_NORM, ROPE (NEOX and NORMAL),
+// SOFT_MAX with a mask and a scale, CONT, and MUL_MAT with F32, F16, Q8_0,
+// Q4_0, Q4_K or Q6_K weights (F16 also for the attention over an F16 KV
+// cache). Not yet: GET_ROWS and SET_ROWS (the token embeddings and the KV
+// cache stay in host memory, where the device cannot read or write them).
 #define _POSIX_C_SOURCE 200809L
 #include "vulkan_internal.h"
+#include "ops.h"   // enum mg_rope_mode
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,11 +26,13 @@
 #error "MG_VK_SHADER_DIR must name the directory of the compiled shaders (full/Makefile sets it)"
 #endif
 
-enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16,
-             VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K, VK_OP_MUL_MAT_Q6_K, VK_OP_COUNT };
-static const char * const vk_op_shader[VK_OP_COUNT] = {"add.spv", "mul.spv", "silu.spv", "rms_norm.spv",
-                                                       "mul_mat.spv", "mul_mat_q8_0.spv", "mul_mat_f16.spv",
-                                                       "mul_mat_q4_0.spv", "mul_mat_q4_k.spv", "mul_mat_q6_k.spv"};
+enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_SWIGLU, VK_OP_RMS_NORM, VK_OP_ROPE, VK_OP_SOFT_MAX, VK_OP_CONT,
+             VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K,
+             VK_OP_MUL_MAT_Q6_K, VK_OP_COUNT };
+static const char * const vk_op_shader[VK_OP_COUNT] = {
+    "add.spv",          "mul.spv",          "silu.spv",         "swiglu.spv",       "rms_norm.spv",
+    "rope.spv",         "soft_max.spv",     "cont.spv",         "mul_mat.spv",      "mul_mat_q8_0.spv",
+    "mul_mat_f16.spv",  "mul_mat_q4_0.spv", "mul_mat_q4_k.spv", "mul_mat_q6_k.spv"};
 _Static_assert((int) VK_OP_COUNT <= (int) VK_MAX_PIPELINES, "struct vk_device has a pipeline per shader");
 
 enum { VK_GROUP = 256 };            // local_size_x of the shaders
@@ -81,6 +88,10 @@ static int op_of(const struct mg_tensor * t) {
         case MG_OP_ADD:      return VK_OP_ADD;
         case MG_OP_MUL:      return VK_OP_MUL;
         case MG_OP_SILU:     return VK_OP_SILU;
+        case MG_OP_SWIGLU:   return VK_OP_SWIGLU;
+        case MG_OP_ROPE:     return VK_OP_ROPE;
+        case MG_OP_SOFT_MAX: return VK_OP_SOFT_MAX;
+        case MG_OP_CONT:     return VK_OP_CONT;
         case MG_OP_RMS_NORM: return VK_OP_RMS_NORM;
         case MG_OP_MUL_MAT:  return mul_mat_op(t->src[0]->type);
         default:             return -1;
@@ -151,10 +162,50 @@ static bool supports_mul_mat_packed(const struct mg_tensor * t, enum mg_type typ
            fits_u32(b) && fits_u32(t);
 }
 
+// unary.comp with -DOP_SWIGLU: a, b and d contiguous, of one shape.
+static bool supports_swiglu(const struct mg_tensor * t) {
+    const struct mg_tensor * b = t->src[1];
+    return supports_rowwise(t) && b->type == MG_TYPE_F32 && fully_contiguous(b) && fits_u32(b) &&
+           mg_nelements(b) == mg_nelements(t);
+}
+
+// rope.comp: F32 rows, one I32 position per token (a's ne[2]), NEOX or
+// NORMAL pairs, no frequency factors (Llama 3's src[2] stays on the CPU).
+static bool supports_rope(const struct mg_tensor * t) {
+    const struct mg_tensor * a = t->src[0], * pos = t->src[1];
+    const int mode = mg_get_op_param_i32(t, 1);
+    return all_f32(t, 1) && rows_contiguous(a) && rows_contiguous(t) && pos->type == MG_TYPE_I32 &&
+           pos->nb[0] == 4 && pos->ne[0] == a->ne[2] && t->src[2] == NULL &&
+           (mode == MG_ROPE_NEOX || mode == MG_ROPE_NORMAL) && fits_groups(mg_nelements(t)) && fits_u32(a) &&
+           fits_u32(t);
+}
+
+// soft_max.comp: F32 rows, a workgroup each; the mask F32 and contiguous, or none.
+static bool supports_soft_max(const struct mg_tensor * t) {
+    const struct mg_tensor * a = t->src[0], * mask = t->src[1];
+    const bool mask_ok = mask == NULL || (mask->type == MG_TYPE_F32 && fully_contiguous(mask) &&
+                                          mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && fits_u32(mask));
+    return all_f32(t, 1) && rows_contiguous(a) && rows_contiguous(t) && mask_ok &&
+           a->ne[1] * a->ne[2] * a->ne[3] <= 65535 && fits_u32(a) && fits_u32(t);
+}
+
+// cont.comp: F32 of any float-aligned strides into a contiguous d of its shape.
+static bool supports_cont(const struct mg_tensor * t) {
+    const struct mg_tensor * a = t->src[0];
+    bool aligned = true;
+    for (int i = 0; i < MG_MAX_DIMS; i++) aligned = aligned && a->nb[i] % 4 == 0 && a->ne[i] == t->ne[i];
+    return all_f32(t, 1) && aligned && fully_contiguous(t) && fits_groups(mg_nelements(t)) && fits_u32(a) &&
+           fits_u32(t);
+}
+
 static bool supports(const struct mg_tensor * t) {
     switch (op_of(t)) {
         case VK_OP_ADD: case VK_OP_MUL: return supports_binary(t);
         case VK_OP_SILU:                return supports_rowwise(t);
+        case VK_OP_SWIGLU:              return supports_swiglu(t);
+        case VK_OP_ROPE:                return supports_rope(t);
+        case VK_OP_SOFT_MAX:            return supports_soft_max(t);
+        case VK_OP_CONT:                return supports_cont(t);
         case VK_OP_RMS_NORM:            return supports_rowwise(t) && t->ne[1] * t->ne[2] * t->ne[3] <= 65535;
         case VK_OP_MUL_MAT:             return supports_mul_mat(t);
         case VK_OP_MUL_MAT_Q8_0:        return supports_mul_mat_packed(t, MG_TYPE_Q8_0, 32, 34);
@@ -177,14 +228,23 @@ static void push_strides(struct vk_dispatch * x, const struct mg_tensor * t) {
     for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) (t->nb[i] / 4));
 }
 
+static void push_f32(struct vk_dispatch * x, float v) {
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    push(x, bits);
+}
+
+static void push_shape(struct vk_dispatch * x, const struct mg_tensor * t) {
+    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) t->ne[i]);
+}
+
 // Where a tensor starts, for the shaders that bind their buffers as floats.
 static uint32_t in_floats(size_t bytes) { return (uint32_t) (bytes / 4); }
 
 static uint32_t groups_for(int64_t n) { return (uint32_t) ((n + VK_GROUP - 1) / VK_GROUP); }
 
 static void params_binary(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
-    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) t->ne[i]);
-    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) t->src[1]->ne[i]);
+    push_shape(x, t), push_shape(x, t->src[1]);
     push(x, in_floats(off[0])), push_strides(x, t->src[0]);
     push(x, in_floats(off[1])), push_strides(x, t->src[1]);
     push(x, in_floats(off[3])), push_strides(x, t);
@@ -193,14 +253,44 @@ static void params_binary(const struct mg_tensor * t, const size_t * off, struct
 
 static void params_unary(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
     push(x, (uint32_t) mg_nelements(t)), push(x, in_floats(off[0])), push(x, in_floats(off[3]));
+    push(x, in_floats(off[1]));   // SWIGLU's b (a's own offset again for SILU, which has no src[1])
+    x->groups = groups_for(mg_nelements(t));
+}
+
+// theta_scale as compute.c's rope_angles makes it (powf here, on the host),
+// so that the angles start from the CPU's number.
+static void params_rope(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
+    const int n_rot = mg_get_op_param_i32(t, 0);
+    push_shape(x, t);
+    push(x, in_floats(off[0])), push_strides(x, t->src[0]);
+    push(x, in_floats(off[3])), push_strides(x, t);
+    push(x, in_floats(off[1])), push(x, (uint32_t) n_rot), push(x, mg_get_op_param_i32(t, 1) == MG_ROPE_NEOX);
+    push_f32(x, powf(mg_get_op_param_f32(t, 2), -2.0f / (float) n_rot));
+    push_f32(x, mg_get_op_param_f32(t, 3));
+    x->groups = groups_for(mg_nelements(t) / t->ne[0] * (t->ne[0] - n_rot / 2));   // an invocation per pair or copy
+}
+
+static void params_soft_max(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
+    const struct mg_tensor * mask = t->src[1];
+    push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]), push(x, (uint32_t) t->ne[2]);
+    push(x, in_floats(off[0])), push_strides(x, t->src[0]);
+    push(x, in_floats(off[3])), push_strides(x, t);
+    push(x, in_floats(off[1])), push(x, mask != NULL ? (uint32_t) (mask->nb[1] / 4) : 0), push(x, mask != NULL);
+    push_f32(x, mg_get_op_param_f32(t, 0));
+    x->groups = (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]);   // one workgroup per row
+}
+
+static void params_cont(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
+    push_shape(x, t);
+    push(x, in_floats(off[0]));
+    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) (t->src[0]->nb[i] / 4));
+    push(x, in_floats(off[3]));
     x->groups = groups_for(mg_nelements(t));
 }
 
 static void params_rms_norm(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
-    const float eps = mg_get_op_param_f32(t, 0);
-    uint32_t    eps_bits;
-    memcpy(&eps_bits, &eps, sizeof eps_bits);
-    push(x, (uint32_t) t->ne[0]), push(x, in_floats(off[0])), push(x, in_floats(off[3])), push(x, eps_bits);
+    push(x, (uint32_t) t->ne[0]), push(x, in_floats(off[0])), push(x, in_floats(off[3]));
+    push_f32(x, mg_get_op_param_f32(t, 0));   // eps
     x->groups = (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]);   // one workgroup per row
 }
 
@@ -232,7 +322,10 @@ static void params_mul_mat_bytes(const struct mg_tensor * t, const size_t * off,
 static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * off, struct vk_dispatch * x) {
     switch (op) {
         case VK_OP_ADD: case VK_OP_MUL: params_binary(t, off, x); break;
-        case VK_OP_SILU:                params_unary(t, off, x); break;
+        case VK_OP_SILU: case VK_OP_SWIGLU: params_unary(t, off, x); break;
+        case VK_OP_ROPE:                params_rope(t, off, x); break;
+        case VK_OP_SOFT_MAX:            params_soft_max(t, off, x); break;
+        case VK_OP_CONT:                params_cont(t, off, x); break;
         case VK_OP_RMS_NORM:            params_rms_norm(t, off, x); break;
         case VK_OP_MUL_MAT:             params_mul_mat(t, off, x); break;
         case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0: case VK_OP_MUL_MAT_Q4_K:

@@ -141,15 +141,18 @@ END_TEST
 
 // One op on the device and on the CPU, from the same inputs: every tensor of
 // the graph in one buffer of the backend's type, inputs set, graph computed,
-// the result read back. make_op builds the node from the leafs in[0..n_in).
+// the result read back. make_op builds the node from the leafs in[0..n_in),
+// F32 unless types says otherwise (types NULL: all F32; values[i] then points
+// at that type's elements). in_place: the result over in[0]'s bytes, as the
+// graph allocator places an op of ggml_op_can_inplace's list whose input dies.
 typedef struct mg_tensor * (*make_op_fn)(struct mg_context * ctx, struct mg_tensor ** in);
 
-static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values,
-                   float * out, size_t out_n) {
+static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const enum mg_type * types,
+                   const int64_t ne[][4], float ** values, float * out, size_t out_n, bool in_place) {
     struct mg_context * ctx = mg_init((struct mg_init_params) {
         .mem_size = 16 * mg_tensor_overhead() + mg_graph_overhead_custom(16), .no_alloc = true});
     struct mg_tensor * in[4];
-    for (int i = 0; i < n_in; i++) in[i] = mg_new_tensor(ctx, MG_TYPE_F32, 4, ne[i]);
+    for (int i = 0; i < n_in; i++) in[i] = mg_new_tensor(ctx, types != NULL ? types[i] : MG_TYPE_F32, 4, ne[i]);
     struct mg_tensor * t = make_op(ctx, in);
     struct mg_cgraph * g = mg_new_graph_custom(ctx, 16);
     mg_build_forward_expand(g, t);
@@ -163,9 +166,16 @@ static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const int
     size_t              used = 0;
     for (int i = 0; i <= n_in; i++) {
         struct mg_tensor * x = i < n_in ? in[i] : t;
-        ck_assert(mg_backend_tensor_alloc(buf, x, base + used));
+        ck_assert(mg_backend_tensor_alloc(buf, x, i == n_in && in_place ? (char *) in[0]->data : base + used));
         used += (mg_nbytes(x) + 255) / 256 * 256;
         if (i < n_in) mg_backend_tensor_set(x, values[i], 0, mg_nbytes(x));
+    }
+    for (int i = 0; i < g->n_nodes; i++) {   // views read their source's bytes (ggml_backend_view_init)
+        struct mg_tensor * v = g->nodes[i];
+        if (v->view_src != NULL && v->data == NULL) {
+            v->data   = (char *) v->view_src->data + v->view_offs;
+            v->buffer = v->view_src->buffer;
+        }
     }
     mg_backend_t be = mg_backend_dev_init(dev);
     ck_assert_msg(mg_backend_supports_op(be, t), "%s does not support %s", mg_backend_dev_name(dev), mg_op_name(t->op));
@@ -176,18 +186,26 @@ static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const int
     mg_free(ctx);
 }
 
-// The device's result within rel of the CPU's, element by element.
-static void expect_like_cpu(make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values, size_t out_n,
-                            float rel) {
-    float * on_dev = malloc(out_n * sizeof(float)), * on_cpu = malloc(out_n * sizeof(float));
-    run_op(vulkan_device(), make_op, n_in, ne, values, on_dev, out_n);
-    run_op(mg_backend_cpu_device(), make_op, n_in, ne, values, on_cpu, out_n);
+// The device's result within rel of the CPU's, element by element, and the
+// same bits when the device runs it again (and when it runs it in place).
+static void expect_typed_like_cpu(make_op_fn make_op, int n_in, const enum mg_type * types, const int64_t ne[][4],
+                                  float ** values, size_t out_n, float rel, bool in_place) {
+    float * on_dev = malloc(out_n * sizeof(float)), * again = malloc(out_n * sizeof(float));
+    float * on_cpu = malloc(out_n * sizeof(float));
+    run_op(vulkan_device(), make_op, n_in, types, ne, values, on_dev, out_n, false);
+    run_op(vulkan_device(), make_op, n_in, types, ne, values, again, out_n, in_place);
+    run_op(mg_backend_cpu_device(), make_op, n_in, types, ne, values, on_cpu, out_n, false);
     for (size_t i = 0; i < out_n; i++) {
         ck_assert_msg(fabsf(on_dev[i] - on_cpu[i]) <= rel * (1.0f + fabsf(on_cpu[i])), "[%zu] device %.9g, CPU %.9g", i,
                       on_dev[i], on_cpu[i]);
     }
-    free(on_dev);
-    free(on_cpu);
+    ck_assert_mem_eq(on_dev, again, out_n * sizeof(float));
+    free(on_dev), free(again), free(on_cpu);
+}
+
+static void expect_like_cpu(make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values, size_t out_n,
+                            float rel) {
+    expect_typed_like_cpu(make_op, n_in, NULL, ne, values, out_n, rel, false);
 }
 
 static float * random_values(size_t n, uint64_t seed) {
@@ -216,6 +234,63 @@ START_TEST(test_silu_rms_norm_mul_mat_like_the_cpu) {
     free(x[0]);
     free(ab[0]);
     free(ab[1]);
+}
+END_TEST
+
+// The attention's other ops, on odd shapes: SWIGLU; ROPE in both pair
+// layouts, positions up to 200, 32 of 48 elements turned (the rest copied),
+// also in place (the graph allocator's choice when its input dies); SOFT_MAX
+// of scaled scores plus a causal mask whose -inf entries must give exact
+// zeros (in place too), rows of 37 and of 300 (more than a workgroup); CONT
+// of a permuted view, which must copy every float exactly.
+static struct mg_tensor * make_swiglu(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_swiglu(ctx, in[0], in[1]);
+}
+static struct mg_tensor * make_rope_neox(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_rope(ctx, in[0], in[1], 32, MG_ROPE_NEOX, 1000000.0f, 1.0f);
+}
+static struct mg_tensor * make_rope_normal(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_rope(ctx, in[0], in[1], 32, MG_ROPE_NORMAL, 10000.0f, 0.5f);
+}
+static struct mg_tensor * make_soft_max(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_soft_max_ext(ctx, in[0], in[1], 0.125f);
+}
+static struct mg_tensor * make_soft_max_plain(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_soft_max(ctx, in[0]);
+}
+static struct mg_tensor * make_cont(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_cont(ctx, mg_permute(ctx, in[0], 0, 2, 1, 3));
+}
+
+START_TEST(test_swiglu_rope_soft_max_cont_like_the_cpu) {
+    const int64_t ne_ab[2][4] = {{1000, 3, 2, 1}, {1000, 3, 2, 1}};
+    float *       ab[2]       = {random_values(6000, 4), random_values(6000, 5)};
+    expect_like_cpu(make_swiglu, 2, ne_ab, ab, 6000, 2e-6f);
+
+    const enum mg_type rope_types[2] = {MG_TYPE_F32, MG_TYPE_I32};
+    const int64_t      ne_rope[2][4] = {{48, 3, 5, 1}, {5, 1, 1, 1}};
+    int32_t            pos[5]        = {0, 1, 7, 63, 200};
+    float *            rope_in[2]    = {random_values(48 * 3 * 5, 6), (float *) pos};
+    expect_typed_like_cpu(make_rope_neox, 2, rope_types, ne_rope, rope_in, 48 * 3 * 5, 1e-5f, true);
+    expect_typed_like_cpu(make_rope_normal, 2, rope_types, ne_rope, rope_in, 48 * 3 * 5, 1e-5f, true);
+
+    // Scores {n_kv 37, T 5, H 3}; mask row t allows positions 0 .. 32 + t.
+    const int64_t ne_sm[2][4] = {{37, 5, 3, 1}, {37, 8, 1, 1}};
+    float *       mask        = malloc(37 * 8 * sizeof(float));
+    for (int t = 0; t < 8; t++) {
+        for (int k = 0; k < 37; k++) mask[t * 37 + k] = k <= 32 + t ? 0.0f : -INFINITY;
+    }
+    float * sm[2] = {random_values(37 * 5 * 3, 7), mask};
+    for (size_t i = 0; i < 37 * 5 * 3; i++) sm[0][i] *= 20.0f;   // scores as large as attention's
+    expect_typed_like_cpu(make_soft_max, 2, NULL, ne_sm, sm, 37 * 5 * 3, 1e-6f, true);
+    const int64_t ne_long[1][4] = {{300, 2, 2, 1}};
+    float *       sm_long[1]    = {random_values(1200, 8)};
+    expect_like_cpu(make_soft_max_plain, 1, ne_long, sm_long, 1200, 1e-6f);
+
+    const int64_t ne_c[1][4] = {{7, 5, 3, 2}};
+    float *       c[1]       = {random_values(210, 9)};
+    expect_like_cpu(make_cont, 1, ne_c, c, 210, 0.0f);
+    free(ab[0]), free(ab[1]), free(rope_in[0]), free(sm[0]), free(mask), free(sm_long[0]), free(c[0]);
 }
 END_TEST
 
@@ -617,7 +692,7 @@ Suite * mg_test_suite(void) {
     Suite * s = suite_create("vulkan");
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
-                             test_silu_rms_norm_mul_mat_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
+                             test_silu_rms_norm_mul_mat_like_the_cpu, test_swiglu_rope_soft_max_cont_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
                              test_mul_mat_q4_0_like_dequantized, test_mul_mat_q4_k_like_dequantized,
                              test_mul_mat_q6_k_like_dequantized,
                              test_ops_without_a_shader_are_refused,
