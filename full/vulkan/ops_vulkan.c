@@ -12,8 +12,9 @@
 // operand broadcast), SILU, SWIGLU, RMS_NORM, ROPE (NEOX and NORMAL),
 // SOFT_MAX with a mask and a scale, CONT, and MUL_MAT with F32, F16, Q8_0,
 // Q4_0, Q4_K or Q6_K weights (F16 also for the attention over an F16 KV
-// cache). Not yet: GET_ROWS and SET_ROWS (the token embeddings and the KV
-// cache stay in host memory, where the device cannot read or write them).
+// cache), and SET_ROWS into an F32 or F16 cache in device memory. Not yet:
+// GET_ROWS (the token embeddings stay in host memory, as does the KV cache
+// for now: the scheduler keeps the ops that write it on the CPU).
 #define _POSIX_C_SOURCE 200809L
 #include "vulkan_internal.h"
 #include "ops.h"   // enum mg_rope_mode
@@ -27,12 +28,12 @@
 #endif
 
 enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_SWIGLU, VK_OP_RMS_NORM, VK_OP_ROPE, VK_OP_SOFT_MAX, VK_OP_CONT,
-             VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K,
+             VK_OP_SET_ROWS, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K,
              VK_OP_MUL_MAT_Q6_K, VK_OP_COUNT };
 static const char * const vk_op_shader[VK_OP_COUNT] = {
     "add.spv",          "mul.spv",          "silu.spv",         "swiglu.spv",       "rms_norm.spv",
-    "rope.spv",         "soft_max.spv",     "cont.spv",         "mul_mat.spv",      "mul_mat_q8_0.spv",
-    "mul_mat_f16.spv",  "mul_mat_q4_0.spv", "mul_mat_q4_k.spv", "mul_mat_q6_k.spv"};
+    "rope.spv",         "soft_max.spv",     "cont.spv",         "set_rows.spv",     "mul_mat.spv",
+    "mul_mat_q8_0.spv", "mul_mat_f16.spv",  "mul_mat_q4_0.spv", "mul_mat_q4_k.spv", "mul_mat_q6_k.spv"};
 _Static_assert((int) VK_OP_COUNT <= (int) VK_MAX_PIPELINES, "struct vk_device has a pipeline per shader");
 
 enum { VK_GROUP = 256 };            // local_size_x of the shaders
@@ -92,6 +93,7 @@ static int op_of(const struct mg_tensor * t) {
         case MG_OP_ROPE:     return VK_OP_ROPE;
         case MG_OP_SOFT_MAX: return VK_OP_SOFT_MAX;
         case MG_OP_CONT:     return VK_OP_CONT;
+        case MG_OP_SET_ROWS: return VK_OP_SET_ROWS;
         case MG_OP_RMS_NORM: return VK_OP_RMS_NORM;
         case MG_OP_MUL_MAT:  return mul_mat_op(t->src[0]->type);
         default:             return -1;
@@ -198,6 +200,18 @@ static bool supports_cont(const struct mg_tensor * t) {
            fits_u32(t);
 }
 
+// set_rows.comp: F32 rows into an F32 (rows on whole words) or F16
+// destination. The scheduler keeps the node where the destination's memory
+// is: a cache in host memory keeps it on the CPU.
+static bool supports_set_rows(const struct mg_tensor * t) {
+    const struct mg_tensor * src = t->src[0], * idx = t->src[1], * dst = t->src[2];
+    const bool f16 = dst->type == MG_TYPE_F16;
+    return src->type == MG_TYPE_F32 && rows_contiguous(src) && idx->type == MG_TYPE_I32 && fully_contiguous(idx) &&
+           (f16 || dst->type == MG_TYPE_F32) && dst->nb[0] == (f16 ? 2u : 4u) &&
+           (f16 || (dst->nb[1] % 4 == 0 && t->view_offs % 4 == 0)) &&
+           fits_groups(mg_nelements(src)) && fits_u32(src) && fits_u32(dst);
+}
+
 static bool supports(const struct mg_tensor * t) {
     switch (op_of(t)) {
         case VK_OP_ADD: case VK_OP_MUL: return supports_binary(t);
@@ -206,6 +220,7 @@ static bool supports(const struct mg_tensor * t) {
         case VK_OP_ROPE:                return supports_rope(t);
         case VK_OP_SOFT_MAX:            return supports_soft_max(t);
         case VK_OP_CONT:                return supports_cont(t);
+        case VK_OP_SET_ROWS:            return supports_set_rows(t);
         case VK_OP_RMS_NORM:            return supports_rowwise(t) && t->ne[1] * t->ne[2] * t->ne[3] <= 65535;
         case VK_OP_MUL_MAT:             return supports_mul_mat(t);
         case VK_OP_MUL_MAT_Q8_0:        return supports_mul_mat_packed(t, MG_TYPE_Q8_0, 32, 34);
@@ -319,6 +334,17 @@ static void params_mul_mat_bytes(const struct mg_tensor * t, const size_t * off,
     x->groups = groups_for(mg_nelements(t));
 }
 
+static void params_set_rows(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
+    const struct mg_tensor * src = t->src[0], * dst = t->src[2];
+    push(x, (uint32_t) src->ne[0]), push(x, (uint32_t) src->ne[1]), push(x, (uint32_t) src->ne[2]);
+    push(x, (uint32_t) mg_nelements(src));
+    push(x, in_floats(off[0])), push_strides(x, src);
+    push(x, in_floats(off[1]));
+    push(x, (uint32_t) off[3]), push(x, (uint32_t) dst->nb[1]);
+    push(x, (uint32_t) dst->ne[1]), push(x, dst->type == MG_TYPE_F16);
+    x->groups = groups_for(mg_nelements(src));
+}
+
 static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * off, struct vk_dispatch * x) {
     switch (op) {
         case VK_OP_ADD: case VK_OP_MUL: params_binary(t, off, x); break;
@@ -326,6 +352,7 @@ static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * 
         case VK_OP_ROPE:                params_rope(t, off, x); break;
         case VK_OP_SOFT_MAX:            params_soft_max(t, off, x); break;
         case VK_OP_CONT:                params_cont(t, off, x); break;
+        case VK_OP_SET_ROWS:            params_set_rows(t, off, x); break;
         case VK_OP_RMS_NORM:            params_rms_norm(t, off, x); break;
         case VK_OP_MUL_MAT:             params_mul_mat(t, off, x); break;
         case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0: case VK_OP_MUL_MAT_Q4_K:

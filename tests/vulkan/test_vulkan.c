@@ -294,6 +294,66 @@ START_TEST(test_swiglu_rope_soft_max_cont_like_the_cpu) {
 }
 END_TEST
 
+// SET_ROWS of src {ne0, n1, n2} into rows idx[] of an F32 or F16 dst
+// {ne0, rows}, both in the device's memory (as a cache on the device would
+// be), against the CPU's bytes: equal, F16 rounding included. dst starts
+// filled with a pattern, so the rows not written must keep it.
+static void expect_set_rows_like_cpu(enum mg_type dst_type, int64_t ne0, int64_t n1, int64_t n2, int64_t rows,
+                                     const int32_t * idx, const float * src_values) {
+    unsigned char * got[2] = {NULL, NULL};
+    size_t          bytes  = 0;
+    for (int run = 0; run < 2; run++) {
+        mg_backend_dev_t    dev = run == 0 ? vulkan_device() : mg_backend_cpu_device();
+        struct mg_context * ctx = mg_init((struct mg_init_params) {
+            .mem_size = 8 * mg_tensor_overhead() + mg_graph_overhead_custom(8), .no_alloc = true});
+        struct mg_tensor * dst = mg_new_tensor_2d(ctx, dst_type, ne0, rows);
+        struct mg_tensor * src = mg_new_tensor_3d(ctx, MG_TYPE_F32, ne0, n1, n2);
+        struct mg_tensor * ids = mg_new_tensor_1d(ctx, MG_TYPE_I32, n1 * n2);
+        struct mg_tensor * t   = mg_set_rows(ctx, dst, src, ids);
+        struct mg_cgraph * g   = mg_new_graph_custom(ctx, 8);
+        mg_build_forward_expand(g, t);
+        mg_backend_buffer_t buf  = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), 3 * 4096);
+        char *              base = mg_backend_buffer_get_base(buf);
+        ck_assert(mg_nbytes(dst) <= 4096 && mg_nbytes(src) <= 4096);
+        ck_assert(mg_backend_tensor_alloc(buf, dst, base) && mg_backend_tensor_alloc(buf, src, base + 4096) &&
+                  mg_backend_tensor_alloc(buf, ids, base + 8192));
+        t->data = dst->data, t->buffer = dst->buffer;   // the result is dst's bytes (ggml_backend_view_init)
+        bytes   = mg_nbytes(dst);
+        got[run] = malloc(bytes);
+        for (size_t i = 0; i < bytes; i++) got[run][i] = (unsigned char) (i * 37 + 11);
+        mg_backend_tensor_set(dst, got[run], 0, bytes);
+        mg_backend_tensor_set(src, src_values, 0, mg_nbytes(src));
+        mg_backend_tensor_set(ids, idx, 0, mg_nbytes(ids));
+        mg_backend_t be = mg_backend_dev_init(dev);
+        ck_assert_msg(mg_backend_supports_op(be, t), "%s: SET_ROWS into %s", mg_backend_dev_name(dev),
+                      mg_type_name(dst_type));
+        ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
+        mg_backend_tensor_get(dst, got[run], 0, bytes);
+        mg_backend_free(be);
+        mg_backend_buffer_free(buf);
+        mg_free(ctx);
+    }
+    ck_assert_mem_eq(got[0], got[1], bytes);
+    free(got[0]), free(got[1]);
+}
+
+// K's store (rows of 6 values, a src of 2 x 3 rows), V's (rows of one F16:
+// neighbouring halves of a word written by different invocations), and
+// values that round to F16 in every way: ties, subnormals, overflow to inf.
+START_TEST(test_set_rows_like_the_cpu) {
+    float * k = random_values(36, 11);
+    k[0] = 65520.0f, k[1] = -1e-6f, k[2] = 1.0f + 1.0f / 2048.0f, k[3] = 3e-8f, k[4] = 65504.0f, k[5] = 1e-5f;
+    const int32_t k_idx[6] = {8, 0, 3, 5, 1, 6};
+    expect_set_rows_like_cpu(MG_TYPE_F16, 6, 3, 2, 9, k_idx, k);
+    expect_set_rows_like_cpu(MG_TYPE_F32, 6, 3, 2, 9, k_idx, k);
+    float * v = random_values(33, 12);
+    int32_t v_idx[33];
+    for (int i = 0; i < 33; i++) v_idx[i] = (i * 7) % 40;   // scattered over 40 rows, 7 untouched
+    expect_set_rows_like_cpu(MG_TYPE_F16, 1, 33, 1, 40, v_idx, v);
+    free(k), free(v);
+}
+END_TEST
+
 // Weights of a type (F16, Q8_0, Q4_0, Q4_K, Q6_K) a {K, M, 2} times F32 b
 // {K, N, 4} on the device, against a reference made here: a's rows
 // dequantized, then an F32 product summed in double. The shader does the
@@ -692,7 +752,8 @@ Suite * mg_test_suite(void) {
     Suite * s = suite_create("vulkan");
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
-                             test_silu_rms_norm_mul_mat_like_the_cpu, test_swiglu_rope_soft_max_cont_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
+                             test_silu_rms_norm_mul_mat_like_the_cpu, test_swiglu_rope_soft_max_cont_like_the_cpu,
+                             test_set_rows_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
                              test_mul_mat_q4_0_like_dequantized, test_mul_mat_q4_k_like_dequantized,
                              test_mul_mat_q6_k_like_dequantized,
                              test_ops_without_a_shader_are_refused,
