@@ -309,25 +309,15 @@ static void params_rms_norm(const struct mg_tensor * t, const size_t * off, stru
     x->groups = (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]);   // one workgroup per row
 }
 
-static void params_mul_mat(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
+// mul_mat.comp takes a's offset and strides in floats; the packed-weight
+// shaders (a_in_bytes) in bytes: Q8_0 rows of 34-byte blocks and F16 rows of
+// odd length need not start on a float.
+static void params_mul_mat(const struct mg_tensor * t, const size_t * off, bool a_in_bytes, struct vk_dispatch * x) {
     const struct mg_tensor * a = t->src[0], * b = t->src[1];
     push(x, (uint32_t) a->ne[0]), push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]);
     push(x, (uint32_t) t->ne[2]), push(x, (uint32_t) t->ne[3]);
-    push(x, in_floats(off[0])), push_strides(x, a);
-    push(x, in_floats(off[1])), push_strides(x, b);
-    push(x, in_floats(off[3])), push_strides(x, t);
-    push(x, (uint32_t) (b->ne[2] / a->ne[2])), push(x, (uint32_t) (b->ne[3] / a->ne[3]));
-    x->groups = groups_for(mg_nelements(t));
-}
-
-// As params_mul_mat, but a's offset and strides in bytes: Q8_0 rows of 34-byte
-// blocks and F16 rows of odd length need not start on a float.
-static void params_mul_mat_bytes(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
-    const struct mg_tensor * a = t->src[0], * b = t->src[1];
-    push(x, (uint32_t) a->ne[0]), push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]);
-    push(x, (uint32_t) t->ne[2]), push(x, (uint32_t) t->ne[3]);
-    push(x, (uint32_t) off[0]);
-    for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) a->nb[i]);
+    push(x, a_in_bytes ? (uint32_t) off[0] : in_floats(off[0]));
+    for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) (a_in_bytes ? a->nb[i] : a->nb[i] / 4));
     push(x, in_floats(off[1])), push_strides(x, b);
     push(x, in_floats(off[3])), push_strides(x, t);
     push(x, (uint32_t) (b->ne[2] / a->ne[2])), push(x, (uint32_t) (b->ne[3] / a->ne[3]));
@@ -354,10 +344,10 @@ static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * 
         case VK_OP_CONT:                params_cont(t, off, x); break;
         case VK_OP_SET_ROWS:            params_set_rows(t, off, x); break;
         case VK_OP_RMS_NORM:            params_rms_norm(t, off, x); break;
-        case VK_OP_MUL_MAT:             params_mul_mat(t, off, x); break;
+        case VK_OP_MUL_MAT:             params_mul_mat(t, off, false, x); break;
         case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0: case VK_OP_MUL_MAT_Q4_K:
         case VK_OP_MUL_MAT_Q6_K:
-            params_mul_mat_bytes(t, off, x);
+            params_mul_mat(t, off, true, x);
             break;
         case VK_OP_COUNT:               break;
     }
