@@ -10,7 +10,8 @@
 //
 // The token embeddings stay in host memory, as in llama.cpp: their op is a
 // row lookup, cheapest where the token ids are. A tied output matrix (the
-// embeddings again) stays with them.
+// embeddings again) gets a copy of its own on the device, as llama.cpp
+// duplicates it: model->output points at that copy until mg_offload_restore.
 #pragma once
 
 #include "backend.h"

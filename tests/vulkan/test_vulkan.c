@@ -671,6 +671,40 @@ START_TEST(test_ngl_demo_model_q8_0) {
 }
 END_TEST
 
+// With every layer on the device, what the CPU still runs is what touches
+// host memory: GET_ROWS of the token embeddings and SET_ROWS into the KV
+// cache (MG_TRACE=sched lists each split's ops). The demo's output matrix is
+// its embeddings (tied), copied to the device for result_output.
+// Every op of a split's "(OP name, OP name, ...)" list in [ops, end) reads
+// or writes host memory.
+static bool only_host_memory_ops(const char * ops, const char * end) {
+    for (const char * op = ops; op != NULL && op < end;) {
+        if (strncmp(op, "GET_ROWS ", 9) != 0 && strncmp(op, "SET_ROWS ", 9) != 0) return false;
+        const char * next = strstr(op, ", ");
+        op = next != NULL ? next + 2 : NULL;
+    }
+    return true;
+}
+
+START_TEST(test_ngl_cpu_keeps_only_host_memory_ops) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "run -m '%s' -p '床前明月光' -n 2 --temp 0 -ngl 99 --trace sched",
+                                          mg_test_root("models/fortune-toy-q8_0.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    int cpu_splits = 0, graphs = 0;
+    for (const char * g = strstr(r.err, "] graph of "); g != NULL; g = strstr(g + 1, "] graph of ")) graphs++;
+    for (const char * line = strstr(r.err, ": CPU, nodes "); line != NULL; line = strstr(line + 1, ": CPU, nodes ")) {
+        const char * ops = strchr(line, '('), * end = strchr(line, ')');
+        ck_assert(ops != NULL && end != NULL && ops < end);
+        ck_assert_msg(only_host_memory_ops(ops + 1, end), "on the CPU: %.*s", (int) (end + 1 - line), line);
+        cpu_splits++;
+    }
+    // Per graph of the 4-layer model: the embeddings' lookup, then each layer's K and V stores.
+    ck_assert_int_gt(graphs, 0);
+    ck_assert_int_eq(cpu_splits, graphs * (1 + 4 * 2));
+    mg_test_run_free(&r);
+}
+END_TEST
+
 // An F16 model with every layer on the device: the CPU's greedy text, logits
 // within 5e-2 (0.016 measured, on logits up to 17: the CPU rounds the
 // activations to F16 for its F16 dot products, the shader keeps them F32, and
@@ -759,7 +793,8 @@ Suite * mg_test_suite(void) {
                              test_ops_without_a_shader_are_refused,
                              test_scheduler_splits_between_device_and_cpu);
     tcase_set_timeout(tc, 120);
-    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_f16_model,
+    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_cpu_keeps_only_host_memory_ops,
+                           test_ngl_f16_model,
                            test_ngl_k_quant_models, test_ngl_refusals);
     tcase_set_timeout(cli, 300);
     tcase_add_checked_fixture(cli, setup, teardown);
