@@ -7,8 +7,7 @@
 // a row of its blocks (ggml-vulkan shares mul_mat_vec_base.comp the same way,
 // and each type's dequant funcs).
 //
-// Blocks are rarely 4-byte aligned (34, 18, 144, 210 bytes), so a is bound as
-// 32-bit words and read byte by byte; a_off and a's strides are in bytes.
+// a is read by the byte (bytes.glsl); a_off and a's strides are in bytes.
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
@@ -23,9 +22,7 @@ layout(push_constant) uniform Params {
     uint r2, r3;                          // b's matrices per a's, in dims 2 and 3
 } p;
 
-uint  byte_at(uint i)  { return (a[i >> 2] >> ((i & 3u) * 8u)) & 0xffu; }
-int   int8_at(uint i)  { return int(byte_at(i) << 24) >> 24; }   // sign-extended
-float half_at(uint i)  { return unpackHalf2x16(a[i >> 2] >> ((i & 2u) * 8u)).x; }   // i is even
+#include "bytes.glsl"
 
 // Row m of a, starting at byte ra, times row n of b, starting at float rb.
 float row_dot(uint ra, uint rb);

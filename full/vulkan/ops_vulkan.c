@@ -12,9 +12,10 @@
 // operand broadcast), SILU, SWIGLU, RMS_NORM, ROPE (NEOX and NORMAL),
 // SOFT_MAX with a mask and a scale, CONT, and MUL_MAT with F32, F16, Q8_0,
 // Q4_0, Q4_K or Q6_K weights (F16 also for the attention over an F16 KV
-// cache), and SET_ROWS into an F32 or F16 cache in device memory. Not yet:
-// GET_ROWS (the token embeddings stay in host memory, as does the KV cache
-// for now: the scheduler keeps the ops that write it on the CPU).
+// cache), SET_ROWS into an F32 or F16 cache in device memory, and GET_ROWS
+// of F32, F16, Q8_0 and Q4_0 rows. The token embeddings stay in host memory
+// (offload.h), as does the KV cache for now, so the scheduler keeps those
+// two on the CPU in a model's graph.
 #define _POSIX_C_SOURCE 200809L
 #include "vulkan_internal.h"
 #include "ops.h"   // enum mg_rope_mode
@@ -28,11 +29,12 @@
 #endif
 
 enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_SWIGLU, VK_OP_RMS_NORM, VK_OP_ROPE, VK_OP_SOFT_MAX, VK_OP_CONT,
-             VK_OP_SET_ROWS, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K,
+             VK_OP_SET_ROWS, VK_OP_GET_ROWS, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K,
              VK_OP_MUL_MAT_Q6_K, VK_OP_COUNT };
 static const char * const vk_op_shader[VK_OP_COUNT] = {
     "add.spv",          "mul.spv",          "silu.spv",         "swiglu.spv",       "rms_norm.spv",
-    "rope.spv",         "soft_max.spv",     "cont.spv",         "set_rows.spv",     "mul_mat.spv",
+    "rope.spv",         "soft_max.spv",     "cont.spv",         "set_rows.spv",     "get_rows.spv",
+    "mul_mat.spv",
     "mul_mat_q8_0.spv", "mul_mat_f16.spv",  "mul_mat_q4_0.spv", "mul_mat_q4_k.spv", "mul_mat_q6_k.spv"};
 _Static_assert((int) VK_OP_COUNT <= (int) VK_MAX_PIPELINES, "struct vk_device has a pipeline per shader");
 
@@ -94,6 +96,7 @@ static int op_of(const struct mg_tensor * t) {
         case MG_OP_SOFT_MAX: return VK_OP_SOFT_MAX;
         case MG_OP_CONT:     return VK_OP_CONT;
         case MG_OP_SET_ROWS: return VK_OP_SET_ROWS;
+        case MG_OP_GET_ROWS: return VK_OP_GET_ROWS;
         case MG_OP_RMS_NORM: return VK_OP_RMS_NORM;
         case MG_OP_MUL_MAT:  return mul_mat_op(t->src[0]->type);
         default:             return -1;
@@ -212,6 +215,16 @@ static bool supports_set_rows(const struct mg_tensor * t) {
            fits_groups(mg_nelements(src)) && fits_u32(src) && fits_u32(dst);
 }
 
+// get_rows.comp: rows of an F32, F16, Q8_0 or Q4_0 matrix (not a view), F32 out.
+static bool supports_get_rows(const struct mg_tensor * t) {
+    const struct mg_tensor * a = t->src[0], * ids = t->src[1];
+    const bool type_ok = a->type == MG_TYPE_F32 || a->type == MG_TYPE_F16 || a->type == MG_TYPE_Q8_0 ||
+                         a->type == MG_TYPE_Q4_0;
+    return type_ok && a->view_src == NULL && a->nb[0] == mg_type_size(a->type) &&
+           ids->type == MG_TYPE_I32 && fully_contiguous(ids) && t->type == MG_TYPE_F32 && fully_contiguous(t) &&
+           fits_groups(mg_nelements(t)) && fits_u32(a) && fits_u32(t);
+}
+
 static bool supports(const struct mg_tensor * t) {
     switch (op_of(t)) {
         case VK_OP_ADD: case VK_OP_MUL: return supports_binary(t);
@@ -221,6 +234,7 @@ static bool supports(const struct mg_tensor * t) {
         case VK_OP_SOFT_MAX:            return supports_soft_max(t);
         case VK_OP_CONT:                return supports_cont(t);
         case VK_OP_SET_ROWS:            return supports_set_rows(t);
+        case VK_OP_GET_ROWS:            return supports_get_rows(t);
         case VK_OP_RMS_NORM:            return supports_rowwise(t) && t->ne[1] * t->ne[2] * t->ne[3] <= 65535;
         case VK_OP_MUL_MAT:             return supports_mul_mat(t);
         case VK_OP_MUL_MAT_Q8_0:        return supports_mul_mat_packed(t, MG_TYPE_Q8_0, 32, 34);
@@ -335,6 +349,15 @@ static void params_set_rows(const struct mg_tensor * t, const size_t * off, stru
     x->groups = groups_for(mg_nelements(src));
 }
 
+static void params_get_rows(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
+    const struct mg_tensor * a = t->src[0];
+    push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) mg_nelements(t));
+    push(x, (uint32_t) off[0]), push(x, (uint32_t) a->nb[1]);
+    push(x, in_floats(off[1])), push(x, in_floats(off[3]));
+    push(x, (uint32_t) a->ne[1]), push(x, (uint32_t) a->type);   // get_rows.comp's type numbers are enum mg_type's
+    x->groups = groups_for(mg_nelements(t));
+}
+
 static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * off, struct vk_dispatch * x) {
     switch (op) {
         case VK_OP_ADD: case VK_OP_MUL: params_binary(t, off, x); break;
@@ -343,6 +366,7 @@ static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * 
         case VK_OP_SOFT_MAX:            params_soft_max(t, off, x); break;
         case VK_OP_CONT:                params_cont(t, off, x); break;
         case VK_OP_SET_ROWS:            params_set_rows(t, off, x); break;
+        case VK_OP_GET_ROWS:            params_get_rows(t, off, x); break;
         case VK_OP_RMS_NORM:            params_rms_norm(t, off, x); break;
         case VK_OP_MUL_MAT:             params_mul_mat(t, off, false, x); break;
         case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0: case VK_OP_MUL_MAT_Q4_K:

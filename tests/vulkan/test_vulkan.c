@@ -354,6 +354,35 @@ START_TEST(test_set_rows_like_the_cpu) {
 }
 END_TEST
 
+// GET_ROWS of an F32, F16, Q8_0 or Q4_0 table, rows picked out of order and
+// twice: the same floats as the CPU's (both decode with one multiplication).
+static struct mg_tensor * make_get_rows(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_get_rows(ctx, in[0], in[1]);
+}
+
+static void expect_get_rows_like_cpu(enum mg_type type, int64_t ne0, int64_t rows) {
+    const enum mg_type types[2] = {type, MG_TYPE_I32};
+    const int64_t      ne[2][4] = {{ne0, rows, 1, 1}, {5, 1, 1, 1}};
+    int32_t            ids[5]   = {(int32_t) rows - 1, 0, 2, 0, 1};
+    float *            table    = random_values((size_t) (ne0 * rows), 13);
+    void *             packed   = malloc((size_t) (ne0 * rows) * sizeof(float));
+    if (type == MG_TYPE_Q8_0) mg_quantize_row_q8_0_ref(table, packed, ne0 * rows);
+    else if (type == MG_TYPE_Q4_0) mg_quantize_row_q4_0_ref(table, packed, ne0 * rows);
+    else if (type == MG_TYPE_F16) mg_fp32_to_fp16_row(table, packed, ne0 * rows);
+    else memcpy(packed, table, (size_t) (ne0 * rows) * sizeof(float));
+    float * in[2] = {packed, (float *) ids};
+    expect_typed_like_cpu(make_get_rows, 2, types, ne, in, (size_t) (ne0 * 5), 0.0f, false);
+    free(table), free(packed);
+}
+
+START_TEST(test_get_rows_like_the_cpu) {
+    expect_get_rows_like_cpu(MG_TYPE_F32, 37, 6);
+    expect_get_rows_like_cpu(MG_TYPE_F16, 37, 6);    // rows of 74 bytes: off a word
+    expect_get_rows_like_cpu(MG_TYPE_Q8_0, 96, 7);   // rows of 3 blocks, 102 bytes
+    expect_get_rows_like_cpu(MG_TYPE_Q4_0, 64, 5);
+}
+END_TEST
+
 // Weights of a type (F16, Q8_0, Q4_0, Q4_K, Q6_K) a {K, M, 2} times F32 b
 // {K, N, 4} on the device, against a reference made here: a's rows
 // dequantized, then an F32 product summed in double. The shader does the
@@ -787,7 +816,7 @@ Suite * mg_test_suite(void) {
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
                              test_silu_rms_norm_mul_mat_like_the_cpu, test_swiglu_rope_soft_max_cont_like_the_cpu,
-                             test_set_rows_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
+                             test_set_rows_like_the_cpu, test_get_rows_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
                              test_mul_mat_q4_0_like_dequantized, test_mul_mat_q4_k_like_dequantized,
                              test_mul_mat_q6_k_like_dequantized,
                              test_ops_without_a_shader_are_refused,
