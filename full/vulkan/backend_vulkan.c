@@ -93,11 +93,6 @@ static bool make_pipeline_layout(struct vk_device * d) {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &d->set_layout,
         .pushConstantRangeCount = 1, .pPushConstantRanges = &push};
     VK_TRY(vkCreatePipelineLayout(d->dev, &pi, NULL, &d->pipeline_layout), return false);
-    const VkDescriptorPoolSize      size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_MAX_SETS * VK_BINDINGS};
-    const VkDescriptorPoolCreateInfo dp  = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = VK_MAX_SETS, .poolSizeCount = 1,
-        .pPoolSizes = &size};
-    VK_TRY(vkCreateDescriptorPool(d->dev, &dp, NULL, &d->desc_pool), return false);
     return true;
 }
 
@@ -137,13 +132,17 @@ static bool begin_commands(struct vk_device * d) {
     return true;
 }
 
-static bool submit_and_wait(struct vk_device * d) {
-    VK_TRY(vkEndCommandBuffer(d->cmd), return false);
-    const VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &d->cmd};
+static bool submit(struct vk_device * d, VkCommandBuffer cmd) {
+    const VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
     VK_TRY(vkQueueSubmit(d->queue, 1, &si, d->fence), return false);
     VK_TRY(vkWaitForFences(d->dev, 1, &d->fence, VK_TRUE, UINT64_MAX), return false);
     VK_TRY(vkResetFences(d->dev, 1, &d->fence), return false);
     return true;
+}
+
+static bool submit_and_wait(struct vk_device * d) {
+    VK_TRY(vkEndCommandBuffer(d->cmd), return false);
+    return submit(d, d->cmd);
 }
 
 // The staging buffer, at least size bytes (it only grows).
@@ -180,8 +179,11 @@ struct vk_buffer {
 
 static size_t offset_of(const struct mg_tensor * t) { return (size_t) ((const char *) t->data - vk_fake_base); }
 
+static void forget_recordings(struct vk_device * d);
+
 static void vk_buffer_free(mg_backend_buffer_t buf) {
     struct vk_buffer * b = buf->context;
+    forget_recordings(b->d);   // they may name this buffer in their descriptor sets
     vkDestroyBuffer(b->d->dev, b->buf, NULL);
     vkFreeMemory(b->d->dev, b->mem, NULL);
     free(b);
@@ -281,7 +283,7 @@ bool vk_dispatch(struct vk_device * d, VkPipeline pipeline, const VkBuffer bufs[
                  const struct vk_dispatch * x) {
     VkDescriptorSet                   set;
     const VkDescriptorSetAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = d->desc_pool,
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = d->rec_pool,
         .descriptorSetCount = 1, .pSetLayouts = &d->set_layout};
     VK_TRY(vkAllocateDescriptorSets(d->dev, &ai, &set), return false);
     VkDescriptorBufferInfo infos[VK_BINDINGS];
@@ -293,14 +295,14 @@ bool vk_dispatch(struct vk_device * d, VkPipeline pipeline, const VkBuffer bufs[
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &infos[i]};
     }
     vkUpdateDescriptorSets(d->dev, VK_BINDINGS, writes, 0, NULL);
-    vkCmdBindPipeline(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-    vkCmdBindDescriptorSets(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &set, 0, NULL);
-    vkCmdPushConstants(d->cmd, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, x->n_pc * 4, x->pc);
-    vkCmdDispatch(d->cmd, x->groups, x->groups_y > 0 ? x->groups_y : 1, 1);
+    vkCmdBindPipeline(d->rec_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    vkCmdBindDescriptorSets(d->rec_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &set, 0, NULL);
+    vkCmdPushConstants(d->rec_cmd, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, x->n_pc * 4, x->pc);
+    vkCmdDispatch(d->rec_cmd, x->groups, x->groups_y > 0 ? x->groups_y : 1, 1);
     const VkMemoryBarrier barrier = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
         .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-    vkCmdPipelineBarrier(d->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+    vkCmdPipelineBarrier(d->rec_cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                          &barrier, 0, NULL, 0, NULL);
     return true;
 }
@@ -315,23 +317,127 @@ static const char * vk_backend_get_name(mg_backend_t backend) {
 
 static void vk_backend_free(mg_backend_t backend) { free(backend); }
 
-// The whole graph in one command buffer: one dispatch per node that
-// computes something, a barrier after each, one submit, one wait.
+// ---------------------------------------------------------------------------
+// Recordings: a graph recorded once into a command buffer of its own and
+// submitted again while it stays the same, as a reused decode graph does
+// (ggml-vulkan records per compute; a CUDA graph is what ggml-cuda reuses).
+// ---------------------------------------------------------------------------
+
+// Everything a recording was made from: per node its tensor, op, parameters,
+// and where it and its sources are and how they are laid out (the push
+// constants and descriptor sets come from these and nothing else).
+static void key_tensor(uint64_t * k, size_t * n, const struct mg_tensor * t) {
+    const struct mg_tensor * owner = t->view_src != NULL ? t->view_src : t;
+    k[(*n)++] = (uint64_t) (uintptr_t) t;
+    k[(*n)++] = (uint64_t) (uintptr_t) t->data;
+    k[(*n)++] = (uint64_t) (uintptr_t) owner->buffer;
+    k[(*n)++] = (uint64_t) t->type;
+    for (int i = 0; i < MG_MAX_DIMS; i++) k[(*n)++] = (uint64_t) t->ne[i], k[(*n)++] = (uint64_t) t->nb[i];
+}
+
+enum { KEY_PER_TENSOR = 4 + 2 * MG_MAX_DIMS, KEY_PARAMS = MG_MAX_OP_PARAMS / sizeof(int32_t) };
+enum { KEY_PER_NODE = 1 + KEY_PARAMS + 4 * KEY_PER_TENSOR };   // op, params, the node and 3 sources
+
+static uint64_t * graph_key(const struct mg_cgraph * g, size_t * n) {
+    uint64_t * k = malloc(((size_t) g->n_nodes * KEY_PER_NODE + 1) * sizeof *k);
+    *n           = 0;
+    if (k == NULL) return NULL;
+    k[(*n)++] = (uint64_t) g->n_nodes;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct mg_tensor * t = g->nodes[i];
+        k[(*n)++] = (uint64_t) t->op;
+        for (int j = 0; j < KEY_PARAMS; j++) k[(*n)++] = (uint64_t) (uint32_t) t->op_params[j];
+        key_tensor(k, n, t);
+        for (int j = 0; j < 3; j++) {
+            if (t->src[j] != NULL) key_tensor(k, n, t->src[j]);
+            else for (int m = 0; m < KEY_PER_TENSOR; m++) k[(*n)++] = 0;
+        }
+    }
+    return k;
+}
+
+static void free_recording(struct vk_device * d, struct vk_recording * r) {
+    if (r->pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(d->dev, r->pool, NULL);
+    r->pool = VK_NULL_HANDLE;
+    free(r->key);
+    r->key = NULL;
+}
+
+// A buffer is going away: no recording may name it again.
+static void forget_recordings(struct vk_device * d) {
+    for (int i = 0; i < VK_MAX_RECORDINGS; i++) free_recording(d, &d->recordings[i]);
+}
+
+static struct vk_recording * find_recording(struct vk_device * d, const uint64_t * key, size_t n_key) {
+    for (int i = 0; i < VK_MAX_RECORDINGS; i++) {
+        const struct vk_recording * r = &d->recordings[i];
+        if (r->key != NULL && r->n_key == n_key && memcmp(r->key, key, n_key * sizeof *key) == 0) {
+            return &d->recordings[i];
+        }
+    }
+    return NULL;
+}
+
+// g into the next slot (the oldest recording makes way): a descriptor pool
+// with a set per node, one dispatch per node that computes something, a
+// barrier after each.
+static bool record_graph(struct vk_device * d, const struct mg_cgraph * g, struct vk_recording * r) {
+    if (r->cmd == VK_NULL_HANDLE) {
+        const VkCommandBufferAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = d->cmd_pool,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+        VK_TRY(vkAllocateCommandBuffers(d->dev, &ai, &r->cmd), return false);
+    }
+    const uint32_t                   sets = g->n_nodes > 0 ? (uint32_t) g->n_nodes : 1;
+    const VkDescriptorPoolSize       size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * VK_BINDINGS};
+    const VkDescriptorPoolCreateInfo dp   = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = sets, .poolSizeCount = 1, .pPoolSizes = &size};
+    VK_TRY(vkCreateDescriptorPool(d->dev, &dp, NULL, &r->pool), return false);
+    const VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VK_TRY(vkResetCommandBuffer(r->cmd, 0), return false);
+    VK_TRY(vkBeginCommandBuffer(r->cmd, &bi), return false);
+    d->rec_cmd = r->cmd, d->rec_pool = r->pool;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!vk_op_record(d, g->nodes[i], i)) {
+            vkEndCommandBuffer(r->cmd);
+            return false;
+        }
+    }
+    VK_TRY(vkEndCommandBuffer(r->cmd), return false);
+    return true;
+}
+
+// The graph as recorded before if nothing in it changed, else recorded now;
+// one submit, one wait.
 static bool vk_backend_graph_compute(mg_backend_t backend, struct mg_cgraph * g) {
     struct vk_device * d = backend->device->context;
     if (g->n_nodes > VK_MAX_SETS) {
         mg_set_error("Vulkan: a graph of %d nodes (at most %d per compute)", g->n_nodes, VK_MAX_SETS);
         return false;
     }
-    VK_TRY(vkResetDescriptorPool(d->dev, d->desc_pool, 0), return false);
-    if (!begin_commands(d)) return false;
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (!vk_op_record(d, g->nodes[i], i)) {
-            vkEndCommandBuffer(d->cmd);
-            return false;
-        }
+    size_t     n_key = 0;
+    uint64_t * key   = graph_key(g, &n_key);
+    if (key == NULL) {
+        mg_set_error("Vulkan: out of memory for the key of a graph of %d nodes", g->n_nodes);
+        return false;
     }
-    return submit_and_wait(d);
+    struct vk_recording * r = find_recording(d, key, n_key);
+    if (r != NULL) {
+        free(key);
+        d->n_reused++;
+        return submit(d, r->cmd);
+    }
+    r = &d->recordings[d->next_recording];
+    d->next_recording = (d->next_recording + 1) % VK_MAX_RECORDINGS;
+    free_recording(d, r);
+    if (!record_graph(d, g, r)) {
+        free(key);
+        free_recording(d, r);
+        return false;
+    }
+    r->key = key, r->n_key = n_key;
+    d->n_recorded++;
+    return submit(d, r->cmd);
 }
 
 static mg_backend_t vk_dev_init_backend(mg_backend_dev_t dev) {
@@ -458,3 +564,8 @@ void mg_backend_vulkan_register_devices(void) {
 }
 
 const char * mg_backend_vulkan_status(void) { return vk_status; }
+
+void mg_backend_vulkan_graph_counts(int64_t * recorded, int64_t * reused) {
+    *recorded = 0, *reused = 0;
+    for (int i = 0; i < vk_n_devices; i++) *recorded += vk_devices[i].n_recorded, *reused += vk_devices[i].n_reused;
+}

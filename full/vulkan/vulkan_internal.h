@@ -30,6 +30,16 @@ enum { VK_BINDINGS = 4 };           // src0, src1, src2, dst: one layout for eve
 enum { VK_PUSH_BYTES = 128 };       // the minimum every device guarantees
 enum { VK_MAX_SETS = 4096 };        // descriptor sets (dispatches) per graph
 enum { VK_MAX_PIPELINES = 32 };     // one per shader (ops_vulkan.c's enum vk_op)
+enum { VK_MAX_RECORDINGS = 32 };    // graphs kept recorded per device (a -ngl 99 graph's device splits)
+
+// A graph recorded into a command buffer of its own, submitted again for as
+// long as nothing it was recorded from changes (backend_vulkan.c).
+struct vk_recording {
+    VkCommandBuffer  cmd;
+    VkDescriptorPool pool;    // its descriptor sets, one per dispatch
+    uint64_t *       key;     // what it was recorded from (graph_key); NULL: slot free
+    size_t           n_key;
+};
 
 struct vk_device {
     // Found at enumeration.
@@ -47,12 +57,16 @@ struct vk_device {
     VkFence               fence;
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout      pipeline_layout;
-    VkDescriptorPool      desc_pool;
+    VkCommandBuffer       rec_cmd;      // the recording being made: where vk_dispatch records ...
+    VkDescriptorPool      rec_pool;     // ... and allocates its descriptor sets
     VkPipeline            pipelines[VK_MAX_PIPELINES];   // made by ops_vulkan.c on first use
     VkBuffer              staging;      // host-visible memory every transfer goes through
     VkDeviceMemory        staging_mem;
     void *                staging_map;
     size_t                staging_size;
+    struct vk_recording   recordings[VK_MAX_RECORDINGS];
+    int                   next_recording;           // the slot the next new graph takes
+    int64_t               n_recorded, n_reused;     // graph computes that recorded, that reused
 
     struct mg_backend_buffer_type buft;
     struct mg_backend_device      device;
@@ -71,7 +85,7 @@ struct vk_dispatch {
 // offset t starts in it; false, naming t, when t is not in d's memory.
 bool vk_locate(const struct vk_device * d, const struct mg_tensor * t, VkBuffer * buf, size_t * offset);
 
-// backend_vulkan.c: record one dispatch of pipeline into d's command buffer,
+// backend_vulkan.c: record one dispatch of pipeline into d's recording,
 // bufs[i] bound at binding i, then a barrier so that the next dispatch sees
 // what this one wrote.
 bool vk_dispatch(struct vk_device * d, VkPipeline pipeline, const VkBuffer bufs[VK_BINDINGS],

@@ -127,12 +127,25 @@ START_TEST(test_add_and_mul_on_the_device) {
     ck_assert_msg(be != NULL, "%s", mg_last_error());
     ck_assert_str_eq(mg_backend_name(be), "Vulkan0");
     ck_assert(mg_backend_supports_op(be, s) && mg_backend_supports_op(be, p));
-    ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
-    mg_backend_tensor_get(p, pv, 0, sizeof pv);
-    for (int i = 0; i < 2100; i++) {
-        const float sum = av[i] + bv[i];
-        ck_assert_msg(pv[i] == sum * rv[i % 300], "p[%d] = %a, not %a", i, pv[i], sum * rv[i % 300]);
+    // Computed twice, new inputs the second time: recorded once, then the
+    // same command buffer submitted again, which must see the new values.
+    int64_t recorded0, reused0, recorded, reused;
+    mg_backend_vulkan_graph_counts(&recorded0, &reused0);
+    for (int run = 0; run < 2; run++) {
+        if (run == 1) {
+            for (int i = 0; i < 2100; i++) av[i] = (float) (i % 31) * -0.5f + 2.0f;
+            mg_backend_tensor_set(a, av, 0, sizeof av);
+        }
+        ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
+        mg_backend_tensor_get(p, pv, 0, sizeof pv);
+        for (int i = 0; i < 2100; i++) {
+            const float sum = av[i] + bv[i];
+            ck_assert_msg(pv[i] == sum * rv[i % 300], "run %d: p[%d] = %a, not %a", run, i, pv[i], sum * rv[i % 300]);
+        }
     }
+    mg_backend_vulkan_graph_counts(&recorded, &reused);
+    ck_assert_int_eq(recorded - recorded0, 1);
+    ck_assert_int_eq(reused - reused0, 1);
     mg_backend_free(be);
     mg_backend_buffer_free(buf);
     mg_free(ctx);
