@@ -28,14 +28,23 @@
 #error "MG_VK_SHADER_DIR must name the directory of the compiled shaders (full/Makefile sets it)"
 #endif
 
-enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_SWIGLU, VK_OP_RMS_NORM, VK_OP_ROPE, VK_OP_SOFT_MAX, VK_OP_CONT,
-             VK_OP_SET_ROWS, VK_OP_GET_ROWS, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K,
-             VK_OP_MUL_MAT_Q6_K, VK_OP_COUNT };
+// A shader per entry; MUL_MAT has one per weight type (mul_mat_op).
+enum vk_op {
+    VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_SWIGLU, VK_OP_RMS_NORM, VK_OP_ROPE, VK_OP_SOFT_MAX, VK_OP_CONT,
+    VK_OP_SET_ROWS, VK_OP_GET_ROWS,
+    VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K, VK_OP_MUL_MAT_Q6_K,
+    VK_OP_COUNT
+};
 static const char * const vk_op_shader[VK_OP_COUNT] = {
-    "add.spv",          "mul.spv",          "silu.spv",         "swiglu.spv",       "rms_norm.spv",
-    "rope.spv",         "soft_max.spv",     "cont.spv",         "set_rows.spv",     "get_rows.spv",
-    "mul_mat.spv",
-    "mul_mat_q8_0.spv", "mul_mat_f16.spv",  "mul_mat_q4_0.spv", "mul_mat_q4_k.spv", "mul_mat_q6_k.spv"};
+    [VK_OP_ADD]          = "add.spv",          [VK_OP_MUL]          = "mul.spv",
+    [VK_OP_SILU]         = "silu.spv",         [VK_OP_SWIGLU]       = "swiglu.spv",
+    [VK_OP_RMS_NORM]     = "rms_norm.spv",     [VK_OP_ROPE]         = "rope.spv",
+    [VK_OP_SOFT_MAX]     = "soft_max.spv",     [VK_OP_CONT]         = "cont.spv",
+    [VK_OP_SET_ROWS]     = "set_rows.spv",     [VK_OP_GET_ROWS]     = "get_rows.spv",
+    [VK_OP_MUL_MAT]      = "mul_mat.spv",      [VK_OP_MUL_MAT_Q8_0] = "mul_mat_q8_0.spv",
+    [VK_OP_MUL_MAT_F16]  = "mul_mat_f16.spv",  [VK_OP_MUL_MAT_Q4_0] = "mul_mat_q4_0.spv",
+    [VK_OP_MUL_MAT_Q4_K] = "mul_mat_q4_k.spv", [VK_OP_MUL_MAT_Q6_K] = "mul_mat_q6_k.spv",
+};
 _Static_assert((int) VK_OP_COUNT <= (int) VK_MAX_PIPELINES, "struct vk_device has a pipeline per shader");
 
 enum { VK_GROUP = 256 };            // local_size_x of the shaders

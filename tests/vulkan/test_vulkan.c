@@ -1,11 +1,14 @@
-// test_vulkan.c - the Vulkan backend (full/vulkan/backend_vulkan.c), built
-// and run only by make VULKAN=1 test-vulkan, on whatever Vulkan driver the
-// machine has (Mesa's lavapipe in CI): the device in the registry, device
-// memory through the staging buffer, copies across memories, ADD and MUL
-// computed by shaders against the same arithmetic done here in plain C (IEEE
-// addition and multiplication are correctly rounded in Vulkan too, so the
-// results must be equal, not close), and a graph the scheduler splits
-// between the device and the CPU.
+// test_vulkan.c - the Vulkan backend (full/vulkan/backend_vulkan.c and
+// ops_vulkan.c), built and run only by make VULKAN=1 test-vulkan, on
+// whatever Vulkan driver the machine has (Mesa's lavapipe in CI): the device
+// in the registry, device memory through the staging buffer, copies across
+// memories, ADD and MUL computed by shaders against the same arithmetic done
+// here in plain C (IEEE addition and multiplication are correctly rounded in
+// Vulkan too, so the results must be equal, not close) and a recorded graph
+// submitted again; every other shader against the CPU backend on odd shapes
+// (or, for the quantized matrix products, against dequantized weights), run
+// twice for the same bits; a graph the scheduler splits between the device
+// and the CPU; and -ngl through the command line.
 #define _POSIX_C_SOURCE 200809L   // access, mkdir
 #include "harness.h"
 #include "arena.h"
