@@ -220,4 +220,7 @@ const struct mg_cplan * mg_backend_cpu_plan_cplan(mg_backend_graph_plan_t plan);
 // enumeration found ("1 device", "no Vulkan driver (...)").
 // ---------------------------------------------------------------------------
 const char * mg_backend_vulkan_status(void);
+// Graph computes on every Vulkan device so far that recorded a command
+// buffer, and that submitted one recorded before (the same graph again).
+void mg_backend_vulkan_graph_counts(int64_t * recorded, int64_t * reused);
 #endif

@@ -2,6 +2,8 @@
 // offload.c - the weights of -ngl's layers in a device buffer (offload.h).
 #include "offload.h"
 
+#include "arena.h"
+
 #include <stdlib.h>
 
 struct moved {
@@ -14,6 +16,8 @@ struct mg_offload {
     struct moved *      moved;
     int                 n;
     size_t              bytes;
+    struct mg_context * tied_ctx;     // the header of the tied output's copy, or NULL
+    struct mg_model *   tied_model;   // whose output points at that copy
 };
 
 enum { LAYER_TENSORS = 11 };
@@ -41,14 +45,19 @@ static int tensors_to_move(const struct mg_model * m, int n_gpu_layers, struct m
     return n;
 }
 
-// The device runs what it has shaders for (F32, and Q8_0, F16 and Q4_0 weights in
-// the mul_mat_*.comp shaders); a weight it could not multiply would only be copied
-// back to the CPU at every step, so it is refused.
+// The device runs what it has shaders for (F32, and F16, Q8_0, Q4_0, Q4_K and
+// Q6_K weights in the mul_mat_*.comp shaders); a weight it could not multiply
+// would only be copied back to the CPU at every step, so it is refused.
+static bool offloadable(enum mg_type type) {
+    return type == MG_TYPE_F32 || type == MG_TYPE_F16 || type == MG_TYPE_Q8_0 || type == MG_TYPE_Q4_0 ||
+           type == MG_TYPE_Q4_K || type == MG_TYPE_Q6_K;
+}
+
 static bool check_types(struct mg_tensor ** ts, int n, mg_backend_dev_t dev) {
     for (int i = 0; i < n; i++) {
-        if (ts[i]->type != MG_TYPE_F32 && ts[i]->type != MG_TYPE_Q8_0 && ts[i]->type != MG_TYPE_F16 &&
-            ts[i]->type != MG_TYPE_Q4_0) {
-            mg_set_error("%s is %s: offloading needs F32, F16, Q8_0 or Q4_0 weights for now (%s has no %s shaders yet)",
+        if (!offloadable(ts[i]->type)) {
+            mg_set_error("%s is %s: offloading needs F32, F16, Q8_0, Q4_0, Q4_K or Q6_K weights for now "
+                         "(%s has no %s shaders yet)",
                          ts[i]->name, mg_type_name(ts[i]->type), mg_backend_dev_name(dev),
                          mg_type_name(ts[i]->type));
             return false;
@@ -58,6 +67,28 @@ static bool check_types(struct mg_tensor ** ts, int n, mg_backend_dev_t dev) {
 }
 
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// A tied output matrix is the token embeddings, which stay in host memory
+// (their GET_ROWS is cheapest there). When the output is offloaded it gets a
+// copy of its own in the device's memory, as llama.cpp's load_tensors
+// duplicates token_embd for the output layer (TENSOR_DUPLICATED):
+// m->output points at the copy until mg_offload_restore.
+static bool wants_tied_copy(const struct mg_model * m, int n_gpu_layers) {
+    return n_gpu_layers > m->hp.n_layer && m->output == m->tok_embd && offloadable(m->tok_embd->type);
+}
+
+static bool copy_tied_output(struct mg_offload * o, struct mg_model * m, char * at) {
+    const struct mg_tensor * e = m->tok_embd;
+    o->tied_ctx = mg_init((struct mg_init_params) {.mem_size = mg_tensor_overhead(), .no_alloc = true});
+    if (o->tied_ctx == NULL) return false;
+    struct mg_tensor * copy = mg_new_tensor(o->tied_ctx, e->type, 2, e->ne);
+    mg_format_name(copy, "%s (output)", e->name);
+    if (!mg_backend_tensor_alloc(o->buf, copy, at)) return false;
+    mg_backend_tensor_set(copy, e->data, 0, mg_nbytes(e));
+    m->output     = copy;
+    o->tied_model = m;
+    return true;
+}
 
 struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev, int n_gpu_layers) {
     struct mg_tensor ** ts = malloc(((size_t) m->hp.n_layer * LAYER_TENSORS + 2) * sizeof *ts);
@@ -72,6 +103,8 @@ struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev
     mg_backend_buffer_type_t buft  = mg_backend_dev_buffer_type(dev);
     const size_t             align = mg_backend_buft_get_alignment(buft);
     for (int i = 0; i < n; i++) o->bytes += align_up(mg_nbytes(ts[i]), align);
+    const bool tied = wants_tied_copy(m, n_gpu_layers);
+    if (tied) o->bytes += align_up(mg_nbytes(m->tok_embd), align);
     if (!check_types(ts, n, dev) || (o->moved = calloc((size_t) n + 1, sizeof *o->moved)) == NULL ||
         (o->buf = mg_backend_buft_alloc_buffer(buft, o->bytes)) == NULL) {
         free(ts);
@@ -88,7 +121,9 @@ struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev
         at += align_up(mg_nbytes(ts[i]), align);
     }
     free(ts);
-    return o;
+    if (!tied || copy_tied_output(o, m, at)) return o;
+    mg_offload_restore(o);   // the copy's header could not be made
+    return NULL;
 }
 
 void mg_offload_restore(struct mg_offload * o) {
@@ -97,6 +132,8 @@ void mg_offload_restore(struct mg_offload * o) {
         o->moved[i].t->data   = o->moved[i].host_data;
         o->moved[i].t->buffer = NULL;
     }
+    if (o->tied_model != NULL) o->tied_model->output = o->tied_model->tok_embd;
+    mg_free(o->tied_ctx);
     mg_backend_buffer_free(o->buf);
     free(o->moved);
     free(o);

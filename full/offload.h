@@ -10,7 +10,8 @@
 //
 // The token embeddings stay in host memory, as in llama.cpp: their op is a
 // row lookup, cheapest where the token ids are. A tied output matrix (the
-// embeddings again) stays with them.
+// embeddings again) gets a copy of its own on the device, as llama.cpp
+// duplicates it: model->output points at that copy until mg_offload_restore.
 #pragma once
 
 #include "backend.h"
@@ -19,7 +20,7 @@
 struct mg_offload;
 
 // NULL, with mg_last_error() naming the tensor, for a weight of a type the
-// device's backend has no shader for (the Vulkan backend: F32 only so far)
+// device's backend has no shader for (the Vulkan backend: see offload.c)
 // or when its memory runs out; the model is unchanged then.
 struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev, int n_gpu_layers);
 

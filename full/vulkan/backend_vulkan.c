@@ -4,78 +4,26 @@
 // registry, buffers in device memory reached through a staging buffer, and
 // graphs recorded into one command buffer of compute dispatches
 // (ggml-vulkan/ggml-vulkan.cpp, in C and much smaller). Built only with
-// `make VULKAN=1` (full/Makefile); the shaders are vulkan/*.comp, compiled to
-// SPIR-V by glslc at build time and read from MG_VK_SHADER_DIR.
+// `make VULKAN=1` (full/Makefile).
 //
-// What it runs so far, F32 only: ADD and MUL (the second operand broadcast),
-// SILU, RMS_NORM and MUL_MAT, whose weights may also be Q8_0, F16 or Q4_0 (see each
-// shader's conditions in the supports_* functions below). supports_op says no to everything else, so the scheduler
-// keeps those nodes on the CPU (what -ngl offloads runs through it: offload.h).
+// This file is the plumbing: devices, memory, commands, the backend
+// interface. Which ops run, and how, is ops_vulkan.c (the shaders are
+// vulkan/*.comp, compiled to SPIR-V by glslc at build time); the two meet in
+// vulkan_internal.h. An op ops_vulkan.c has no shader for is refused by
+// supports_op, so the scheduler keeps it on the CPU (what -ngl offloads runs
+// through it: offload.h).
 #define _POSIX_C_SOURCE 200809L
-#include "backend.h"
-
-#include <vulkan/vulkan.h>
+#include "vulkan_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef MG_VK_SHADER_DIR
-#error "MG_VK_SHADER_DIR must name the directory of the compiled shaders (full/Makefile sets it)"
-#endif
-
-// One failing Vulkan call: say which, with its VkResult, and fail.
-#define VK_TRY(call, fail)                                                          \
-    do {                                                                            \
-        const VkResult vk_try_result = (call);                                      \
-        if (vk_try_result != VK_SUCCESS) {                                          \
-            mg_set_error("Vulkan: %s failed (VkResult %d)", #call, vk_try_result);  \
-            fail;                                                                   \
-        }                                                                           \
-    } while (0)
-
-// A device error inside a function that cannot report one (set/get/clear
 // return nothing in the interface, as in ggml): stop with the reason.
 static void vk_abort(void) {
     fprintf(stderr, "mg: %s\n", mg_last_error());
     abort();
 }
-
-enum vk_op { VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_RMS_NORM, VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_COUNT };
-static const char * const vk_op_shader[VK_OP_COUNT] = {"add.spv", "mul.spv", "silu.spv", "rms_norm.spv",
-                                                       "mul_mat.spv", "mul_mat_q8_0.spv", "mul_mat_f16.spv", "mul_mat_q4_0.spv"};
-
-enum { VK_BINDINGS = 4 };           // src0, src1, src2, dst: one layout for every shader
-enum { VK_PUSH_BYTES = 128 };       // the minimum every device guarantees
-enum { VK_MAX_SETS = 4096 };        // descriptor sets (dispatches) per graph
-enum { VK_GROUP = 256 };            // local_size_x of the shaders
-
-struct vk_device {
-    // Found at enumeration.
-    VkPhysicalDevice           phys;
-    VkPhysicalDeviceProperties props;
-    uint32_t                   queue_family;
-    size_t                     memory_total;
-    char                       name[16];   // "Vulkan0"
-
-    // Made on first use (open_device).
-    VkDevice              dev;
-    VkQueue               queue;
-    VkCommandPool         cmd_pool;
-    VkCommandBuffer       cmd;
-    VkFence               fence;
-    VkDescriptorSetLayout set_layout;
-    VkPipelineLayout      pipeline_layout;
-    VkDescriptorPool      desc_pool;
-    VkPipeline            pipelines[VK_OP_COUNT];
-    VkBuffer              staging;      // host-visible memory every transfer goes through
-    VkDeviceMemory        staging_mem;
-    void *                staging_map;
-    size_t                staging_size;
-
-    struct mg_backend_buffer_type buft;
-    struct mg_backend_device      device;
-};
 
 enum { VK_MAX_DEVICES = 8 };
 static VkInstance       vk_instance;
@@ -145,11 +93,6 @@ static bool make_pipeline_layout(struct vk_device * d) {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1, .pSetLayouts = &d->set_layout,
         .pushConstantRangeCount = 1, .pPushConstantRanges = &push};
     VK_TRY(vkCreatePipelineLayout(d->dev, &pi, NULL, &d->pipeline_layout), return false);
-    const VkDescriptorPoolSize      size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_MAX_SETS * VK_BINDINGS};
-    const VkDescriptorPoolCreateInfo dp  = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = VK_MAX_SETS, .poolSizeCount = 1,
-        .pPoolSizes = &size};
-    VK_TRY(vkCreateDescriptorPool(d->dev, &dp, NULL, &d->desc_pool), return false);
     return true;
 }
 
@@ -189,13 +132,17 @@ static bool begin_commands(struct vk_device * d) {
     return true;
 }
 
-static bool submit_and_wait(struct vk_device * d) {
-    VK_TRY(vkEndCommandBuffer(d->cmd), return false);
-    const VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &d->cmd};
+static bool submit(struct vk_device * d, VkCommandBuffer cmd) {
+    const VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
     VK_TRY(vkQueueSubmit(d->queue, 1, &si, d->fence), return false);
     VK_TRY(vkWaitForFences(d->dev, 1, &d->fence, VK_TRUE, UINT64_MAX), return false);
     VK_TRY(vkResetFences(d->dev, 1, &d->fence), return false);
     return true;
+}
+
+static bool submit_and_wait(struct vk_device * d) {
+    VK_TRY(vkEndCommandBuffer(d->cmd), return false);
+    return submit(d, d->cmd);
 }
 
 // The staging buffer, at least size bytes (it only grows).
@@ -232,8 +179,11 @@ struct vk_buffer {
 
 static size_t offset_of(const struct mg_tensor * t) { return (size_t) ((const char *) t->data - vk_fake_base); }
 
+static void forget_recordings(struct vk_device * d);
+
 static void vk_buffer_free(mg_backend_buffer_t buf) {
     struct vk_buffer * b = buf->context;
+    forget_recordings(b->d);   // they may name this buffer in their descriptor sets
     vkDestroyBuffer(b->d->dev, b->buf, NULL);
     vkFreeMemory(b->d->dev, b->mem, NULL);
     free(b);
@@ -312,238 +262,28 @@ static bool vk_buft_is_host(mg_backend_buffer_type_t buft) {
     return false;
 }
 
-// ---------------------------------------------------------------------------
-// Pipelines and the ops
-// ---------------------------------------------------------------------------
-
-static bool load_pipeline(struct vk_device * d, enum vk_op op) {
-    if (d->pipelines[op] != VK_NULL_HANDLE) return true;
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", MG_VK_SHADER_DIR, vk_op_shader[op]);
-    FILE * f = fopen(path, "rb");
-    if (f == NULL) {
-        mg_set_error("Vulkan: cannot open the shader %s (built by make VULKAN=1)", path);
-        return false;
-    }
-    uint32_t code[16384];
-    const size_t n = fread(code, 1, sizeof code, f);
-    fclose(f);
-    if (n == 0 || n % 4 != 0 || n == sizeof code) {
-        mg_set_error("Vulkan: %s is not a SPIR-V module of at most %zu bytes", path, sizeof code - 4);
-        return false;
-    }
-    const VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = n, .pCode = code};
-    VkShaderModule module;
-    VK_TRY(vkCreateShaderModule(d->dev, &mi, NULL, &module), return false);
-    const VkComputePipelineCreateInfo pi = {
-        .sType  = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage  = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                   .module = module, .pName = "main"},
-        .layout = d->pipeline_layout,
-    };
-    const VkResult r = vkCreateComputePipelines(d->dev, VK_NULL_HANDLE, 1, &pi, NULL, &d->pipelines[op]);
-    vkDestroyShaderModule(d->dev, module, NULL);
-    VK_TRY(r, return false);
-    return true;
-}
-
-// MUL_MAT's shader by the weights' type (the F32 one refuses the others).
-static int mul_mat_op(enum mg_type type) {
-    return type == MG_TYPE_Q8_0 ? VK_OP_MUL_MAT_Q8_0
-         : type == MG_TYPE_F16  ? VK_OP_MUL_MAT_F16
-         : type == MG_TYPE_Q4_0 ? VK_OP_MUL_MAT_Q4_0
-                                : VK_OP_MUL_MAT;
-}
-
-// The shader of a node, or -1 if none runs it.
-static int op_of(const struct mg_tensor * t) {
-    switch (t->op) {
-        case MG_OP_ADD:      return VK_OP_ADD;
-        case MG_OP_MUL:      return VK_OP_MUL;
-        case MG_OP_SILU:     return VK_OP_SILU;
-        case MG_OP_RMS_NORM: return VK_OP_RMS_NORM;
-        case MG_OP_MUL_MAT:  return mul_mat_op(t->src[0]->type);
-        default:             return -1;
-    }
-}
-
-static bool is_view_op(enum mg_op op) {
-    return op == MG_OP_NONE || op == MG_OP_VIEW || op == MG_OP_RESHAPE || op == MG_OP_PERMUTE ||
-           op == MG_OP_TRANSPOSE;
-}
-
-static bool all_f32(const struct mg_tensor * t, int n_src) {
-    if (t->type != MG_TYPE_F32) return false;
-    for (int i = 0; i < n_src; i++) {
-        if (t->src[i]->type != MG_TYPE_F32) return false;
-    }
-    return true;
-}
-
-static bool rows_contiguous(const struct mg_tensor * t) { return t->nb[0] == 4; }
-
-static bool fully_contiguous(const struct mg_tensor * t) {
-    return t->nb[0] == 4 && t->nb[1] == 4 * (size_t) t->ne[0] && t->nb[2] == t->nb[1] * (size_t) t->ne[1] &&
-           t->nb[3] == t->nb[2] * (size_t) t->ne[2];
-}
-
-// The shaders index with 32-bit unsigned integers, and a dispatch has at most
-// 65535 groups per dimension (the least every device allows).
-static bool fits_u32(const struct mg_tensor * t) { return mg_nbytes(t) < UINT32_MAX; }
-static bool fits_groups(int64_t n) { return (n + VK_GROUP - 1) / VK_GROUP <= 65535; }
-
-// binary.comp: b repeats into a, d has a's shape.
-static bool supports_binary(const struct mg_tensor * t) {
-    const struct mg_tensor * a = t->src[0], * b = t->src[1];
-    if (!all_f32(t, 2) || !rows_contiguous(t) || !rows_contiguous(a) || !rows_contiguous(b)) return false;
-    for (int i = 0; i < MG_MAX_DIMS; i++) {
-        if (a->ne[i] != t->ne[i] || b->ne[i] == 0 || a->ne[i] % b->ne[i] != 0) return false;
-    }
-    return fits_groups(mg_nelements(t)) && fits_u32(a) && fits_u32(b) && fits_u32(t);
-}
-
-// unary.comp and rms_norm.comp: contiguous in and out.
-static bool supports_rowwise(const struct mg_tensor * t) {
-    return all_f32(t, 1) && fully_contiguous(t) && fully_contiguous(t->src[0]) && fits_u32(t) &&
-           mg_nelements(t) == mg_nelements(t->src[0]);
-}
-
-// mul_mat.comp: F32 weights and activations, rows contiguous, ggml's broadcast.
-static bool supports_mul_mat(const struct mg_tensor * t) {
-    const struct mg_tensor * a = t->src[0], * b = t->src[1];
-    return all_f32(t, 2) && rows_contiguous(a) && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 &&
-           a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) &&
-           fits_u32(a) && fits_u32(b) && fits_u32(t);
-}
-
-// mul_mat_q8_0.comp and mul_mat_f16.comp: weights of this type in whole
-// blocks (blk values in bytes bytes) per row, rows packed, F32 activations and
-// result, the same broadcast as mul_mat.comp.
-static bool supports_mul_mat_packed(const struct mg_tensor * t, enum mg_type type, int64_t blk, size_t bytes) {
-    const struct mg_tensor * a = t->src[0], * b = t->src[1];
-    return a->type == type && b->type == MG_TYPE_F32 && t->type == MG_TYPE_F32 && a->ne[0] % blk == 0 &&
-           a->nb[1] == (size_t) (a->ne[0] / blk) * bytes && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 &&
-           a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) &&
-           fits_u32(a) && fits_u32(b) && fits_u32(t);
-}
-
-static bool supports(const struct mg_tensor * t) {
-    switch (op_of(t)) {
-        case VK_OP_ADD: case VK_OP_MUL: return supports_binary(t);
-        case VK_OP_SILU:                return supports_rowwise(t);
-        case VK_OP_RMS_NORM:            return supports_rowwise(t) && t->ne[1] * t->ne[2] * t->ne[3] <= 65535;
-        case VK_OP_MUL_MAT:             return supports_mul_mat(t);
-        case VK_OP_MUL_MAT_Q8_0:        return supports_mul_mat_packed(t, MG_TYPE_Q8_0, 32, 34);
-        case VK_OP_MUL_MAT_F16:         return supports_mul_mat_packed(t, MG_TYPE_F16, 1, 2);
-        case VK_OP_MUL_MAT_Q4_0:        return supports_mul_mat_packed(t, MG_TYPE_Q4_0, 32, 18);
-        default:                        return false;
-    }
-}
-
-// Which VkBuffer holds t, and t's first float in it.
-static bool locate(const struct vk_device * d, const struct mg_tensor * t, VkBuffer * buf, uint32_t * first) {
+// Which VkBuffer holds t, and where t starts in it.
+bool vk_locate(const struct vk_device * d, const struct mg_tensor * t, VkBuffer * buf, size_t * offset) {
     const struct mg_tensor *  owner = t->view_src != NULL ? t->view_src : t;
     const mg_backend_buffer_t b     = owner->buffer;
     if (b == NULL || b->buft != &d->buft) {
         mg_set_error("Vulkan: tensor '%s' is not in %s memory", t->name, d->name);
         return false;
     }
-    *buf   = ((struct vk_buffer *) b->context)->buf;
-    *first = (uint32_t) (offset_of(t) / 4);
+    *buf    = ((struct vk_buffer *) b->context)->buf;
+    *offset = offset_of(t);
     return true;
 }
 
-// What one dispatch needs besides its buffers: the push constants (the
-// shader's Params block, in order) and how many workgroups.
-struct vk_dispatch {
-    uint32_t pc[VK_PUSH_BYTES / 4];
-    uint32_t n_pc;
-    uint32_t groups;
-};
-
-static void push(struct vk_dispatch * x, uint32_t v) { x->pc[x->n_pc++] = v; }
-
-// A tensor's strides in floats, dims 1..3 (dim 0 is 1: rows_contiguous).
-static void push_strides(struct vk_dispatch * x, const struct mg_tensor * t) {
-    for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) (t->nb[i] / 4));
-}
-
-static uint32_t groups_for(int64_t n) { return (uint32_t) ((n + VK_GROUP - 1) / VK_GROUP); }
-
-static void params_binary(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
-    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) t->ne[i]);
-    for (int i = 0; i < MG_MAX_DIMS; i++) push(x, (uint32_t) t->src[1]->ne[i]);
-    push(x, first[0]), push_strides(x, t->src[0]);
-    push(x, first[1]), push_strides(x, t->src[1]);
-    push(x, first[3]), push_strides(x, t);
-    x->groups = groups_for(mg_nelements(t));
-}
-
-static void params_unary(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
-    push(x, (uint32_t) mg_nelements(t)), push(x, first[0]), push(x, first[3]);
-    x->groups = groups_for(mg_nelements(t));
-}
-
-static void params_rms_norm(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
-    const float eps = mg_get_op_param_f32(t, 0);
-    uint32_t    eps_bits;
-    memcpy(&eps_bits, &eps, sizeof eps_bits);
-    push(x, (uint32_t) t->ne[0]), push(x, first[0]), push(x, first[3]), push(x, eps_bits);
-    x->groups = (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]);   // one workgroup per row
-}
-
-static void params_mul_mat(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
-    const struct mg_tensor * a = t->src[0], * b = t->src[1];
-    push(x, (uint32_t) a->ne[0]), push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]);
-    push(x, (uint32_t) t->ne[2]), push(x, (uint32_t) t->ne[3]);
-    push(x, first[0]), push_strides(x, a);
-    push(x, first[1]), push_strides(x, b);
-    push(x, first[3]), push_strides(x, t);
-    push(x, (uint32_t) (b->ne[2] / a->ne[2])), push(x, (uint32_t) (b->ne[3] / a->ne[3]));
-    x->groups = groups_for(mg_nelements(t));
-}
-
-// As params_mul_mat, but a's offset and strides in bytes: Q8_0 rows of 34-byte
-// blocks and F16 rows of odd length need not start on a float.
-static void params_mul_mat_bytes(const struct mg_tensor * t, const uint32_t * first, struct vk_dispatch * x) {
-    const struct mg_tensor * a = t->src[0], * b = t->src[1];
-    push(x, (uint32_t) a->ne[0]), push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]);
-    push(x, (uint32_t) t->ne[2]), push(x, (uint32_t) t->ne[3]);
-    push(x, (uint32_t) offset_of(a));
-    for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) a->nb[i]);
-    push(x, first[1]), push_strides(x, b);
-    push(x, first[3]), push_strides(x, t);
-    push(x, (uint32_t) (b->ne[2] / a->ne[2])), push(x, (uint32_t) (b->ne[3] / a->ne[3]));
-    x->groups = groups_for(mg_nelements(t));
-}
-
-static void params_of(const struct mg_tensor * t, enum vk_op op, const uint32_t * first, struct vk_dispatch * x) {
-    switch (op) {
-        case VK_OP_ADD: case VK_OP_MUL: params_binary(t, first, x); break;
-        case VK_OP_SILU:                params_unary(t, first, x); break;
-        case VK_OP_RMS_NORM:            params_rms_norm(t, first, x); break;
-        case VK_OP_MUL_MAT:             params_mul_mat(t, first, x); break;
-        case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0:
-            params_mul_mat_bytes(t, first, x);
-            break;
-        case VK_OP_COUNT:               break;
-    }
-}
-
-// One dispatch: a descriptor set with the node's buffers (bindings 0-2 its
-// sources, 3 itself; a missing source gets the node's own buffer), its push
-// constants, and a barrier so that the next dispatch sees what this one wrote.
-static bool record_node(struct vk_device * d, const struct mg_tensor * t, enum vk_op op) {
-    VkBuffer bufs[VK_BINDINGS];
-    uint32_t first[VK_BINDINGS];
-    if (!locate(d, t, &bufs[3], &first[3])) return false;
-    for (int i = 0; i < 3; i++) {
-        bufs[i] = bufs[3], first[i] = first[3];
-        if (t->src[i] != NULL && !locate(d, t->src[i], &bufs[i], &first[i])) return false;
-    }
+// One dispatch: a descriptor set with the node's buffers (bound whole: the
+// shaders add the tensors' offsets themselves, which keeps clear of the
+// offset alignment rules of descriptors), the push constants, and a barrier
+// so that the next dispatch sees what this one wrote.
+bool vk_dispatch(struct vk_device * d, VkPipeline pipeline, const VkBuffer bufs[VK_BINDINGS],
+                 const struct vk_dispatch * x) {
     VkDescriptorSet                   set;
     const VkDescriptorSetAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = d->desc_pool,
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, .descriptorPool = d->rec_pool,
         .descriptorSetCount = 1, .pSetLayouts = &d->set_layout};
     VK_TRY(vkAllocateDescriptorSets(d->dev, &ai, &set), return false);
     VkDescriptorBufferInfo infos[VK_BINDINGS];
@@ -555,17 +295,14 @@ static bool record_node(struct vk_device * d, const struct mg_tensor * t, enum v
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = &infos[i]};
     }
     vkUpdateDescriptorSets(d->dev, VK_BINDINGS, writes, 0, NULL);
-
-    struct vk_dispatch x = {.n_pc = 0};
-    params_of(t, op, first, &x);
-    vkCmdBindPipeline(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipelines[op]);
-    vkCmdBindDescriptorSets(d->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &set, 0, NULL);
-    vkCmdPushConstants(d->cmd, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, x.n_pc * 4, x.pc);
-    vkCmdDispatch(d->cmd, x.groups, 1, 1);
+    vkCmdBindPipeline(d->rec_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    vkCmdBindDescriptorSets(d->rec_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->pipeline_layout, 0, 1, &set, 0, NULL);
+    vkCmdPushConstants(d->rec_cmd, d->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, x->n_pc * 4, x->pc);
+    vkCmdDispatch(d->rec_cmd, x->groups, x->groups_y > 0 ? x->groups_y : 1, 1);
     const VkMemoryBarrier barrier = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
         .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-    vkCmdPipelineBarrier(d->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+    vkCmdPipelineBarrier(d->rec_cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                          &barrier, 0, NULL, 0, NULL);
     return true;
 }
@@ -580,32 +317,127 @@ static const char * vk_backend_get_name(mg_backend_t backend) {
 
 static void vk_backend_free(mg_backend_t backend) { free(backend); }
 
-// The whole graph in one command buffer: one dispatch per node that
-// computes something, a barrier after each, one submit, one wait.
+// ---------------------------------------------------------------------------
+// Recordings: a graph recorded once into a command buffer of its own and
+// submitted again while it stays the same, as a reused decode graph does
+// (ggml-vulkan records per compute; a CUDA graph is what ggml-cuda reuses).
+// ---------------------------------------------------------------------------
+
+// Everything a recording was made from: per node its tensor, op, parameters,
+// and where it and its sources are and how they are laid out (the push
+// constants and descriptor sets come from these and nothing else).
+static void key_tensor(uint64_t * k, size_t * n, const struct mg_tensor * t) {
+    const struct mg_tensor * owner = t->view_src != NULL ? t->view_src : t;
+    k[(*n)++] = (uint64_t) (uintptr_t) t;
+    k[(*n)++] = (uint64_t) (uintptr_t) t->data;
+    k[(*n)++] = (uint64_t) (uintptr_t) owner->buffer;
+    k[(*n)++] = (uint64_t) t->type;
+    for (int i = 0; i < MG_MAX_DIMS; i++) k[(*n)++] = (uint64_t) t->ne[i], k[(*n)++] = (uint64_t) t->nb[i];
+}
+
+enum { KEY_PER_TENSOR = 4 + 2 * MG_MAX_DIMS, KEY_PARAMS = MG_MAX_OP_PARAMS / sizeof(int32_t) };
+enum { KEY_PER_NODE = 1 + KEY_PARAMS + 4 * KEY_PER_TENSOR };   // op, params, the node and 3 sources
+
+static uint64_t * graph_key(const struct mg_cgraph * g, size_t * n) {
+    uint64_t * k = malloc(((size_t) g->n_nodes * KEY_PER_NODE + 1) * sizeof *k);
+    *n           = 0;
+    if (k == NULL) return NULL;
+    k[(*n)++] = (uint64_t) g->n_nodes;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const struct mg_tensor * t = g->nodes[i];
+        k[(*n)++] = (uint64_t) t->op;
+        for (int j = 0; j < KEY_PARAMS; j++) k[(*n)++] = (uint64_t) (uint32_t) t->op_params[j];
+        key_tensor(k, n, t);
+        for (int j = 0; j < 3; j++) {
+            if (t->src[j] != NULL) key_tensor(k, n, t->src[j]);
+            else for (int m = 0; m < KEY_PER_TENSOR; m++) k[(*n)++] = 0;
+        }
+    }
+    return k;
+}
+
+static void free_recording(struct vk_device * d, struct vk_recording * r) {
+    if (r->pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(d->dev, r->pool, NULL);
+    r->pool = VK_NULL_HANDLE;
+    free(r->key);
+    r->key = NULL;
+}
+
+// A buffer is going away: no recording may name it again.
+static void forget_recordings(struct vk_device * d) {
+    for (int i = 0; i < VK_MAX_RECORDINGS; i++) free_recording(d, &d->recordings[i]);
+}
+
+static struct vk_recording * find_recording(struct vk_device * d, const uint64_t * key, size_t n_key) {
+    for (int i = 0; i < VK_MAX_RECORDINGS; i++) {
+        const struct vk_recording * r = &d->recordings[i];
+        if (r->key != NULL && r->n_key == n_key && memcmp(r->key, key, n_key * sizeof *key) == 0) {
+            return &d->recordings[i];
+        }
+    }
+    return NULL;
+}
+
+// g into the next slot (the oldest recording makes way): a descriptor pool
+// with a set per node, one dispatch per node that computes something, a
+// barrier after each.
+static bool record_graph(struct vk_device * d, const struct mg_cgraph * g, struct vk_recording * r) {
+    if (r->cmd == VK_NULL_HANDLE) {
+        const VkCommandBufferAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = d->cmd_pool,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+        VK_TRY(vkAllocateCommandBuffers(d->dev, &ai, &r->cmd), return false);
+    }
+    const uint32_t                   sets = g->n_nodes > 0 ? (uint32_t) g->n_nodes : 1;
+    const VkDescriptorPoolSize       size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * VK_BINDINGS};
+    const VkDescriptorPoolCreateInfo dp   = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = sets, .poolSizeCount = 1, .pPoolSizes = &size};
+    VK_TRY(vkCreateDescriptorPool(d->dev, &dp, NULL, &r->pool), return false);
+    const VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    VK_TRY(vkResetCommandBuffer(r->cmd, 0), return false);
+    VK_TRY(vkBeginCommandBuffer(r->cmd, &bi), return false);
+    d->rec_cmd = r->cmd, d->rec_pool = r->pool;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!vk_op_record(d, g->nodes[i], i)) {
+            vkEndCommandBuffer(r->cmd);
+            return false;
+        }
+    }
+    VK_TRY(vkEndCommandBuffer(r->cmd), return false);
+    return true;
+}
+
+// The graph as recorded before if nothing in it changed, else recorded now;
+// one submit, one wait.
 static bool vk_backend_graph_compute(mg_backend_t backend, struct mg_cgraph * g) {
     struct vk_device * d = backend->device->context;
     if (g->n_nodes > VK_MAX_SETS) {
         mg_set_error("Vulkan: a graph of %d nodes (at most %d per compute)", g->n_nodes, VK_MAX_SETS);
         return false;
     }
-    VK_TRY(vkResetDescriptorPool(d->dev, d->desc_pool, 0), return false);
-    if (!begin_commands(d)) return false;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const struct mg_tensor * t = g->nodes[i];
-        if (is_view_op(t->op)) continue;
-        const int op = op_of(t);
-        if (op < 0 || !supports(t)) {
-            mg_set_error("Vulkan: node %d '%s' (%s %s) has no shader yet", i, t->name, mg_op_name(t->op),
-                         mg_type_name(t->type));
-            vkEndCommandBuffer(d->cmd);
-            return false;
-        }
-        if (!load_pipeline(d, (enum vk_op) op) || !record_node(d, t, (enum vk_op) op)) {
-            vkEndCommandBuffer(d->cmd);
-            return false;
-        }
+    size_t     n_key = 0;
+    uint64_t * key   = graph_key(g, &n_key);
+    if (key == NULL) {
+        mg_set_error("Vulkan: out of memory for the key of a graph of %d nodes", g->n_nodes);
+        return false;
     }
-    return submit_and_wait(d);
+    struct vk_recording * r = find_recording(d, key, n_key);
+    if (r != NULL) {
+        free(key);
+        d->n_reused++;
+        return submit(d, r->cmd);
+    }
+    r = &d->recordings[d->next_recording];
+    d->next_recording = (d->next_recording + 1) % VK_MAX_RECORDINGS;
+    free_recording(d, r);
+    if (!record_graph(d, g, r)) {
+        free(key);
+        free_recording(d, r);
+        return false;
+    }
+    r->key = key, r->n_key = n_key;
+    d->n_recorded++;
+    return submit(d, r->cmd);
 }
 
 static mg_backend_t vk_dev_init_backend(mg_backend_dev_t dev) {
@@ -652,8 +484,7 @@ static mg_backend_buffer_type_t vk_dev_get_buffer_type(mg_backend_dev_t dev) {
 
 static bool vk_dev_supports_op(mg_backend_dev_t dev, const struct mg_tensor * t) {
     (void) dev;
-    if (is_view_op(t->op)) return true;   // nothing to compute
-    return supports(t);
+    return vk_op_supported(t);
 }
 
 static bool vk_dev_supports_buft(mg_backend_dev_t dev, mg_backend_buffer_type_t buft) {
@@ -733,3 +564,8 @@ void mg_backend_vulkan_register_devices(void) {
 }
 
 const char * mg_backend_vulkan_status(void) { return vk_status; }
+
+void mg_backend_vulkan_graph_counts(int64_t * recorded, int64_t * reused) {
+    *recorded = 0, *reused = 0;
+    for (int i = 0; i < vk_n_devices; i++) *recorded += vk_devices[i].n_recorded, *reused += vk_devices[i].n_reused;
+}

@@ -1,38 +1,15 @@
 #version 450
-// mul_mat_q4_0.comp - mul_mat.comp with Q4_0 weights a {K, M} and F32 b {K, N}.
-// A Q4_0 block (quants.h, struct mg_block_q4_0, ggml's block_q4_0) is 18
-// bytes: an fp16 scale d, then 16 bytes qs of two 4-bit codes each; weight j
-// of the block is d * ((qs[j] & 15) - 8) for j < 16 and d * ((qs[j - 16] >> 4)
-// - 8) above. a is bound as 32-bit words and read byte by byte (a_off and a's
-// strides in bytes). One invocation per element of d: for each block of row m
-// it adds d * sum(code * b), the activations staying F32 (ggml-vulkan's
-// mul_mat_vec.comp with the q4_0 dequant funcs; the CPU quantizes b to Q8_0).
-layout(local_size_x = 256) in;
+#extension GL_GOOGLE_include_directive : require
+// mul_mat_q4_0.comp - mul_mat with Q4_0 weights. A Q4_0 block (quants.h,
+// struct mg_block_q4_0, ggml's block_q4_0) is 18 bytes: an fp16 scale d, then
+// 16 bytes qs of two 4-bit codes each; weight j of the block is
+// d * ((qs[j] & 15) - 8) for j < 16 and d * ((qs[j - 16] >> 4) - 8) above.
+// For each block it adds d * sum(code * b), the activations staying F32
+// (ggml-vulkan's mul_mat_vec.comp with the q4_0 dequant funcs; the CPU
+// quantizes b to Q8_0).
+#include "mul_mat_quant.glsl"
 
-layout(std430, binding = 0) readonly buffer A { uint a[]; };
-layout(std430, binding = 1) readonly buffer B { float b[]; };
-layout(std430, binding = 3) writeonly buffer D { float d[]; };
-
-layout(push_constant) uniform Params {
-    uint K, M, N, ne2, ne3;
-    uint a_off, a_nb1, a_nb2, a_nb3;      // in bytes
-    uint b_off, b_nb1, b_nb2, b_nb3;      // in floats
-    uint d_off, d_nb1, d_nb2, d_nb3;
-    uint r2, r3;
-} p;
-
-uint byte_at(uint i) { return (a[i >> 2] >> ((i & 3u) * 8u)) & 0xffu; }
-float scale_at(uint i) { return unpackHalf2x16(a[i >> 2] >> ((i & 2u) * 8u)).x; }  // i is even
-
-void main() {
-    const uint i = gl_GlobalInvocationID.x;
-    if (i >= p.M * p.N * p.ne2 * p.ne3) return;
-    const uint m  = i % p.M;
-    const uint n  = (i / p.M) % p.N;
-    const uint i2 = (i / (p.M * p.N)) % p.ne2;
-    const uint i3 = i / (p.M * p.N * p.ne2);
-    const uint ra = p.a_off + m * p.a_nb1 + (i2 / p.r2) * p.a_nb2 + (i3 / p.r3) * p.a_nb3;
-    const uint rb = p.b_off + n * p.b_nb1 + i2 * p.b_nb2 + i3 * p.b_nb3;
+float row_dot(uint ra, uint rb) {
     float sum = 0.0;
     for (uint ib = 0; ib < p.K / 32u; ib++) {
         const uint blk = ra + ib * 18u, kb = rb + ib * 32u;
@@ -41,7 +18,7 @@ void main() {
             const uint q = byte_at(blk + 2u + j);
             s += float(int(q & 15u) - 8) * b[kb + j] + float(int(q >> 4) - 8) * b[kb + j + 16u];
         }
-        sum += scale_at(blk) * s;
+        sum += half_at(blk) * s;
     }
-    d[p.d_off + m + n * p.d_nb1 + i2 * p.d_nb2 + i3 * p.d_nb3] = sum;
+    return sum;
 }

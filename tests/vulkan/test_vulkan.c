@@ -1,11 +1,14 @@
-// test_vulkan.c - the Vulkan backend (full/vulkan/backend_vulkan.c), built
-// and run only by make VULKAN=1 test-vulkan, on whatever Vulkan driver the
-// machine has (Mesa's lavapipe in CI): the device in the registry, device
-// memory through the staging buffer, copies across memories, ADD and MUL
-// computed by shaders against the same arithmetic done here in plain C (IEEE
-// addition and multiplication are correctly rounded in Vulkan too, so the
-// results must be equal, not close), and a graph the scheduler splits
-// between the device and the CPU.
+// test_vulkan.c - the Vulkan backend (full/vulkan/backend_vulkan.c and
+// ops_vulkan.c), built and run only by make VULKAN=1 test-vulkan, on
+// whatever Vulkan driver the machine has (Mesa's lavapipe in CI): the device
+// in the registry, device memory through the staging buffer, copies across
+// memories, ADD and MUL computed by shaders against the same arithmetic done
+// here in plain C (IEEE addition and multiplication are correctly rounded in
+// Vulkan too, so the results must be equal, not close) and a recorded graph
+// submitted again; every other shader against the CPU backend on odd shapes
+// (or, for the quantized matrix products, against dequantized weights), run
+// twice for the same bits; a graph the scheduler splits between the device
+// and the CPU; and -ngl through the command line.
 #define _POSIX_C_SOURCE 200809L   // access, mkdir
 #include "harness.h"
 #include "arena.h"
@@ -127,12 +130,25 @@ START_TEST(test_add_and_mul_on_the_device) {
     ck_assert_msg(be != NULL, "%s", mg_last_error());
     ck_assert_str_eq(mg_backend_name(be), "Vulkan0");
     ck_assert(mg_backend_supports_op(be, s) && mg_backend_supports_op(be, p));
-    ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
-    mg_backend_tensor_get(p, pv, 0, sizeof pv);
-    for (int i = 0; i < 2100; i++) {
-        const float sum = av[i] + bv[i];
-        ck_assert_msg(pv[i] == sum * rv[i % 300], "p[%d] = %a, not %a", i, pv[i], sum * rv[i % 300]);
+    // Computed twice, new inputs the second time: recorded once, then the
+    // same command buffer submitted again, which must see the new values.
+    int64_t recorded0, reused0, recorded, reused;
+    mg_backend_vulkan_graph_counts(&recorded0, &reused0);
+    for (int run = 0; run < 2; run++) {
+        if (run == 1) {
+            for (int i = 0; i < 2100; i++) av[i] = (float) (i % 31) * -0.5f + 2.0f;
+            mg_backend_tensor_set(a, av, 0, sizeof av);
+        }
+        ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
+        mg_backend_tensor_get(p, pv, 0, sizeof pv);
+        for (int i = 0; i < 2100; i++) {
+            const float sum = av[i] + bv[i];
+            ck_assert_msg(pv[i] == sum * rv[i % 300], "run %d: p[%d] = %a, not %a", run, i, pv[i], sum * rv[i % 300]);
+        }
     }
+    mg_backend_vulkan_graph_counts(&recorded, &reused);
+    ck_assert_int_eq(recorded - recorded0, 1);
+    ck_assert_int_eq(reused - reused0, 1);
     mg_backend_free(be);
     mg_backend_buffer_free(buf);
     mg_free(ctx);
@@ -141,15 +157,18 @@ END_TEST
 
 // One op on the device and on the CPU, from the same inputs: every tensor of
 // the graph in one buffer of the backend's type, inputs set, graph computed,
-// the result read back. make_op builds the node from the leafs in[0..n_in).
+// the result read back. make_op builds the node from the leafs in[0..n_in),
+// F32 unless types says otherwise (types NULL: all F32; values[i] then points
+// at that type's elements). in_place: the result over in[0]'s bytes, as the
+// graph allocator places an op of ggml_op_can_inplace's list whose input dies.
 typedef struct mg_tensor * (*make_op_fn)(struct mg_context * ctx, struct mg_tensor ** in);
 
-static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values,
-                   float * out, size_t out_n) {
+static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const enum mg_type * types,
+                   const int64_t ne[][4], float ** values, float * out, size_t out_n, bool in_place) {
     struct mg_context * ctx = mg_init((struct mg_init_params) {
         .mem_size = 16 * mg_tensor_overhead() + mg_graph_overhead_custom(16), .no_alloc = true});
     struct mg_tensor * in[4];
-    for (int i = 0; i < n_in; i++) in[i] = mg_new_tensor(ctx, MG_TYPE_F32, 4, ne[i]);
+    for (int i = 0; i < n_in; i++) in[i] = mg_new_tensor(ctx, types != NULL ? types[i] : MG_TYPE_F32, 4, ne[i]);
     struct mg_tensor * t = make_op(ctx, in);
     struct mg_cgraph * g = mg_new_graph_custom(ctx, 16);
     mg_build_forward_expand(g, t);
@@ -163,9 +182,16 @@ static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const int
     size_t              used = 0;
     for (int i = 0; i <= n_in; i++) {
         struct mg_tensor * x = i < n_in ? in[i] : t;
-        ck_assert(mg_backend_tensor_alloc(buf, x, base + used));
+        ck_assert(mg_backend_tensor_alloc(buf, x, i == n_in && in_place ? (char *) in[0]->data : base + used));
         used += (mg_nbytes(x) + 255) / 256 * 256;
         if (i < n_in) mg_backend_tensor_set(x, values[i], 0, mg_nbytes(x));
+    }
+    for (int i = 0; i < g->n_nodes; i++) {   // views read their source's bytes (ggml_backend_view_init)
+        struct mg_tensor * v = g->nodes[i];
+        if (v->view_src != NULL && v->data == NULL) {
+            v->data   = (char *) v->view_src->data + v->view_offs;
+            v->buffer = v->view_src->buffer;
+        }
     }
     mg_backend_t be = mg_backend_dev_init(dev);
     ck_assert_msg(mg_backend_supports_op(be, t), "%s does not support %s", mg_backend_dev_name(dev), mg_op_name(t->op));
@@ -176,18 +202,26 @@ static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const int
     mg_free(ctx);
 }
 
-// The device's result within rel of the CPU's, element by element.
-static void expect_like_cpu(make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values, size_t out_n,
-                            float rel) {
-    float * on_dev = malloc(out_n * sizeof(float)), * on_cpu = malloc(out_n * sizeof(float));
-    run_op(vulkan_device(), make_op, n_in, ne, values, on_dev, out_n);
-    run_op(mg_backend_cpu_device(), make_op, n_in, ne, values, on_cpu, out_n);
+// The device's result within rel of the CPU's, element by element, and the
+// same bits when the device runs it again (and when it runs it in place).
+static void expect_typed_like_cpu(make_op_fn make_op, int n_in, const enum mg_type * types, const int64_t ne[][4],
+                                  float ** values, size_t out_n, float rel, bool in_place) {
+    float * on_dev = malloc(out_n * sizeof(float)), * again = malloc(out_n * sizeof(float));
+    float * on_cpu = malloc(out_n * sizeof(float));
+    run_op(vulkan_device(), make_op, n_in, types, ne, values, on_dev, out_n, false);
+    run_op(vulkan_device(), make_op, n_in, types, ne, values, again, out_n, in_place);
+    run_op(mg_backend_cpu_device(), make_op, n_in, types, ne, values, on_cpu, out_n, false);
     for (size_t i = 0; i < out_n; i++) {
         ck_assert_msg(fabsf(on_dev[i] - on_cpu[i]) <= rel * (1.0f + fabsf(on_cpu[i])), "[%zu] device %.9g, CPU %.9g", i,
                       on_dev[i], on_cpu[i]);
     }
-    free(on_dev);
-    free(on_cpu);
+    ck_assert_mem_eq(on_dev, again, out_n * sizeof(float));
+    free(on_dev), free(again), free(on_cpu);
+}
+
+static void expect_like_cpu(make_op_fn make_op, int n_in, const int64_t ne[][4], float ** values, size_t out_n,
+                            float rel) {
+    expect_typed_like_cpu(make_op, n_in, NULL, ne, values, out_n, rel, false);
 }
 
 static float * random_values(size_t n, uint64_t seed) {
@@ -219,13 +253,162 @@ START_TEST(test_silu_rms_norm_mul_mat_like_the_cpu) {
 }
 END_TEST
 
-// Q8_0 or F16 weights a {K, M, 2} times F32 b {K, N, 4} on the device, against a
-// reference made here: a's rows dequantized, then an F32 product summed in
-// double. The shader does the same arithmetic (d * q[j] exact in F32, F32
-// products; F16 halves are exact in F32), only summed in float in another order, so each element agrees to
-// 1e-5 of the sum of |a_k b_k| (K <= 256 float additions of rounding 6e-8 each
-// stay under 2e-5 only in the worst case; random signs leave far less). The
-// CPU's own mul_mat would not do: it quantizes b to Q8_0 first (errors ~1e-2).
+// The attention's other ops, on odd shapes: SWIGLU; ROPE in both pair
+// layouts, positions up to 200, 32 of 48 elements turned (the rest copied),
+// also in place (the graph allocator's choice when its input dies); SOFT_MAX
+// of scaled scores plus a causal mask whose -inf entries must give exact
+// zeros (in place too), rows of 37 and of 300 (more than a workgroup); CONT
+// of a permuted view, which must copy every float exactly.
+static struct mg_tensor * make_swiglu(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_swiglu(ctx, in[0], in[1]);
+}
+static struct mg_tensor * make_rope_neox(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_rope(ctx, in[0], in[1], 32, MG_ROPE_NEOX, 1000000.0f, 1.0f);
+}
+static struct mg_tensor * make_rope_normal(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_rope(ctx, in[0], in[1], 32, MG_ROPE_NORMAL, 10000.0f, 0.5f);
+}
+static struct mg_tensor * make_soft_max(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_soft_max_ext(ctx, in[0], in[1], 0.125f);
+}
+static struct mg_tensor * make_soft_max_plain(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_soft_max(ctx, in[0]);
+}
+static struct mg_tensor * make_cont(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_cont(ctx, mg_permute(ctx, in[0], 0, 2, 1, 3));
+}
+
+START_TEST(test_swiglu_rope_soft_max_cont_like_the_cpu) {
+    const int64_t ne_ab[2][4] = {{1000, 3, 2, 1}, {1000, 3, 2, 1}};
+    float *       ab[2]       = {random_values(6000, 4), random_values(6000, 5)};
+    expect_like_cpu(make_swiglu, 2, ne_ab, ab, 6000, 2e-6f);
+
+    const enum mg_type rope_types[2] = {MG_TYPE_F32, MG_TYPE_I32};
+    const int64_t      ne_rope[2][4] = {{48, 3, 5, 1}, {5, 1, 1, 1}};
+    int32_t            pos[5]        = {0, 1, 7, 63, 200};
+    float *            rope_in[2]    = {random_values(48 * 3 * 5, 6), (float *) pos};
+    expect_typed_like_cpu(make_rope_neox, 2, rope_types, ne_rope, rope_in, 48 * 3 * 5, 1e-5f, true);
+    expect_typed_like_cpu(make_rope_normal, 2, rope_types, ne_rope, rope_in, 48 * 3 * 5, 1e-5f, true);
+
+    // Scores {n_kv 37, T 5, H 3}; mask row t allows positions 0 .. 32 + t.
+    const int64_t ne_sm[2][4] = {{37, 5, 3, 1}, {37, 8, 1, 1}};
+    float *       mask        = malloc(37 * 8 * sizeof(float));
+    for (int t = 0; t < 8; t++) {
+        for (int k = 0; k < 37; k++) mask[t * 37 + k] = k <= 32 + t ? 0.0f : -INFINITY;
+    }
+    float * sm[2] = {random_values(37 * 5 * 3, 7), mask};
+    for (size_t i = 0; i < 37 * 5 * 3; i++) sm[0][i] *= 20.0f;   // scores as large as attention's
+    expect_typed_like_cpu(make_soft_max, 2, NULL, ne_sm, sm, 37 * 5 * 3, 1e-6f, true);
+    const int64_t ne_long[1][4] = {{300, 2, 2, 1}};
+    float *       sm_long[1]    = {random_values(1200, 8)};
+    expect_like_cpu(make_soft_max_plain, 1, ne_long, sm_long, 1200, 1e-6f);
+
+    const int64_t ne_c[1][4] = {{7, 5, 3, 2}};
+    float *       c[1]       = {random_values(210, 9)};
+    expect_like_cpu(make_cont, 1, ne_c, c, 210, 0.0f);
+    free(ab[0]), free(ab[1]), free(rope_in[0]), free(sm[0]), free(mask), free(sm_long[0]), free(c[0]);
+}
+END_TEST
+
+// SET_ROWS of src {ne0, n1, n2} into rows idx[] of an F32 or F16 dst
+// {ne0, rows}, both in the device's memory (as a cache on the device would
+// be), against the CPU's bytes: equal, F16 rounding included. dst starts
+// filled with a pattern, so the rows not written must keep it.
+static void expect_set_rows_like_cpu(enum mg_type dst_type, int64_t ne0, int64_t n1, int64_t n2, int64_t rows,
+                                     const int32_t * idx, const float * src_values) {
+    unsigned char * got[2] = {NULL, NULL};
+    size_t          bytes  = 0;
+    for (int run = 0; run < 2; run++) {
+        mg_backend_dev_t    dev = run == 0 ? vulkan_device() : mg_backend_cpu_device();
+        struct mg_context * ctx = mg_init((struct mg_init_params) {
+            .mem_size = 8 * mg_tensor_overhead() + mg_graph_overhead_custom(8), .no_alloc = true});
+        struct mg_tensor * dst = mg_new_tensor_2d(ctx, dst_type, ne0, rows);
+        struct mg_tensor * src = mg_new_tensor_3d(ctx, MG_TYPE_F32, ne0, n1, n2);
+        struct mg_tensor * ids = mg_new_tensor_1d(ctx, MG_TYPE_I32, n1 * n2);
+        struct mg_tensor * t   = mg_set_rows(ctx, dst, src, ids);
+        struct mg_cgraph * g   = mg_new_graph_custom(ctx, 8);
+        mg_build_forward_expand(g, t);
+        mg_backend_buffer_t buf  = mg_backend_buft_alloc_buffer(mg_backend_dev_buffer_type(dev), 3 * 4096);
+        char *              base = mg_backend_buffer_get_base(buf);
+        ck_assert(mg_nbytes(dst) <= 4096 && mg_nbytes(src) <= 4096);
+        ck_assert(mg_backend_tensor_alloc(buf, dst, base) && mg_backend_tensor_alloc(buf, src, base + 4096) &&
+                  mg_backend_tensor_alloc(buf, ids, base + 8192));
+        t->data = dst->data, t->buffer = dst->buffer;   // the result is dst's bytes (ggml_backend_view_init)
+        bytes   = mg_nbytes(dst);
+        got[run] = malloc(bytes);
+        for (size_t i = 0; i < bytes; i++) got[run][i] = (unsigned char) (i * 37 + 11);
+        mg_backend_tensor_set(dst, got[run], 0, bytes);
+        mg_backend_tensor_set(src, src_values, 0, mg_nbytes(src));
+        mg_backend_tensor_set(ids, idx, 0, mg_nbytes(ids));
+        mg_backend_t be = mg_backend_dev_init(dev);
+        ck_assert_msg(mg_backend_supports_op(be, t), "%s: SET_ROWS into %s", mg_backend_dev_name(dev),
+                      mg_type_name(dst_type));
+        ck_assert_msg(mg_backend_graph_compute(be, g), "%s", mg_last_error());
+        mg_backend_tensor_get(dst, got[run], 0, bytes);
+        mg_backend_free(be);
+        mg_backend_buffer_free(buf);
+        mg_free(ctx);
+    }
+    ck_assert_mem_eq(got[0], got[1], bytes);
+    free(got[0]), free(got[1]);
+}
+
+// K's store (rows of 6 values, a src of 2 x 3 rows), V's (rows of one F16:
+// neighbouring halves of a word written by different invocations), and
+// values that round to F16 in every way: ties, subnormals, overflow to inf.
+START_TEST(test_set_rows_like_the_cpu) {
+    float * k = random_values(36, 11);
+    k[0] = 65520.0f, k[1] = -1e-6f, k[2] = 1.0f + 1.0f / 2048.0f, k[3] = 3e-8f, k[4] = 65504.0f, k[5] = 1e-5f;
+    const int32_t k_idx[6] = {8, 0, 3, 5, 1, 6};
+    expect_set_rows_like_cpu(MG_TYPE_F16, 6, 3, 2, 9, k_idx, k);
+    expect_set_rows_like_cpu(MG_TYPE_F32, 6, 3, 2, 9, k_idx, k);
+    float * v = random_values(33, 12);
+    int32_t v_idx[33];
+    for (int i = 0; i < 33; i++) v_idx[i] = (i * 7) % 40;   // scattered over 40 rows, 7 untouched
+    expect_set_rows_like_cpu(MG_TYPE_F16, 1, 33, 1, 40, v_idx, v);
+    free(k), free(v);
+}
+END_TEST
+
+// GET_ROWS of an F32, F16, Q8_0 or Q4_0 table, rows picked out of order and
+// twice: the same floats as the CPU's (both decode with one multiplication).
+static struct mg_tensor * make_get_rows(struct mg_context * ctx, struct mg_tensor ** in) {
+    return mg_get_rows(ctx, in[0], in[1]);
+}
+
+static void expect_get_rows_like_cpu(enum mg_type type, int64_t ne0, int64_t rows) {
+    const enum mg_type types[2] = {type, MG_TYPE_I32};
+    const int64_t      ne[2][4] = {{ne0, rows, 1, 1}, {5, 1, 1, 1}};
+    int32_t            ids[5]   = {(int32_t) rows - 1, 0, 2, 0, 1};
+    float *            table    = random_values((size_t) (ne0 * rows), 13);
+    void *             packed   = malloc((size_t) (ne0 * rows) * sizeof(float));
+    if (type == MG_TYPE_Q8_0) mg_quantize_row_q8_0_ref(table, packed, ne0 * rows);
+    else if (type == MG_TYPE_Q4_0) mg_quantize_row_q4_0_ref(table, packed, ne0 * rows);
+    else if (type == MG_TYPE_F16) mg_fp32_to_fp16_row(table, packed, ne0 * rows);
+    else memcpy(packed, table, (size_t) (ne0 * rows) * sizeof(float));
+    float * in[2] = {packed, (float *) ids};
+    expect_typed_like_cpu(make_get_rows, 2, types, ne, in, (size_t) (ne0 * 5), 0.0f, false);
+    free(table), free(packed);
+}
+
+START_TEST(test_get_rows_like_the_cpu) {
+    expect_get_rows_like_cpu(MG_TYPE_F32, 37, 6);
+    expect_get_rows_like_cpu(MG_TYPE_F16, 37, 6);    // rows of 74 bytes: off a word
+    expect_get_rows_like_cpu(MG_TYPE_Q8_0, 96, 7);   // rows of 3 blocks, 102 bytes
+    expect_get_rows_like_cpu(MG_TYPE_Q4_0, 64, 5);
+}
+END_TEST
+
+// Weights of a type (F16, Q8_0, Q4_0, Q4_K, Q6_K) a {K, M, 2} times F32 b
+// {K, N, 4} on the device, against a reference made here: a's rows
+// dequantized, then an F32 product summed in double. The shader does the
+// same arithmetic (d * q[j] exact in F32; the K-quants decode each weight as
+// mg_dequantize_row_* does; F16 halves are exact in F32), only summed in
+// float in another order, so each element agrees to 1e-5 of the sum of
+// |a_k b_k|: K float additions of rounding 6e-8 each could exceed that only
+// in the worst case (K > 166, all errors one way); random signs leave about
+// sqrt(K) of them, under 2e-6 for K = 768. The CPU's own mul_mat would not
+// do: it quantizes b to Q8_0 (Q8_K) first (errors ~1e-2).
 static void expect_like_dequantized(enum mg_type type, int64_t K, int64_t M, int64_t N, uint64_t seed) {
     mg_backend_dev_t    dev = vulkan_device();
     struct mg_context * ctx = mg_init((struct mg_init_params) {
@@ -250,6 +433,12 @@ static void expect_like_dequantized(enum mg_type type, int64_t K, int64_t M, int
     } else if (type == MG_TYPE_Q4_0) {
         mg_quantize_row_q4_0_ref(av, aq, K * M * 2);
         mg_dequantize_row_q4_0(aq, ad, K * M * 2);
+    } else if (type == MG_TYPE_Q4_K) {
+        mg_quantize_row_q4_K_ref(av, aq, K * M * 2);
+        mg_dequantize_row_q4_K(aq, ad, K * M * 2);
+    } else if (type == MG_TYPE_Q6_K) {
+        mg_quantize_row_q6_K_ref(av, aq, K * M * 2);
+        mg_dequantize_row_q6_K(aq, ad, K * M * 2);
     } else {
         mg_fp32_to_fp16_row(av, aq, K * M * 2);
         mg_fp16_to_fp32_row(aq, ad, K * M * 2);
@@ -294,6 +483,21 @@ START_TEST(test_mul_mat_q4_0_like_dequantized) {
     expect_like_dequantized(MG_TYPE_Q4_0, 32, 7, 3, 80);
     expect_like_dequantized(MG_TYPE_Q4_0, 96, 33, 5, 90);
     expect_like_dequantized(MG_TYPE_Q4_0, 256, 129, 1, 100);
+}
+END_TEST
+
+// The K-quants: super-blocks of 256 weights, 144 bytes (Q4_K, scales and
+// mins in 6 bits) and 210 bytes (Q6_K: its rows start off a word); one and
+// three super-blocks per row, M and N odd.
+START_TEST(test_mul_mat_q4_k_like_dequantized) {
+    expect_like_dequantized(MG_TYPE_Q4_K, 256, 7, 3, 110);
+    expect_like_dequantized(MG_TYPE_Q4_K, 768, 33, 5, 120);
+}
+END_TEST
+
+START_TEST(test_mul_mat_q6_k_like_dequantized) {
+    expect_like_dequantized(MG_TYPE_Q6_K, 256, 7, 3, 130);
+    expect_like_dequantized(MG_TYPE_Q6_K, 768, 33, 5, 140);
 }
 END_TEST
 
@@ -512,6 +716,40 @@ START_TEST(test_ngl_demo_model_q8_0) {
 }
 END_TEST
 
+// With every layer on the device, what the CPU still runs is what touches
+// host memory: GET_ROWS of the token embeddings and SET_ROWS into the KV
+// cache (MG_TRACE=sched lists each split's ops). The demo's output matrix is
+// its embeddings (tied), copied to the device for result_output.
+// Every op of a split's "(OP name, OP name, ...)" list in [ops, end) reads
+// or writes host memory.
+static bool only_host_memory_ops(const char * ops, const char * end) {
+    for (const char * op = ops; op != NULL && op < end;) {
+        if (strncmp(op, "GET_ROWS ", 9) != 0 && strncmp(op, "SET_ROWS ", 9) != 0) return false;
+        const char * next = strstr(op, ", ");
+        op = next != NULL ? next + 2 : NULL;
+    }
+    return true;
+}
+
+START_TEST(test_ngl_cpu_keeps_only_host_memory_ops) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "run -m '%s' -p '床前明月光' -n 2 --temp 0 -ngl 99 --trace sched",
+                                          mg_test_root("models/fortune-toy-q8_0.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    int cpu_splits = 0, graphs = 0;
+    for (const char * g = strstr(r.err, "] graph of "); g != NULL; g = strstr(g + 1, "] graph of ")) graphs++;
+    for (const char * line = strstr(r.err, ": CPU, nodes "); line != NULL; line = strstr(line + 1, ": CPU, nodes ")) {
+        const char * ops = strchr(line, '('), * end = strchr(line, ')');
+        ck_assert(ops != NULL && end != NULL && ops < end);
+        ck_assert_msg(only_host_memory_ops(ops + 1, end), "on the CPU: %.*s", (int) (end + 1 - line), line);
+        cpu_splits++;
+    }
+    // Per graph of the 4-layer model: the embeddings' lookup, then each layer's K and V stores.
+    ck_assert_int_gt(graphs, 0);
+    ck_assert_int_eq(cpu_splits, graphs * (1 + 4 * 2));
+    mg_test_run_free(&r);
+}
+END_TEST
+
 // An F16 model with every layer on the device: the CPU's greedy text, logits
 // within 5e-2 (0.016 measured, on logits up to 17: the CPU rounds the
 // activations to F16 for its F16 dot products, the shader keeps them F32, and
@@ -537,14 +775,48 @@ START_TEST(test_ngl_f16_model) {
 }
 END_TEST
 
+// Q4_K and Q6_K models with every layer on the device: the logits near the
+// CPU's, the same bits on every run. Near, not within 1e-3: the CPU
+// multiplies K-quant weights by activations quantized to Q8_K (one scale per
+// 256 values: coarser than Q8_0's 32), the shaders by the F32 activations;
+// measured 0.43 (Q4_K) and 0.48 (Q6_K) at most, 0.08 on average, on logits
+// up to 17.5. The shaders' own arithmetic is checked tightly above
+// (test_mul_mat_q4_k_like_dequantized).
+static void expect_k_quant_model_near_cpu(const char * type) {
+    char name[32], cpu_bin[32], g_bin[32], gb_bin[32];
+    snprintf(name, sizeof name, "%s.gguf", type);
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type %s --init scaled --untied "
+                                          "--seed 3 -o '%s'", type, mg_test_path_in(dir, name));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    snprintf(cpu_bin, sizeof cpu_bin, "%s_c.bin", type);
+    snprintf(g_bin, sizeof g_bin, "%s_g.bin", type);
+    snprintf(gb_bin, sizeof gb_bin, "%s_gb.bin", type);
+    size_t  nc, ng, ngb;
+    float * c  = logits_of(mg_test_path_in(dir, name), cpu_bin, "", &nc);
+    float * g  = logits_of(mg_test_path_in(dir, name), g_bin, "-ngl 99", &ng);
+    float * gb = logits_of(mg_test_path_in(dir, name), gb_bin, "-ngl 99", &ngb);
+    ck_assert_uint_eq(ng, nc);
+    ck_assert_uint_eq(ngb, nc);
+    ck_assert_msg(max_abs_diff(c, g, nc) <= 1.0f, "%s -ngl 99: %g", type, max_abs_diff(c, g, nc));
+    ck_assert_mem_eq(g, gb, ng * sizeof(float));
+    free(c), free(g), free(gb);
+}
+
+START_TEST(test_ngl_k_quant_models) {
+    expect_k_quant_model_near_cpu("q4_k");
+    expect_k_quant_model_near_cpu("q6_k");
+}
+END_TEST
+
 // What offloading cannot do yet is refused with the reason.
 START_TEST(test_ngl_refusals) {
-    struct mg_test_run q = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type q4_k -o '%s'",
-                                          mg_test_path_in(dir, "q4_k.gguf"));
+    struct mg_test_run q = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type q5_k -o '%s'",
+                                          mg_test_path_in(dir, "q5_k.gguf"));
     ck_assert_msg(q.status == 0, "%s", q.err);
     mg_test_run_free(&q);
-    mg_test_expect_mg_error(dir, "-ngl 99", "is q4_K: offloading needs F32, F16, Q8_0 or Q4_0 weights for now",
-                            "run -m '%s' -p hi -n 1 -ngl 99", mg_test_path_in(dir, "q4_k.gguf"));
+    mg_test_expect_mg_error(dir, "-ngl 99", "is q5_K: offloading needs F32, F16, Q8_0, Q4_0, Q4_K or Q6_K weights for now",
+                            "run -m '%s' -p hi -n 1 -ngl 99", mg_test_path_in(dir, "q5_k.gguf"));
     struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 -o '%s'",
                                           mg_test_path_in(dir, "f32.gguf"));
     ck_assert_msg(r.status == 0, "%s", r.err);
@@ -559,13 +831,16 @@ Suite * mg_test_suite(void) {
     Suite * s = suite_create("vulkan");
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
-                             test_silu_rms_norm_mul_mat_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
-                             test_mul_mat_q4_0_like_dequantized,
+                             test_silu_rms_norm_mul_mat_like_the_cpu, test_swiglu_rope_soft_max_cont_like_the_cpu,
+                             test_set_rows_like_the_cpu, test_get_rows_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
+                             test_mul_mat_q4_0_like_dequantized, test_mul_mat_q4_k_like_dequantized,
+                             test_mul_mat_q6_k_like_dequantized,
                              test_ops_without_a_shader_are_refused,
                              test_scheduler_splits_between_device_and_cpu);
     tcase_set_timeout(tc, 120);
-    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_f16_model,
-                           test_ngl_refusals);
+    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_cpu_keeps_only_host_memory_ops,
+                           test_ngl_f16_model,
+                           test_ngl_k_quant_models, test_ngl_refusals);
     tcase_set_timeout(cli, 300);
     tcase_add_checked_fixture(cli, setup, teardown);
     return s;
