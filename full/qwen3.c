@@ -685,8 +685,9 @@ static struct mg_tensor * attn_kv(struct mg_context * ctx, struct mg_cgraph * g,
     struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);   // [D, n_kv, Hkv]
     struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv], or like K for flash
     if (kv->v_trans) return attn_mha(ctx, q, k_all, v_all, in->mask, scale, il);
-    struct mg_tensor * cur = mg_flash_attn(ctx, mg_permute(ctx, q, 0, 2, 1, 3), k_all, v_all, in->mask, scale);
-    return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);   // [D, H, T] -> [D*H, T]
+    q = mg_permute(ctx, q, 0, 2, 1, 3);                                              // [D, T, H]: heads outermost
+    struct mg_tensor * cur = mg_flash_attn(ctx, q, k_all, v_all, in->mask, scale);   // [D, H, T]
+    return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);             // [D*H, T]
 }
 //@- full arch
 
