@@ -164,25 +164,27 @@ static bool can_reuse(const struct mg_session * s, int n_tokens, int n_kv, bool 
            all_logits == s->graph_all_logits;
 }
 
+// The graph of a batch of this shape: the current one when it can be
+// reused. A long generation reuses it hundreds of times: the first few are traced.
+static bool reuse_or_build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    if (!can_reuse(s, n_tokens, n_kv, all_logits)) return build_graph(s, n_tokens, n_kv, all_logits);
+    s->stats.n_graphs_reused++;
+    if (s->stats.n_graphs_reused <= 3) {
+        mg_trace(MG_TRACE_INFER, "  graph reused%s", s->stats.n_graphs_reused == 3 ? " (further reuses are "
+                                                                                    "counted, not traced)" : "");
+    }
+    return true;
+}
+
 // One batch: at most n_batch tokens, one graph.
 static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, int pos0, int n_kv,
                          bool all_logits, float * logits_dst) {
-    const bool reuse = can_reuse(s, n_tokens, n_kv, all_logits);
-    if (!reuse || s->stats.n_graphs_reused < 3) {
+    if (s->stats.n_graphs_reused < 3 || !can_reuse(s, n_tokens, n_kv, all_logits)) {   // not a line per token
         mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
                  n_tokens == 1 ? "" : "s", pos0, n_tokens == 1 ? "" : "..", n_kv);
     }
     const double t0 = mg_time_ms();
-    if (reuse) {
-        s->stats.n_graphs_reused++;
-        // A long generation reuses its graph hundreds of times: trace the first few.
-        if (s->stats.n_graphs_reused <= 3) {
-            mg_trace(MG_TRACE_INFER, "  graph reused%s", s->stats.n_graphs_reused == 3 ? " (further reuses are "
-                                                                                        "counted, not traced)" : "");
-        }
-    } else if (!build_graph(s, n_tokens, n_kv, all_logits)) {
-        return false;
-    }
+    if (!reuse_or_build_graph(s, n_tokens, n_kv, all_logits)) return false;
     set_inputs(s, tokens, n_tokens);
     const double t1 = mg_time_ms();
     if (!run_graph(s, logits_dst)) return false;
