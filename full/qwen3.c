@@ -357,7 +357,7 @@ static bool check_all_tensors_used(const struct mg_model * m) {
 }
 //@- full arch
 
-static bool load_tensors(struct mg_model * m) {
+static bool load_outer_tensors(struct mg_model * m) {   // the embeddings, the last norm, the LM head
     const int64_t E = m->hp.n_embd, V = m->hp.n_vocab;
     m->tok_embd = load_tensor(m, "token_embd.weight", E, V, USE_LOOKUP, true);
     if (m->tok_embd == NULL) return false;
@@ -375,16 +375,32 @@ static bool load_tensors(struct mg_model * m) {
         }
         m->output = m->tok_embd;
     }
+    return true;
+}
+
+#if 0 //@old 09..09 load-tensors
+static bool load_tensors(struct mg_model * m) {
+    if (!load_outer_tensors(m)) return false;
     m->layers = calloc((size_t) m->hp.n_layer, sizeof(struct mg_layer));
     MG_ASSERT(m->layers != NULL);
     for (int il = 0; il < m->hp.n_layer; il++) {
         if (!load_layer(m, il)) return false;
     }
-    //@+ full arch
-    if (!load_rope_freqs(m) || !check_all_tensors_used(m)) return false;
-    //@- full arch
     return true;
 }
+#endif //@old load-tensors
+//@+ full arch
+// With Llama 3's frequency factors, and no tensor of the file left unread.
+static bool load_tensors(struct mg_model * m) {
+    if (!load_outer_tensors(m) || !load_rope_freqs(m)) return false;
+    m->layers = calloc((size_t) m->hp.n_layer, sizeof(struct mg_layer));
+    MG_ASSERT(m->layers != NULL);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        if (!load_layer(m, il)) return false;
+    }
+    return check_all_tensors_used(m);
+}
+//@- full arch
 
 //@+ full prefault
 // full/: every page of the weights mapped in now, while loading, as
@@ -600,19 +616,9 @@ static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, st
 // softmax(K^T Q / sqrt(D) + mask) V over the cache, one matmul per head, each
 // node named as it is built (llama.cpp: llm_graph_context::build_attn_mha;
 // chapter 06's mg_attn, unnamed). q: [D, H, T], k: [D, n_kv, Hkv], v: [n_kv, D, Hkv].
-static struct mg_tensor * attn_mha(struct mg_context * ctx, const struct mg_kv_cache * kv, struct mg_tensor * q,
-                                   struct mg_tensor * k, struct mg_tensor * v, struct mg_tensor * mask, float scale,
-                                   int il) {
+static struct mg_tensor * attn_mha(struct mg_context * ctx, struct mg_tensor * q, struct mg_tensor * k,
+                                   struct mg_tensor * v, struct mg_tensor * mask, float scale, int il) {
     q = mg_permute(ctx, q, 0, 2, 1, 3);                          // [D, T, H]: heads outermost
-    //@+ full flash-attn
-    if (!kv->v_trans) {   // V laid out like K: one fused op, an online softmax (ggml_flash_attn_ext)
-        struct mg_tensor * cur = mg_flash_attn(ctx, q, k, v, mask, scale);       // [D, H, T]
-        return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);     // [D*H, T]
-    }
-    //@- full flash-attn
-#if 0 //@old 09..09 attn-kv
-    MG_UNUSED(kv);   // one path here; full/ also picks flash attention by kv->v_trans
-#endif //@old attn-kv
     struct mg_tensor * kq = mg_mul_mat(ctx, k, q);               // [n_kv, T, H]: every score
     cb(kq, "kq", il);
     kq = mg_soft_max_ext(ctx, kq, mask, scale);                  // [n_kv, T, H]: each row a distribution
@@ -651,11 +657,44 @@ static struct mg_tensor * add_bias(struct mg_context * ctx, struct mg_tensor * x
     cb(cur, name, il);
     return cur;
 }
+
+// The per-head RMSNorm of Q or K (Qwen3), named after its step.
+static struct mg_tensor * norm_heads(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * w, float eps,
+                                     const char * name, int il) {
+    struct mg_tensor * cur = norm(ctx, x, w, eps, il);
+    cb(cur, name, il);
+    return cur;
+}
+
+// x W, named after its step, plus the bias where the layer has one (qwen2's
+// Q, K and V), as llama.cpp's build_qkv and build_ffn add it.
+static struct mg_tensor * project(struct mg_context * ctx, struct mg_tensor * w, struct mg_tensor * b,
+                                  struct mg_tensor * cur, const char * name, int il) {
+    struct mg_tensor * t = mg_mul_mat(ctx, w, cur);
+    cb(t, name, il);
+    return add_bias(ctx, t, b, name, il);
+}
+
+// Store this batch's K and V rows in the cache, then attend over its n_kv
+// positions (llama.cpp: build_attn). With V laid out like K, one fused op
+// with an online softmax (ggml_flash_attn_ext); otherwise attn_mha.
+static struct mg_tensor * attn_kv(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv, int il,
+                                  struct mg_tensor * q, struct mg_tensor * k, struct mg_tensor * v, int n_kv,
+                                  const struct mg_batch_inputs * in, float scale) {
+    mg_kv_cache_store_rows(ctx, g, kv, il, k, v, in->k_idx, in->v_idx);
+    struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);   // [D, n_kv, Hkv]
+    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv], or like K for flash
+    if (kv->v_trans) return attn_mha(ctx, q, k_all, v_all, in->mask, scale, il);
+    q = mg_permute(ctx, q, 0, 2, 1, 3);                                              // [D, T, H]: heads outermost
+    struct mg_tensor * cur = mg_flash_attn(ctx, q, k_all, v_all, in->mask, scale);   // [D, H, T]
+    return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);             // [D*H, T]
+}
 //@- full arch
 
 // Self-attention of one layer: Q, K, V projections, per-head norms, RoPE,
 // store K and V in the cache, attend over it, project back (llama.cpp:
 // build_qkv, ggml_rope_ext and build_attn, as src/models/qwen3.cpp calls them).
+#if 0 //@old 09..09 one-arch
 static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                     struct mg_kv_cache * kv, int il, struct mg_tensor * cur, int n_tokens, int n_kv,
                                     const struct mg_batch_inputs * in) {
@@ -668,30 +707,15 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
     cb(k, "Kcur", il);
     struct mg_tensor * v = mg_mul_mat(ctx, l->wv, cur);   // [D*Hkv, T]
     cb(v, "Vcur", il);
-    //@+ full arch
-    q = add_bias(ctx, q, l->bq, "Qcur", il);   // qwen2: Q, K and V have biases
-    k = add_bias(ctx, k, l->bk, "Kcur", il);
-    v = add_bias(ctx, v, l->bv, "Vcur", il);
-    //@- full arch
     q = mg_reshape_3d(ctx, q, hp->head_dim, hp->n_head, n_tokens);      // [D, H, T]
     k = mg_reshape_3d(ctx, k, hp->head_dim, hp->n_head_kv, n_tokens);   // [D, Hkv, T]
     v = mg_reshape_3d(ctx, v, hp->head_dim, hp->n_head_kv, n_tokens);   // [D, Hkv, T]
 
-#if 0 //@old 09..09 one-arch
     // Qwen3 normalises every head of Q and K before rotating them.
     q = norm(ctx, q, l->q_norm, hp->rms_eps, il);
     cb(q, "Qcur_normed", il);
     k = norm(ctx, k, l->k_norm, hp->rms_eps, il);
     cb(k, "Kcur_normed", il);
-#endif //@old one-arch
-    //@+ full arch
-    if (l->q_norm != NULL) {   // Qwen3 normalises every head of Q and K before rotating them
-        q = norm(ctx, q, l->q_norm, hp->rms_eps, il);
-        cb(q, "Qcur_normed", il);
-        k = norm(ctx, k, l->k_norm, hp->rms_eps, il);
-        cb(k, "Kcur_normed", il);
-    }
-    //@- full arch
     q = rotate(ctx, m, q, in->pos);
     k = rotate(ctx, m, k, in->pos);
     cb(q, "Qcur", il);
@@ -700,31 +724,82 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
 
     mg_kv_cache_store_rows(ctx, g, kv, il, k, v, in->k_idx, in->v_idx);
     struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);   // [D, n_kv, Hkv]
-    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv] (flash: [D, n_kv, Hkv])
-    cur = attn_mha(ctx, kv, q, k_all, v_all, in->mask, 1.0f / sqrtf((float) hp->head_dim), il);   // [D*H, T]
+    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv]
+    cur = attn_mha(ctx, q, k_all, v_all, in->mask, 1.0f / sqrtf((float) hp->head_dim), il);   // [D*H, T]
     cb(cur, "kqv_out", il);
-    cur = mg_mul_mat(ctx, l->wo, cur);                                                              // [E, T]
+    cur = mg_mul_mat(ctx, l->wo, cur);                                                       // [E, T]
     cb(cur, "attn_out", il);
     return cur;
 }
+#endif //@old one-arch
+//@+ full arch
+// Every architecture: the biases where the layer has them (qwen2), Q's and
+// K's per-head norms where it has them (Qwen3), the architecture's RoPE.
+static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
+                                    struct mg_kv_cache * kv, int il, struct mg_tensor * cur, int n_tokens, int n_kv,
+                                    const struct mg_batch_inputs * in) {
+    const struct mg_model_hparams * hp = &m->hp;
+    const struct mg_layer *         l  = &m->layers[il];
+    struct mg_tensor * q = project(ctx, l->wq, l->bq, cur, "Qcur", il);   // [D*H, T]
+    struct mg_tensor * k = project(ctx, l->wk, l->bk, cur, "Kcur", il);   // [D*Hkv, T]
+    struct mg_tensor * v = project(ctx, l->wv, l->bv, cur, "Vcur", il);   // [D*Hkv, T]
+    q = mg_reshape_3d(ctx, q, hp->head_dim, hp->n_head, n_tokens);      // [D, H, T]
+    k = mg_reshape_3d(ctx, k, hp->head_dim, hp->n_head_kv, n_tokens);   // [D, Hkv, T]
+    v = mg_reshape_3d(ctx, v, hp->head_dim, hp->n_head_kv, n_tokens);   // [D, Hkv, T]
+    if (l->q_norm != NULL) {   // Qwen3 normalises every head of Q and K before rotating them
+        q = norm_heads(ctx, q, l->q_norm, hp->rms_eps, "Qcur_normed", il);
+        k = norm_heads(ctx, k, l->k_norm, hp->rms_eps, "Kcur_normed", il);
+    }
+    q = rotate(ctx, m, q, in->pos);
+    k = rotate(ctx, m, k, in->pos);
+    cb(q, "Qcur", il);
+    cb(k, "Kcur", il);
+    cb(v, "Vcur", il);
+    cur = attn_kv(ctx, g, kv, il, q, k, v, n_kv, in, 1.0f / sqrtf((float) hp->head_dim));   // [D*H, T]
+    cb(cur, "kqv_out", il);
+    cur = mg_mul_mat(ctx, l->wo, cur);   // [E, T]
+    cb(cur, "attn_out", il);
+    return cur;
+}
+//@- full arch
 
 // SwiGLU feed-forward: down(silu(gate(x)) * up(x)) (llama.cpp: build_ffn with
 // LLM_FFN_SILU, LLM_FFN_PAR).
+#if 0 //@old 09..09 swiglu
 static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_layer * l, struct mg_tensor * cur,
                                        int il) {
     struct mg_tensor * gate = mg_mul_mat(ctx, l->ffn_gate, cur);   // [F, T]
     cb(gate, "ffn_gate", il);
     struct mg_tensor * up   = mg_mul_mat(ctx, l->ffn_up, cur);     // [F, T]
     cb(up, "ffn_up", il);
-#if 0 //@old 09..09 swiglu
     struct mg_tensor * act  = mg_mul(ctx, mg_silu(ctx, gate), up);
-#endif //@old swiglu
-    //@+ full fused-ops
-    struct mg_tensor * act  = mg_swiglu(ctx, gate, up);   // one pass instead of silu, then mul
-    //@- full fused-ops
     cb(act, "ffn_swiglu", il);
     return mg_mul_mat(ctx, l->ffn_down, act);                      // [E, T]: the caller names it ffn_out
 }
+#endif //@old swiglu
+//@+ full fused-ops
+static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_layer * l, struct mg_tensor * cur,
+                                       int il) {
+    struct mg_tensor * gate = project(ctx, l->ffn_gate, NULL, cur, "ffn_gate", il);   // [F, T]
+    struct mg_tensor * up   = project(ctx, l->ffn_up, NULL, cur, "ffn_up", il);       // [F, T]
+    struct mg_tensor * act  = mg_swiglu(ctx, gate, up);   // one pass instead of silu, then mul (ggml_swiglu_split)
+    cb(act, "ffn_swiglu", il);
+    return mg_mul_mat(ctx, l->ffn_down, act);   // [E, T]: the caller names it ffn_out
+}
+//@- full fused-ops
+
+#if 0 //@old 09..09 v-idx
+static struct mg_tensor * input_v_idx(struct mg_context * ctx, const struct mg_kv_cache * kv, int n_tokens) {
+    return input(ctx, MG_TYPE_I32, (int64_t) kv->head_dim * kv->n_head_kv * n_tokens, 0, "v_idxs");   // V transposed
+}
+#endif //@old v-idx
+//@+ full flash-attn
+// None when V is laid out like K (flash attention): V rows go where K rows go, by k_idxs.
+static struct mg_tensor * input_v_idx(struct mg_context * ctx, const struct mg_kv_cache * kv, int n_tokens) {
+    if (!kv->v_trans) return NULL;
+    return input(ctx, MG_TYPE_I32, (int64_t) kv->head_dim * kv->n_head_kv * n_tokens, 0, "v_idxs");   // [D*Hkv*T]
+}
+//@- full flash-attn
 
 //@+ 09 build
 struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
@@ -735,10 +810,7 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
     in->pos    = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_pos");      // [T]
     in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");   // [n_kv, T]
     in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");       // [T]
-    in->v_idx  = input(ctx, MG_TYPE_I32, (int64_t) hp->head_dim * hp->n_head_kv * n_tokens, 0, "v_idxs");   // [D*Hkv*T]
-    //@+ full flash-attn
-    if (!kv->v_trans) in->v_idx = NULL;   // V rows go where K rows go: k_idxs serves both
-    //@- full flash-attn
+    in->v_idx  = input_v_idx(ctx, kv, n_tokens);                     // [D*Hkv*T]
 
     struct mg_tensor * inp = mg_get_rows(ctx, m->tok_embd, in->tokens);   // [E, T]
     cb(inp, "inp_embd", -1);

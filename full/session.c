@@ -75,17 +75,19 @@ struct mg_session {
     //@- full dot-extras
 };
 
+static const struct mg_session_params default_params = {   // n_ctx 0: the model's (llama_context_default_params)
+    .n_batch = 512,
+    .kv_type = MG_TYPE_F16,
+    //@+ full dot-extras
+    .dot_layers = -1,
+    //@- full dot-extras
+};
+
 struct mg_session_params mg_session_default_params(void) {
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return (struct mg_session_params) {
-        .n_ctx     = 0,
-        .n_batch   = 512,
-        .n_threads = cores > 0 ? (int) cores : 1,
-        .kv_type   = MG_TYPE_F16,
-        //@+ full dot-extras
-        .dot_layers = -1,
-        //@- full dot-extras
-    };
+    const long               cores = sysconf(_SC_NPROCESSORS_ONLN);
+    struct mg_session_params p     = default_params;
+    p.n_threads                    = cores > 0 ? (int) cores : 1;
+    return p;
 }
 
 // What the graph just built was made for (the next decode reuses it if it
@@ -127,20 +129,22 @@ static bool offload_layers(struct mg_session * s) {
     return s->sched != NULL;
 }
 
-// The graph planned by the scheduler instead of the graph allocator and the
-// CPU plan: its splits, its copies, its buffers (backend_sched.h).
-static bool build_graph_sched(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
-    if (!mg_sched_alloc_graph(s->sched, s->graph)) return false;
-    s->plan             = (struct mg_cplan) {0};
-    note_graph_built(s, n_tokens, n_kv, all_logits);
-    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; %d splits, %d copies of %zu bytes", s->graph->n_nodes,
-             s->graph->n_leafs, mg_sched_n_splits(s->sched), mg_sched_n_copies(s->sched),
-             mg_sched_copy_bytes(s->sched));
-    return true;
+// The CPU backend on the session's thread pool, and with -ngl a device's.
+static bool init_backends(struct mg_session * s) {
+    s->cpu = mg_backend_cpu_init();
+    if (s->cpu == NULL) return false;
+    mg_backend_cpu_set_threadpool(s->cpu, s->threadpool, s->params.n_threads);
+    return s->params.n_gpu_layers <= 0 || offload_layers(s);
 }
 //@- full backend
 
 //@+ full size-check
+// K and V of one position in every layer, in 64 bits.
+static uint64_t kv_bytes_per_token(const struct mg_model * m, enum mg_type kv_type) {
+    return 2 * (uint64_t) m->hp.n_layer * (uint64_t) m->hp.head_dim * (uint64_t) m->hp.n_head_kv *
+           mg_type_size(kv_type);
+}
+
 // A cache larger than the machine's memory, or than the process may map
 // (ulimit -v, ulimit -d), can never be resident: with overcommit its calloc
 // may still succeed, and the run then thrashes or is killed by the OOM killer
@@ -155,25 +159,50 @@ static bool kv_fits_in_memory(int n_ctx, uint64_t per_token) {
                  (double) bytes / (1u << 20), what, (unsigned long long) limit, (double) limit / (1u << 20));
     return false;
 }
+
+// The cache's bytes in 64 bits, checked before anything is allocated: on a
+// 32-bit size_t, -c times the bytes per position could wrap to a small
+// buffer that the graph then writes past.
+static bool kv_fits(const struct mg_model * m, const struct mg_session_params * p) {
+    const uint64_t per_token = kv_bytes_per_token(m, p->kv_type);
+    if (per_token != 0 && (uint64_t) p->n_ctx > (uint64_t) (SIZE_MAX / 2) / per_token) {
+        mg_set_error("the KV cache of %d positions (n_ctx) x %llu bytes does not fit in this machine's address space; "
+                     "use a smaller n_ctx", p->n_ctx, (unsigned long long) per_token);
+        return false;
+    }
+    return kv_fits_in_memory(p->n_ctx, per_token);
+}
 //@- full size-check
 
+//@+ full flash-attn
+// n_kv padded to a multiple of 64, GGML_F32_STEP of the AVX-512 mapping
+// (vec_simd.c): the decode graph keeps its shape for 64 steps at a time, and
+// the dot product of a V row with a softmax row takes the vector order
+// llama.cpp's 256 positions take, the zeros beyond adding nothing. A cache
+// for flash attention stores V like K. NULL, saying which buffer and how big,
+// when it cannot be had: it grows with -c (n_ctx).
+static struct mg_kv_cache * new_kv_cache(const struct mg_model * m, const struct mg_session_params * p) {
+    const struct mg_model_hparams * hp = &m->hp;
+    struct mg_kv_cache * kv = (p->flash_attn ? mg_kv_cache_new_flash : mg_kv_cache_new)(hp->n_layer, p->n_ctx,
+                                                                                       hp->head_dim, hp->n_head_kv,
+                                                                                       p->kv_type, 64);
+    if (kv == NULL) {
+        char cause[256];
+        snprintf(cause, sizeof(cause), "%s", mg_last_error());
+        const uint64_t per_token = kv_bytes_per_token(m, p->kv_type);
+        mg_set_error("cannot allocate the KV cache: %d positions (n_ctx) x %llu bytes = %.1f MiB (%s); use a smaller "
+                     "n_ctx", p->n_ctx, (unsigned long long) per_token,
+                     (double) per_token * (double) p->n_ctx / (1024.0 * 1024.0), cause);
+    }
+    return kv;
+}
+//@- full flash-attn
+
+#if 0 //@old 09..09 session-new
 struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params params) {
     if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     if (params.n_batch <= 0) params.n_batch = 512;
     if (params.n_threads <= 0) params.n_threads = 1;
-    //@+ full size-check
-    // The cache's bytes in 64 bits, checked before anything is allocated: on
-    // a 32-bit size_t, -c times the bytes per position could wrap to a small
-    // buffer that the graph then writes past.
-    const uint64_t kv_per_token = 2 * (uint64_t) m->hp.n_layer * (uint64_t) m->hp.head_dim *
-                                  (uint64_t) m->hp.n_head_kv * mg_type_size(params.kv_type);
-    if (kv_per_token != 0 && (uint64_t) params.n_ctx > (uint64_t) (SIZE_MAX / 2) / kv_per_token) {
-        mg_set_error("the KV cache of %d positions (n_ctx) x %llu bytes does not fit in this machine's address space; "
-                     "use a smaller n_ctx", params.n_ctx, (unsigned long long) kv_per_token);
-        return NULL;
-    }
-    if (!kv_fits_in_memory(params.n_ctx, kv_per_token)) return NULL;
-    //@- full size-check
     struct mg_session * s = calloc(1, sizeof(*s));
     MG_ASSERT(s != NULL);
     s->model  = m;
@@ -182,16 +211,7 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     // steps at a time, so it can be reused, and every real position of a
     // softmax row falls in ggml's 16-wide vector loop, as in llama.cpp (which
     // pads to 256: the masked rest changes nothing but the work).
-#if 0 //@old 09..09 kv-new
     s->kv = mg_kv_cache_new(m->hp.n_layer, params.n_ctx, m->hp.head_dim, m->hp.n_head_kv, params.kv_type, 32);
-#endif //@old kv-new
-    //@+ full flash-attn
-    // full/ pads to 64, GGML_F32_STEP of the AVX-512 mapping (vec_simd.c):
-    // the dot product of a V row with a softmax row then takes the vector
-    // order llama.cpp's 256 positions take, the zeros beyond adding nothing.
-    s->kv = (params.flash_attn ? mg_kv_cache_new_flash : mg_kv_cache_new)(m->hp.n_layer, params.n_ctx, m->hp.head_dim,
-                                                                         m->hp.n_head_kv, params.kv_type, 64);
-    //@- full flash-attn
     if (s->kv == NULL) {
         // Say which buffer and how big: the KV cache grows with -c (n_ctx).
         const size_t per_token = 2 * (size_t) m->hp.n_layer * (size_t) m->hp.head_dim * (size_t) m->hp.n_head_kv *
@@ -205,21 +225,32 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     }
     s->threadpool = mg_threadpool_new(params.n_threads);
     s->galloc     = mg_gallocr_new(0);
-    //@+ full backend
-    s->cpu = mg_backend_cpu_init();
-    if (s->cpu == NULL) {
-        mg_session_free(s);
-        return NULL;
-    }
-    mg_backend_cpu_set_threadpool(s->cpu, s->threadpool, params.n_threads);
-    if (params.n_gpu_layers > 0 && !offload_layers(s)) {
-        mg_session_free(s);
-        return NULL;
-    }
-    //@- full backend
     s->stats.kv_size = mg_kv_cache_bytes(s->kv);
     return s;
 }
+#endif //@old session-new
+//@+ full backend
+// full/ checks the cache's size before anything is allocated (kv_fits), and
+// runs graphs through backends (init_backends).
+struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params params) {
+    if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (params.n_batch <= 0) params.n_batch = 512;
+    if (params.n_threads <= 0) params.n_threads = 1;
+    struct mg_kv_cache * kv = kv_fits(m, &params) ? new_kv_cache(m, &params) : NULL;
+    if (kv == NULL) return NULL;
+    struct mg_session * s = calloc(1, sizeof(*s));
+    MG_ASSERT(s != NULL);
+    *s = (struct mg_session) {.model = m, .params = params, .kv = kv, .stats.kv_size = mg_kv_cache_bytes(kv)};
+    s->threadpool = mg_threadpool_new(params.n_threads);
+    s->galloc     = mg_gallocr_new(0);
+    if (!init_backends(s)) {
+        mg_session_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+//@- full backend
 
 void mg_session_free(struct mg_session * s) {
     if (s == NULL) return;
@@ -242,20 +273,10 @@ void mg_session_free(struct mg_session * s) {
     free(s);
 }
 
-// Build the graph of a batch of this shape, plan both buffers.
-static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
-    const struct mg_model * m = s->model;
-    mg_free(s->graph_ctx);
-    s->graph_ctx = mg_init((struct mg_init_params) {.mem_size = mg_qwen3_ctx_size(m), .no_alloc = true});
-    if (s->graph_ctx == NULL) return false;
-    s->graph      = mg_new_graph_custom(s->graph_ctx, mg_qwen3_graph_size(m));
-    s->logits_out = mg_qwen3_build(s->graph_ctx, s->graph, m, s->kv, n_tokens, n_kv, all_logits, &s->in);
-    //@+ full backend
-    if (s->sched != NULL) return build_graph_sched(s, n_tokens, n_kv, all_logits);
-    //@- full backend
-    if (!mg_gallocr_alloc_graph(s->galloc, s->graph)) return false;
-
 #if 0 //@old 09..09 session-plan
+// The compute buffer (the graph allocator), the plan and its work buffer.
+static bool alloc_graph(struct mg_session * s) {
+    if (!mg_gallocr_alloc_graph(s->galloc, s->graph)) return false;
     s->plan = mg_graph_plan(s->graph, s->params.n_threads);
     if (s->plan.work_size > s->work_capacity) {
         free(s->work);
@@ -268,23 +289,53 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     }
     s->plan.work_data  = s->work;
     s->plan.threadpool = s->threadpool;
+    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; compute buffer %zu bytes; work buffer %zu bytes",
+             s->graph->n_nodes, s->graph->n_leafs, mg_gallocr_get_buffer_size(s->galloc), s->plan.work_size);
+    return true;
+}
 #endif //@old session-plan
-    //@+ full backend
-    // The same plan, made by the CPU backend (backend_cpu.c), which keeps the
-    // one work buffer as this function did in chapter 09.
+//@+ full backend
+// With offloaded layers (-ngl) the scheduler plans the graph instead of the
+// graph allocator and the CPU plan: its splits, its copies, its buffers.
+static bool alloc_graph_sched(struct mg_session * s) {
+    if (!mg_sched_alloc_graph(s->sched, s->graph)) return false;
+    s->plan = (struct mg_cplan) {0};
+    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; %d splits, %d copies of %zu bytes", s->graph->n_nodes,
+             s->graph->n_leafs, mg_sched_n_splits(s->sched), mg_sched_n_copies(s->sched),
+             mg_sched_copy_bytes(s->sched));
+    return true;
+}
+
+// The same buffers, the plan made by the CPU backend (backend_cpu.c), which
+// keeps the one work buffer as this function did in chapter 09.
+static bool alloc_graph(struct mg_session * s) {
+    if (s->sched != NULL) return alloc_graph_sched(s);
+    if (!mg_gallocr_alloc_graph(s->galloc, s->graph)) return false;
     mg_backend_graph_plan_free(s->cpu, s->cpu_plan);
     s->cpu_plan = mg_backend_graph_plan_create(s->cpu, s->graph);
     if (s->cpu_plan == NULL) return false;
     s->plan = *mg_backend_cpu_plan_cplan(s->cpu_plan);
-    //@- full backend
+    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; compute buffer %zu bytes; work buffer %zu bytes",
+             s->graph->n_nodes, s->graph->n_leafs, mg_gallocr_get_buffer_size(s->galloc), s->plan.work_size);
+    return true;
+}
+//@- full backend
+
+// Build the graph of a batch of this shape, plan both buffers.
+static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    const struct mg_model * m = s->model;
+    mg_free(s->graph_ctx);
+    s->graph_ctx = mg_init((struct mg_init_params) {.mem_size = mg_qwen3_ctx_size(m), .no_alloc = true});
+    if (s->graph_ctx == NULL) return false;
+    s->graph      = mg_new_graph_custom(s->graph_ctx, mg_qwen3_graph_size(m));
+    s->logits_out = mg_qwen3_build(s->graph_ctx, s->graph, m, s->kv, n_tokens, n_kv, all_logits, &s->in);
+    if (!alloc_graph(s)) return false;
 
     note_graph_built(s, n_tokens, n_kv, all_logits);
     if (mg_gallocr_get_buffer_size(s->galloc) > s->stats.compute_buffer_size) {
         s->stats.compute_buffer_size = mg_gallocr_get_buffer_size(s->galloc);
     }
     if (s->plan.work_size > s->stats.work_size) s->stats.work_size = s->plan.work_size;
-    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; compute buffer %zu bytes; work buffer %zu bytes",
-             s->graph->n_nodes, s->graph->n_leafs, mg_gallocr_get_buffer_size(s->galloc), s->plan.work_size);
     return true;
 }
 
@@ -323,79 +374,65 @@ static void compute_observed(struct mg_session * s) {
 }
 //@- full eval-callback
 
-//@+ 09 decode-batch
-// One batch: at most n_batch tokens, one graph.
-static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits,
-                         float * logits_dst) {
-#if 0 //@old 09..09 n-kv
-    const int n_kv = mg_kv_cache_n_kv(s->kv, s->n_past + n_tokens);
-#endif //@old n-kv
-    //@+ full seqs
-    const int n_kv = mg_kv_cache_n_kv(s->kv, mg_kv_cache_cells_end(s->kv));   // tagged by the caller
-    const int pos0 = s->ub.pos[0];
-    //@- full seqs
-    const bool quiet = s->graph != NULL && s->stats.n_graphs_reused >= 3 && n_tokens == s->graph_n_tokens &&
-                       n_kv == s->graph_n_kv && all_logits == s->graph_all_logits;
-    if (!quiet) {
-#if 0 //@old 09..09 trace-pos
-        mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
-                 n_tokens == 1 ? "" : "s", s->n_past, n_tokens == 1 ? "" : "..", n_kv);
-#endif //@old trace-pos
-        //@+ full seqs
-        mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
-                 n_tokens == 1 ? "" : "s", pos0, n_tokens == 1 ? "" : "..", n_kv);
-        //@- full seqs
-    }
-    const double t0 = mg_time_ms();
-    // The can_reuse test: the same shape gives the same graph, and a graph
-    // reads everything that changes between steps from its inputs.
-    if (s->graph != NULL && n_tokens == s->graph_n_tokens && n_kv == s->graph_n_kv &&
-        all_logits == s->graph_all_logits) {
-        s->stats.n_graphs_reused++;
-        // A long generation reuses its graph hundreds of times: trace the first few.
-        if (s->stats.n_graphs_reused <= 3) {
-            mg_trace(MG_TRACE_INFER, "  graph reused%s", s->stats.n_graphs_reused == 3 ? " (further reuses are "
-                                                                                        "counted, not traced)" : "");
-        }
-    } else if (!build_graph(s, n_tokens, n_kv, all_logits)) {
-        return false;
-    }
-    set_inputs(s, tokens, n_tokens);
-    const double t1 = mg_time_ms();
-    //@+ full eval-callback-run
+#if 0 //@old 09..09 session-compute
+// The graph on the session's thread pool, then its logits out (it cannot fail).
+static bool run_graph(struct mg_session * s, float * logits_dst) {
+    mg_graph_compute(s->graph, &s->plan);
+    memcpy(logits_dst, s->logits_out->data, mg_nbytes(s->logits_out));
+    return true;
+}
+#endif //@old session-compute
+//@+ full backend
+// One call per graph: the CPU backend's plan_compute is mg_graph_compute
+// on the plan above, nothing added per node (an eval callback sees a node at
+// a time). Then the logits, from wherever they are: a device's memory when
+// the output is offloaded.
+static bool run_graph(struct mg_session * s, float * logits_dst) {
     if (s->params.cb_eval != NULL) {
         compute_observed(s);
-    } else {
-    //@- full eval-callback-run
-#if 0 //@old 09..09 session-compute
-    mg_graph_compute(s->graph, &s->plan);
-#endif //@old session-compute
-    //@+ full backend
-    // One call per graph: the CPU backend's plan_compute is mg_graph_compute
-    // on the plan above, nothing added per node.
-    if (!(s->sched != NULL ? mg_sched_graph_compute(s->sched, s->graph)
-                           : mg_backend_graph_plan_compute(s->cpu, s->cpu_plan))) {
+    } else if (!(s->sched != NULL ? mg_sched_graph_compute(s->sched, s->graph)
+                                  : mg_backend_graph_plan_compute(s->cpu, s->cpu_plan))) {
         return false;
     }
-    //@- full backend
-    //@+ full eval-callback-end
-    }
-    //@- full eval-callback-end
-    const double t2 = mg_time_ms();
-    s->stats.t_build_ms += t1 - t0;
-    s->stats.t_compute_ms += t2 - t1;
+    mg_backend_tensor_get(s->logits_out, logits_dst, 0, mg_nbytes(s->logits_out));
+    return true;
+}
+//@- full backend
 
-    const size_t row = (size_t) s->model->hp.n_vocab * sizeof(float);
-#if 0 //@old 09..09 logits-out
-    memcpy(logits_dst, s->logits_out->data, row * (size_t) s->logits_out->ne[1]);
-#endif //@old logits-out
-    //@+ full backend
-    // From wherever the logits are: a device's memory when the output is offloaded.
-    mg_backend_tensor_get(s->logits_out, logits_dst, 0, row * (size_t) s->logits_out->ne[1]);
-    //@- full backend
-#if 0 //@old 09..09 n-past
-    s->n_past += n_tokens;
-#endif //@old n-past
+//@+ 09 decode-batch
+// The can_reuse test: the same shape gives the same graph, and a graph
+// reads everything that changes between steps from its inputs.
+static bool can_reuse(const struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    return s->graph != NULL && n_tokens == s->graph_n_tokens && n_kv == s->graph_n_kv &&
+           all_logits == s->graph_all_logits;
+}
+
+// The graph of a batch of this shape: the current one when it can be
+// reused. A long generation reuses it hundreds of times: the first few are traced.
+static bool reuse_or_build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    if (!can_reuse(s, n_tokens, n_kv, all_logits)) return build_graph(s, n_tokens, n_kv, all_logits);
+    s->stats.n_graphs_reused++;
+    if (s->stats.n_graphs_reused <= 3) {
+        mg_trace(MG_TRACE_INFER, "  graph reused%s", s->stats.n_graphs_reused == 3 ? " (further reuses are "
+                                                                                    "counted, not traced)" : "");
+    }
+    return true;
+}
+
+// One batch: at most n_batch tokens, one graph.
+static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, int pos0, int n_kv,
+                         bool all_logits, float * logits_dst) {
+    if (s->stats.n_graphs_reused < 3 || !can_reuse(s, n_tokens, n_kv, all_logits)) {   // not a line per token
+        mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
+                 n_tokens == 1 ? "" : "s", pos0, n_tokens == 1 ? "" : "..", n_kv);
+    }
+    const double t0 = mg_time_ms();
+    if (!reuse_or_build_graph(s, n_tokens, n_kv, all_logits)) return false;
+    set_inputs(s, tokens, n_tokens);
+    const double t1 = mg_time_ms();
+    if (!run_graph(s, logits_dst)) return false;
+    s->stats.t_build_ms += t1 - t0;
+    s->stats.t_compute_ms += mg_time_ms() - t1;
     return true;
 }
 //@- 09 decode-batch
@@ -428,8 +465,10 @@ bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool
     s->stats.n_decode_calls++;
     for (int done = 0; done < n_tokens;) {
         const int n = n_tokens - done < s->params.n_batch ? n_tokens - done : s->params.n_batch;
+        const int n_kv = mg_kv_cache_n_kv(s->kv, s->n_past + n);   // the positions filled once it is in
         float * dst = s->logits + (all_logits ? (size_t) done * (size_t) n_vocab : 0);
-        if (!decode_batch(s, tokens + done, n, all_logits, dst)) return false;
+        if (!decode_batch(s, tokens + done, n, s->n_past, n_kv, all_logits, dst)) return false;
+        s->n_past += n;
         done += n;
     }
     return true;
@@ -571,9 +610,7 @@ static bool apply_k_shift(struct mg_session * s) {
 
 bool mg_decode_batch(struct mg_session * s, const struct mg_batch * b) {
     if (!check_batch(s, b)) return false;
-    //@+ full shift
     if (s->kv->has_shift && !apply_k_shift(s)) return false;
-    //@- full shift
     const size_t n_vocab = (size_t) s->model->hp.n_vocab;
     const int    n_rows  = plan_logit_rows(s, b);
     int32_t *    cells   = malloc((size_t) b->n_tokens * sizeof(int32_t));
@@ -597,7 +634,8 @@ bool mg_decode_batch(struct mg_session * s, const struct mg_batch * b) {
         bool    all;
         float * tmp;
         float * dst = logits_dst(s, done, n, &all, &tmp);
-        ok = decode_batch(s, b->token + done, n, all, dst);
+        const int n_kv = mg_kv_cache_n_kv(s->kv, mg_kv_cache_cells_end(s->kv));   // every cell in use, these too
+        ok = decode_batch(s, b->token + done, n, b->pos[done], n_kv, all, dst);
         if (ok && tmp != NULL && all) {   // the graph's rows came out together: keep the asked ones
             for (int i = done; i < done + n; i++) {
                 if (s->logits_row[i] >= 0) {
@@ -648,14 +686,16 @@ const float * mg_get_logits(const struct mg_session * s) {
     return s->logits;
 }
 
-int mg_session_n_past(const struct mg_session * s) {
 #if 0 //@old 09..09 n-past-get
+int mg_session_n_past(const struct mg_session * s) {
     return s->n_past;
-#endif //@old n-past-get
-    //@+ full seqs
-    return mg_kv_cache_seq_pos_max(s->kv, 0) + 1;
-    //@- full seqs
 }
+#endif //@old n-past-get
+//@+ full seqs
+int mg_session_n_past(const struct mg_session * s) {   // sequence 0's
+    return mg_kv_cache_seq_pos_max(s->kv, 0) + 1;
+}
+//@- full seqs
 
 int mg_session_n_ctx(const struct mg_session * s) {
     return s->params.n_ctx;
@@ -663,16 +703,18 @@ int mg_session_n_ctx(const struct mg_session * s) {
 
 // Positions >= n_past are forgotten simply by being overwritten later: the
 // mask of every later batch hides whatever they still hold.
-void mg_session_rewind(struct mg_session * s, int n_past) {
 #if 0 //@old 09..09 rewind
+void mg_session_rewind(struct mg_session * s, int n_past) {
     MG_ASSERT(n_past >= 0 && n_past <= s->n_past);
     s->n_past = n_past;
+}
 #endif //@old rewind
-    //@+ full seqs
+//@+ full seqs
+void mg_session_rewind(struct mg_session * s, int n_past) {   // sequence 0's cells from n_past on are freed
     MG_ASSERT(n_past >= 0 && n_past <= mg_session_n_past(s));
     mg_kv_cache_seq_rm(s->kv, 0, n_past, -1);
-    //@- full seqs
 }
+//@- full seqs
 
 //@+ full seqs
 void mg_session_seq_rm(struct mg_session * s, int seq, int p0, int p1) {
@@ -777,12 +819,17 @@ void mg_session_memory_model(const struct mg_session * s, struct mg_memory_model
 }
 //@- full memory-model
 
+#if 0 //@old 09..09 set-timeline
 void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl) {
     mg_threadpool_set_timeline(s->threadpool, tl);
-    //@+ full dot-extras
-    s->timeline = tl;
-    //@- full dot-extras
 }
+#endif //@old set-timeline
+//@+ full dot-extras
+void mg_session_set_timeline(struct mg_session * s, struct mg_timeline * tl) {   // kept for the drawings' times
+    mg_threadpool_set_timeline(s->threadpool, tl);
+    s->timeline = tl;
+}
+//@- full dot-extras
 
 #if 0 //@old 09..09 session-svg
 bool mg_session_dump_svg(const struct mg_session * s, const char * name) {

@@ -242,7 +242,7 @@ static bool load_layer(struct mg_model * m, int il) {
     return true;
 }
 
-static bool load_tensors(struct mg_model * m) {
+static bool load_outer_tensors(struct mg_model * m) {   // the embeddings, the last norm, the LM head
     const int64_t E = m->hp.n_embd, V = m->hp.n_vocab;
     m->tok_embd = load_tensor(m, "token_embd.weight", E, V, USE_LOOKUP, true);
     if (m->tok_embd == NULL) return false;
@@ -260,6 +260,11 @@ static bool load_tensors(struct mg_model * m) {
         }
         m->output = m->tok_embd;
     }
+    return true;
+}
+
+static bool load_tensors(struct mg_model * m) {
+    if (!load_outer_tensors(m)) return false;
     m->layers = calloc((size_t) m->hp.n_layer, sizeof(struct mg_layer));
     MG_ASSERT(m->layers != NULL);
     for (int il = 0; il < m->hp.n_layer; il++) {
@@ -376,11 +381,9 @@ static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, st
 // softmax(K^T Q / sqrt(D) + mask) V over the cache, one matmul per head, each
 // node named as it is built (llama.cpp: llm_graph_context::build_attn_mha;
 // chapter 06's mg_attn, unnamed). q: [D, H, T], k: [D, n_kv, Hkv], v: [n_kv, D, Hkv].
-static struct mg_tensor * attn_mha(struct mg_context * ctx, const struct mg_kv_cache * kv, struct mg_tensor * q,
-                                   struct mg_tensor * k, struct mg_tensor * v, struct mg_tensor * mask, float scale,
-                                   int il) {
+static struct mg_tensor * attn_mha(struct mg_context * ctx, struct mg_tensor * q, struct mg_tensor * k,
+                                   struct mg_tensor * v, struct mg_tensor * mask, float scale, int il) {
     q = mg_permute(ctx, q, 0, 2, 1, 3);                          // [D, T, H]: heads outermost
-    MG_UNUSED(kv);   // one path here; full/ also picks flash attention by kv->v_trans
     struct mg_tensor * kq = mg_mul_mat(ctx, k, q);               // [n_kv, T, H]: every score
     cb(kq, "kq", il);
     kq = mg_soft_max_ext(ctx, kq, mask, scale);                  // [n_kv, T, H]: each row a distribution
@@ -431,10 +434,10 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
 
     mg_kv_cache_store_rows(ctx, g, kv, il, k, v, in->k_idx, in->v_idx);
     struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);   // [D, n_kv, Hkv]
-    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv] (flash: [D, n_kv, Hkv])
-    cur = attn_mha(ctx, kv, q, k_all, v_all, in->mask, 1.0f / sqrtf((float) hp->head_dim), il);   // [D*H, T]
+    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv]
+    cur = attn_mha(ctx, q, k_all, v_all, in->mask, 1.0f / sqrtf((float) hp->head_dim), il);   // [D*H, T]
     cb(cur, "kqv_out", il);
-    cur = mg_mul_mat(ctx, l->wo, cur);                                                              // [E, T]
+    cur = mg_mul_mat(ctx, l->wo, cur);                                                       // [E, T]
     cb(cur, "attn_out", il);
     return cur;
 }
@@ -452,6 +455,10 @@ static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_
     return mg_mul_mat(ctx, l->ffn_down, act);                      // [E, T]: the caller names it ffn_out
 }
 
+static struct mg_tensor * input_v_idx(struct mg_context * ctx, const struct mg_kv_cache * kv, int n_tokens) {
+    return input(ctx, MG_TYPE_I32, (int64_t) kv->head_dim * kv->n_head_kv * n_tokens, 0, "v_idxs");   // V transposed
+}
+
 struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                   struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
                                   struct mg_batch_inputs * in) {
@@ -460,7 +467,7 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
     in->pos    = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_pos");      // [T]
     in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");   // [n_kv, T]
     in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");       // [T]
-    in->v_idx  = input(ctx, MG_TYPE_I32, (int64_t) hp->head_dim * hp->n_head_kv * n_tokens, 0, "v_idxs");   // [D*Hkv*T]
+    in->v_idx  = input_v_idx(ctx, kv, n_tokens);                     // [D*Hkv*T]
 
     struct mg_tensor * inp = mg_get_rows(ctx, m->tok_embd, in->tokens);   // [E, T]
     cb(inp, "inp_embd", -1);

@@ -41,14 +41,16 @@ struct mg_session {
     struct mg_session_stats stats;
 };
 
+static const struct mg_session_params default_params = {   // n_ctx 0: the model's (llama_context_default_params)
+    .n_batch = 512,
+    .kv_type = MG_TYPE_F16,
+};
+
 struct mg_session_params mg_session_default_params(void) {
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return (struct mg_session_params) {
-        .n_ctx     = 0,
-        .n_batch   = 512,
-        .n_threads = cores > 0 ? (int) cores : 1,
-        .kv_type   = MG_TYPE_F16,
-    };
+    const long               cores = sysconf(_SC_NPROCESSORS_ONLN);
+    struct mg_session_params p     = default_params;
+    p.n_threads                    = cores > 0 ? (int) cores : 1;
+    return p;
 }
 
 // What the graph just built was made for (the next decode reuses it if it
@@ -103,16 +105,9 @@ void mg_session_free(struct mg_session * s) {
     free(s);
 }
 
-// Build the graph of a batch of this shape, plan both buffers.
-static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
-    const struct mg_model * m = s->model;
-    mg_free(s->graph_ctx);
-    s->graph_ctx = mg_init((struct mg_init_params) {.mem_size = mg_qwen3_ctx_size(m), .no_alloc = true});
-    if (s->graph_ctx == NULL) return false;
-    s->graph      = mg_new_graph_custom(s->graph_ctx, mg_qwen3_graph_size(m));
-    s->logits_out = mg_qwen3_build(s->graph_ctx, s->graph, m, s->kv, n_tokens, n_kv, all_logits, &s->in);
+// The compute buffer (the graph allocator), the plan and its work buffer.
+static bool alloc_graph(struct mg_session * s) {
     if (!mg_gallocr_alloc_graph(s->galloc, s->graph)) return false;
-
     s->plan = mg_graph_plan(s->graph, s->params.n_threads);
     if (s->plan.work_size > s->work_capacity) {
         free(s->work);
@@ -125,14 +120,26 @@ static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_
     }
     s->plan.work_data  = s->work;
     s->plan.threadpool = s->threadpool;
+    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; compute buffer %zu bytes; work buffer %zu bytes",
+             s->graph->n_nodes, s->graph->n_leafs, mg_gallocr_get_buffer_size(s->galloc), s->plan.work_size);
+    return true;
+}
+
+// Build the graph of a batch of this shape, plan both buffers.
+static bool build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    const struct mg_model * m = s->model;
+    mg_free(s->graph_ctx);
+    s->graph_ctx = mg_init((struct mg_init_params) {.mem_size = mg_qwen3_ctx_size(m), .no_alloc = true});
+    if (s->graph_ctx == NULL) return false;
+    s->graph      = mg_new_graph_custom(s->graph_ctx, mg_qwen3_graph_size(m));
+    s->logits_out = mg_qwen3_build(s->graph_ctx, s->graph, m, s->kv, n_tokens, n_kv, all_logits, &s->in);
+    if (!alloc_graph(s)) return false;
 
     note_graph_built(s, n_tokens, n_kv, all_logits);
     if (mg_gallocr_get_buffer_size(s->galloc) > s->stats.compute_buffer_size) {
         s->stats.compute_buffer_size = mg_gallocr_get_buffer_size(s->galloc);
     }
     if (s->plan.work_size > s->stats.work_size) s->stats.work_size = s->plan.work_size;
-    mg_trace(MG_TRACE_INFER, "  graph built: %d nodes, %d leafs; compute buffer %zu bytes; work buffer %zu bytes",
-             s->graph->n_nodes, s->graph->n_leafs, mg_gallocr_get_buffer_size(s->galloc), s->plan.work_size);
     return true;
 }
 
@@ -143,40 +150,46 @@ static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_toke
     mg_kv_cache_fill_store_idx(s->kv, s->in.k_idx, s->in.v_idx, s->n_past);
 }
 
+// The graph on the session's thread pool, then its logits out (it cannot fail).
+static bool run_graph(struct mg_session * s, float * logits_dst) {
+    mg_graph_compute(s->graph, &s->plan);
+    memcpy(logits_dst, s->logits_out->data, mg_nbytes(s->logits_out));
+    return true;
+}
+
+// The can_reuse test: the same shape gives the same graph, and a graph
+// reads everything that changes between steps from its inputs.
+static bool can_reuse(const struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    return s->graph != NULL && n_tokens == s->graph_n_tokens && n_kv == s->graph_n_kv &&
+           all_logits == s->graph_all_logits;
+}
+
+// The graph of a batch of this shape: the current one when it can be
+// reused. A long generation reuses it hundreds of times: the first few are traced.
+static bool reuse_or_build_graph(struct mg_session * s, int n_tokens, int n_kv, bool all_logits) {
+    if (!can_reuse(s, n_tokens, n_kv, all_logits)) return build_graph(s, n_tokens, n_kv, all_logits);
+    s->stats.n_graphs_reused++;
+    if (s->stats.n_graphs_reused <= 3) {
+        mg_trace(MG_TRACE_INFER, "  graph reused%s", s->stats.n_graphs_reused == 3 ? " (further reuses are "
+                                                                                    "counted, not traced)" : "");
+    }
+    return true;
+}
+
 // One batch: at most n_batch tokens, one graph.
-static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, bool all_logits,
-                         float * logits_dst) {
-    const int n_kv = mg_kv_cache_n_kv(s->kv, s->n_past + n_tokens);
-    const bool quiet = s->graph != NULL && s->stats.n_graphs_reused >= 3 && n_tokens == s->graph_n_tokens &&
-                       n_kv == s->graph_n_kv && all_logits == s->graph_all_logits;
-    if (!quiet) {
+static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_tokens, int pos0, int n_kv,
+                         bool all_logits, float * logits_dst) {
+    if (s->stats.n_graphs_reused < 3 || !can_reuse(s, n_tokens, n_kv, all_logits)) {   // not a line per token
         mg_trace(MG_TRACE_INFER, "decode: %d token%s at position %d%s (attending over %d cache positions)", n_tokens,
-                 n_tokens == 1 ? "" : "s", s->n_past, n_tokens == 1 ? "" : "..", n_kv);
+                 n_tokens == 1 ? "" : "s", pos0, n_tokens == 1 ? "" : "..", n_kv);
     }
     const double t0 = mg_time_ms();
-    // The can_reuse test: the same shape gives the same graph, and a graph
-    // reads everything that changes between steps from its inputs.
-    if (s->graph != NULL && n_tokens == s->graph_n_tokens && n_kv == s->graph_n_kv &&
-        all_logits == s->graph_all_logits) {
-        s->stats.n_graphs_reused++;
-        // A long generation reuses its graph hundreds of times: trace the first few.
-        if (s->stats.n_graphs_reused <= 3) {
-            mg_trace(MG_TRACE_INFER, "  graph reused%s", s->stats.n_graphs_reused == 3 ? " (further reuses are "
-                                                                                        "counted, not traced)" : "");
-        }
-    } else if (!build_graph(s, n_tokens, n_kv, all_logits)) {
-        return false;
-    }
+    if (!reuse_or_build_graph(s, n_tokens, n_kv, all_logits)) return false;
     set_inputs(s, tokens, n_tokens);
     const double t1 = mg_time_ms();
-    mg_graph_compute(s->graph, &s->plan);
-    const double t2 = mg_time_ms();
+    if (!run_graph(s, logits_dst)) return false;
     s->stats.t_build_ms += t1 - t0;
-    s->stats.t_compute_ms += t2 - t1;
-
-    const size_t row = (size_t) s->model->hp.n_vocab * sizeof(float);
-    memcpy(logits_dst, s->logits_out->data, row * (size_t) s->logits_out->ne[1]);
-    s->n_past += n_tokens;
+    s->stats.t_compute_ms += mg_time_ms() - t1;
     return true;
 }
 
@@ -207,8 +220,10 @@ bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool
     s->stats.n_decode_calls++;
     for (int done = 0; done < n_tokens;) {
         const int n = n_tokens - done < s->params.n_batch ? n_tokens - done : s->params.n_batch;
+        const int n_kv = mg_kv_cache_n_kv(s->kv, s->n_past + n);   // the positions filled once it is in
         float * dst = s->logits + (all_logits ? (size_t) done * (size_t) n_vocab : 0);
-        if (!decode_batch(s, tokens + done, n, all_logits, dst)) return false;
+        if (!decode_batch(s, tokens + done, n, s->n_past, n_kv, all_logits, dst)) return false;
+        s->n_past += n;
         done += n;
     }
     return true;
