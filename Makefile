@@ -113,7 +113,7 @@ test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check check-zh check
 
 # No chapter marker or #if 0 inside a function body on the decode path: an
 # earlier chapter's version of a function is a whole function of its own
-# (tools/check_markers.sh; its NOT_YET list names the files still to do).
+# (tools/check_markers.sh).
 DECODE_PATH_FILES := full/graph.c full/plan.c full/galloc.c full/kv_cache.c full/compute.c full/qwen3.c full/session.c
 check-markers:
 	@sh tools/check_markers.sh $(DECODE_PATH_FILES)

@@ -101,6 +101,16 @@ static void note_graph_built(struct mg_session * s, int n_tokens, int n_kv, bool
     s->stats.n_kv    = n_kv;
 }
 
+// What every session computes with: the workers, the compute buffer, the
+// graph's context and the work buffer (the KV cache and the logits, what
+// the session keeps between decodes, are freed beside it).
+static void free_compute_state(struct mg_session * s) {
+    mg_threadpool_free(s->threadpool);
+    mg_gallocr_free(s->galloc);
+    mg_free(s->graph_ctx);
+    free(s->work);
+}
+
 //@+ full backend
 // -ngl: the layers' weights to the device, its backend, and a scheduler over
 // it and the CPU (llama_context makes its ggml_backend_sched the same way).
@@ -252,26 +262,37 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
 
 //@- full backend
 
+#if 0 //@old 09..09 session-free
 void mg_session_free(struct mg_session * s) {
     if (s == NULL) return;
-    //@+ full backend
+    mg_kv_cache_free(s->kv);
+    free_compute_state(s);
+    free(s->logits);
+    free(s);
+}
+#endif //@old session-free
+
+//@+ full backend
+// full/ adds the backends: the CPU plan, the scheduler and the backends go
+// first, then the weights moved to a device are put back into the model.
+static void free_backends(struct mg_session * s) {
     if (s->cpu != NULL) mg_backend_graph_plan_free(s->cpu, s->cpu_plan);
     mg_sched_free(s->sched);
     mg_backend_free(s->gpu);
     mg_backend_free(s->cpu);
     mg_offload_restore(s->offload);
-    //@- full backend
+}
+
+void mg_session_free(struct mg_session * s) {
+    if (s == NULL) return;
+    free_backends(s);
     mg_kv_cache_free(s->kv);
-    mg_threadpool_free(s->threadpool);
-    mg_gallocr_free(s->galloc);
-    mg_free(s->graph_ctx);
-    free(s->work);
+    free_compute_state(s);
     free(s->logits);
-    //@+ full seqs
-    free(s->logits_row);
-    //@- full seqs
+    free(s->logits_row);   // the batch's rows in logits (the seqs block)
     free(s);
 }
+//@- full backend
 
 #if 0 //@old 09..09 session-plan
 // The compute buffer (the graph allocator), the plan and its work buffer.

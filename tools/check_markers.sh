@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/check_markers.sh [--all] FILE... - no chapter marker splits a function
+# tools/check_markers.sh FILE... - no chapter marker splits a function
 # body. Lists every chapter marker line (//@+, //@-, //@old) and every #if 0
 # that sits inside a function body in the given C files, and exits 1 if there
 # is one. An earlier chapter's version of a function is a whole function of
@@ -17,25 +17,13 @@
 # depth is restored at its #endif, so an old variant cannot shift the rest.
 #
 # make test runs it on the decode path's files (the Makefile's
-# DECODE_PATH_FILES). NOT_YET below lists the files still being restructured:
-# their findings are counted but do not fail the check (--all lists them and
-# fails).
+# DECODE_PATH_FILES).
 set -eu
 
-# Not yet: the files are restructured one by one; a file leaves this list in
-# the change that makes it pass.
-NOT_YET="full/session.c"
-
-strict=0
-if [ "${1:-}" = "--all" ]; then strict=1; shift; fi
-[ $# -gt 0 ] || { echo "usage: tools/check_markers.sh [--all] FILE..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: tools/check_markers.sh FILE..." >&2; exit 2; }
 
 status=0
 for f in "$@"; do
-    exempt=0
-    if [ $strict -eq 0 ]; then
-        for n in $NOT_YET; do [ "$f" = "$n" ] && exempt=1; done
-    fi
     found=$(awk -v file="$f" -v sq="'" '
         function report(msg) { printf "%s:%d: in %s(): %s\n", file, NR, fname, msg; n++ }
         # Strip comments and literals from the code part of a line, keeping
@@ -115,12 +103,8 @@ for f in "$@"; do
         END { exit n > 0 }
     ' "$f")  || true
     if [ -n "$found" ]; then
-        if [ $exempt -eq 1 ]; then
-            echo "check_markers: not yet: $f, $(echo "$found" | wc -l) marker lines in function bodies (tools/check_markers.sh --all $f lists them)"
-        else
-            echo "$found"
-            status=1
-        fi
+        echo "$found"
+        status=1
     fi
 done
 if [ $status -ne 0 ]; then

@@ -64,6 +64,16 @@ static void note_graph_built(struct mg_session * s, int n_tokens, int n_kv, bool
     s->stats.n_kv    = n_kv;
 }
 
+// What every session computes with: the workers, the compute buffer, the
+// graph's context and the work buffer (the KV cache and the logits, what
+// the session keeps between decodes, are freed beside it).
+static void free_compute_state(struct mg_session * s) {
+    mg_threadpool_free(s->threadpool);
+    mg_gallocr_free(s->galloc);
+    mg_free(s->graph_ctx);
+    free(s->work);
+}
+
 struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params params) {
     if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     if (params.n_batch <= 0) params.n_batch = 512;
@@ -97,10 +107,7 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
 void mg_session_free(struct mg_session * s) {
     if (s == NULL) return;
     mg_kv_cache_free(s->kv);
-    mg_threadpool_free(s->threadpool);
-    mg_gallocr_free(s->galloc);
-    mg_free(s->graph_ctx);
-    free(s->work);
+    free_compute_state(s);
     free(s->logits);
     free(s);
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/tools/markers/test_check_markers.sh - tools/check_markers.sh finds a
 # marker and a #if 0 inside a function body (split_body.c), says nothing on
-# markers at file scope (clean.c), and exempts a NOT_YET file only without --all.
+# markers at file scope (clean.c).
 set -u
 cd "$(dirname "$0")/../../.."
 check=tools/check_markers.sh
