@@ -697,6 +697,28 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
             mg_mib(m->n_repacked_bytes), m->n_repacked, m->n_repacked > 0 ? "--no-repack to compare" : "off or none");
 }
 
+bool cli_race_options(const char * cmd, const char * rival_flag, const char * rival, int max_rounds, int * rounds,
+                      float * rival_timeout) {
+    const bool rounds_given = *rounds != CLI_ROUNDS_UNSET, timeout_given = !isnan(*rival_timeout);
+    if (rounds_given && (*rounds < 1 || *rounds > max_rounds)) {
+        fprintf(stderr, "mg %s: --rounds %d: must be in 1..%d\n", cmd, *rounds, max_rounds);
+        return false;
+    }
+    if (timeout_given && !(*rival_timeout > 0.0f)) {
+        fprintf(stderr, "mg %s: --rival-timeout must be > 0 seconds, got %g\n", cmd, (double) *rival_timeout);
+        return false;
+    }
+    if (rival == NULL && (rounds_given || timeout_given)) {
+        if (rounds_given) fprintf(stderr, "mg %s: --rounds %d", cmd, *rounds);
+        else fprintf(stderr, "mg %s: --rival-timeout %g", cmd, (double) *rival_timeout);
+        fprintf(stderr, ": it says how to race a rival: give %s PATH too\n", rival_flag);
+        return false;
+    }
+    if (!rounds_given) *rounds = 3;
+    if (!timeout_given) *rival_timeout = (float) CLI_RIVAL_TIMEOUT_S;
+    return true;
+}
+
 // ---------------------------------------------------------------------------
 // Tokenizing and sessions, with the checks every command needs
 // ---------------------------------------------------------------------------

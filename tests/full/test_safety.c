@@ -1525,6 +1525,21 @@ START_TEST(test_seed_that_means_random_refused) {
 }
 END_TEST
 
+// bench and batched-bench took --rounds and --rival-timeout without the
+// rival they are about (--llama-bench, --llama-batched-bench), and did
+// nothing with them: the user thought a race was run. Refused now, naming
+// the flag it needs; with the rival, the same values race (test_rival_timeout).
+START_TEST(test_race_flags_need_a_rival) {
+    expect_error("--rounds 3", "give --llama-bench PATH", "bench -m '%s' -p 4 -n 0 -r 1 -t 1 --rounds 3", model());
+    expect_error("--rival-timeout 5", "give --llama-bench PATH", "bench -m '%s' -p 4 -n 0 -r 1 -t 1 --rival-timeout 5",
+                 model());
+    expect_error("--rounds 3", "give --llama-batched-bench PATH",
+                 "batched-bench -m '%s' -npp 4 -ntg 1 -npl 1 -t 1 --rounds 3", model());
+    expect_error("--rival-timeout 5", "give --llama-batched-bench PATH",
+                 "batched-bench -m '%s' -npp 4 -ntg 1 -npl 1 -t 1 --rival-timeout 5", model());
+}
+END_TEST
+
 // The tokenizer's arrays grow with the text and have no limit of their own:
 // running out of memory in one aborted the process (vocab.c's grow asserted).
 // The library call now fails with an error; a child process under a memory
@@ -1694,6 +1709,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe3, test_vocab_device_refused);
     tcase_add_test(probe3, test_drawing_write_failure_fails);
     tcase_add_test(probe3, test_seed_that_means_random_refused);
+    tcase_add_test(probe3, test_race_flags_need_a_rival);
     tcase_add_test(probe3, test_tokenizer_out_of_memory_is_an_error);
     suite_add_tcase(s, probe3);
 
