@@ -1540,6 +1540,36 @@ START_TEST(test_race_flags_need_a_rival) {
 }
 END_TEST
 
+// With stderr or stdout closed (mg ... 2>&-), the next file mg opened took
+// that descriptor: --dump-tensors' order.txt held the timings and "wrote"
+// lines instead of the tensor names, and mg exited 0. The closed
+// descriptors are now held by /dev/null, so order.txt is what a run with
+// both open writes; a closed stdout still fails (exit 1), as before.
+START_TEST(test_closed_standard_descriptors) {
+    static const char * const cases[][2] = {{"open", "> /dev/null 2> /dev/null"}, {"no_stderr", "> /dev/null 2>&-"},
+                                            {"no_stdout", ">&- 2> /dev/null"}};
+    char * want = NULL;
+    for (int i = 0; i < 3; i++) {
+        char folder[128], order[160];
+        snprintf(folder, sizeof(folder), "%s", in_dir(cases[i][0]));
+        ck_assert_int_eq(mkdir(folder, 0755), 0);
+        const int status = sh("'%s' run -m '%s' -p hi -n 2 --temp 0 -t 1 --dump-tensors '%s' --dot '%s' %s",
+                              mg_test_mg_bin(), model(), folder, folder, cases[i][1]);
+        ck_assert_msg(status == (i == 2 ? 1 : 0), "%s: exit %d", cases[i][0], status);
+        snprintf(order, sizeof(order), "%s/order.txt", folder);
+        char * got = mg_test_read_file(order, NULL);
+        ck_assert_msg(got != NULL && strncmp(got, "inp_embd\n", 9) == 0, "%s: order.txt: %.300s", cases[i][0],
+                      got ? got : "(none)");
+        if (i == 0) want = got;
+        else {
+            ck_assert_msg(strcmp(got, want) == 0, "%s: order.txt differs from the run with both open", cases[i][0]);
+            free(got);
+        }
+    }
+    free(want);
+}
+END_TEST
+
 // The tokenizer's arrays grow with the text and have no limit of their own:
 // running out of memory in one aborted the process (vocab.c's grow asserted).
 // The library call now fails with an error; a child process under a memory
@@ -1710,6 +1740,7 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe3, test_drawing_write_failure_fails);
     tcase_add_test(probe3, test_seed_that_means_random_refused);
     tcase_add_test(probe3, test_race_flags_need_a_rival);
+    tcase_add_test(probe3, test_closed_standard_descriptors);
     tcase_add_test(probe3, test_tokenizer_out_of_memory_is_an_error);
     suite_add_tcase(s, probe3);
 
