@@ -5,13 +5,16 @@
 // list and types, SpecialVocab reads the merges from tokenizer.json and the
 // special tokens, add_*_token flags and chat template from tokenizer_config.json,
 // and _set_vocab_gpt2 writes them in that order.
+#define _POSIX_C_SOURCE 200809L   // stat
 #include "hf_tokenizer.h"
 #include "json.h"
+#include "mmap.h"   // mg_open_regular
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char * copy_bytes(const char * s, size_t n) {
     char * c = malloc(n + 1);
@@ -29,21 +32,29 @@ static char * join_path(const char * dir, const char * file) {
     return path;
 }
 
-// The whole file, NUL-terminated; NULL (no error set) if it cannot be opened.
+// Whether path names something (a file, a FIFO, ...): the optional files
+// are read when they exist, and checked by the reader (mg_open_regular), so
+// a FIFO is an error, never an open that waits for a writer.
+static bool exists(const char * path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+// The whole file, NUL-terminated; NULL after mg_set_error if it is not a
+// regular file of at most 16 MiB (a chat template is a few KB).
 static char * read_whole_file(const char * path, size_t * len) {
-    FILE * f = fopen(path, "rb");
+    uint64_t size;
+    FILE *   f = mg_open_regular(path, 16u << 20, &size);
     if (f == NULL) return NULL;
-    size_t cap = 4096, n = 0;
-    char * text = malloc(cap);
-    MG_ASSERT(text != NULL);
-    for (;;) {
-        n += fread(text + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        cap *= 2;
-        text = realloc(text, cap);
-        MG_ASSERT(text != NULL);
-    }
+    char * text = malloc((size_t) size + 1);
+    const size_t n = text != NULL ? fread(text, 1, (size_t) size, f) : 0;
+    const bool ok = text != NULL && n == size && !ferror(f);
     fclose(f);
+    if (!ok) {
+        mg_set_error("%s: cannot read its %llu bytes", path, (unsigned long long) size);
+        free(text);
+        return NULL;
+    }
     text[n] = '\0';
     *len = n;
     return text;
@@ -53,13 +64,9 @@ static char * read_whole_file(const char * path, size_t * len) {
 // exists but is not valid JSON.
 static bool parse_optional(const char * dir, const char * file, struct mg_json ** doc) {
     char * path = join_path(dir, file);
-    FILE * f = fopen(path, "rb");
-    *doc = NULL;
-    if (f != NULL) {
-        fclose(f);
-        *doc = mg_json_parse_file(path);
-    }
-    bool ok = f == NULL || *doc != NULL;
+    const bool there = exists(path);
+    *doc = there ? mg_json_parse_file(path) : NULL;
+    const bool ok = !there || *doc != NULL;
     free(path);
     return ok;
 }
@@ -497,17 +504,20 @@ static void read_specials(struct mg_hf_vocab * v, const struct mg_json * tok, co
     v->add_sep = config_flag(config, "sep");
 }
 
-// tokenizer_config.json's chat_template wins over chat_template.jinja.
-static void read_chat_template(struct mg_hf_vocab * v, const struct mg_json * config, const char * dir) {
+// tokenizer_config.json's chat_template wins over chat_template.jinja
+// (optional: false only when it exists and cannot be read).
+static bool read_chat_template(struct mg_hf_vocab * v, const struct mg_json * config, const char * dir) {
     const struct mg_json * t = mg_json_get(config, "chat_template");
     if (t != NULL && t->type == MG_JSON_STRING) {
         v->chat_template = copy_bytes(t->str, t->len);
         v->chat_template_len = t->len;
-        return;
+        return true;
     }
     char * path = join_path(dir, "chat_template.jinja");
-    v->chat_template = read_whole_file(path, &v->chat_template_len);
+    const bool there = exists(path);
+    if (there) v->chat_template = read_whole_file(path, &v->chat_template_len);
     free(path);
+    return !there || v->chat_template != NULL;
 }
 
 // ---------------------------------------------------------------------------
@@ -530,7 +540,7 @@ struct mg_hf_vocab * mg_hf_vocab_load(const char * dir) {
     if (ok) {
         read_normalizer(v, tok);
         read_specials(v, tok, config, model_config);
-        read_chat_template(v, config, dir);
+        ok = read_chat_template(v, config, dir);
     }
     mg_json_free(tok);
     mg_json_free(config);

@@ -3,6 +3,7 @@
 // RFC 8259 (value, object, array, string, number), a cursor over the text,
 // and an error that says where the text stopped making sense.
 #include "json.h"
+#include "mmap.h"   // mg_open_regular
 #include "tensor.h"
 #include "unicode.h"   // mg_utf8_encode
 
@@ -420,23 +421,21 @@ struct mg_json * mg_json_parse(const char * text, size_t len, const char * name)
     return v;
 }
 
+// A regular file only, read into a buffer of its size: a FIFO named
+// tokenizer.json blocked the open forever, and /dev/zero grew the buffer
+// until malloc failed.
 struct mg_json * mg_json_parse_file(const char * path) {
-    FILE * f = fopen(path, "rb");
-    if (f == NULL) {
-        mg_set_error("%s: cannot open: %s", path, strerror(errno));
+    uint64_t size;
+    FILE *   f = mg_open_regular(path, MG_JSON_MAX_BYTES, &size);
+    if (f == NULL) return NULL;
+    char * text = malloc((size_t) size + 1);
+    if (text == NULL) {
+        mg_set_error("%s: no memory for its %llu bytes", path, (unsigned long long) size);
+        fclose(f);
         return NULL;
     }
-    size_t cap = 1 << 16, len = 0;
-    char * text = malloc(cap);
-    MG_ASSERT(text != NULL);
-    for (;;) {
-        len += fread(text + len, 1, cap - len, f);
-        if (len < cap) break;
-        cap *= 2;
-        text = realloc(text, cap);
-        MG_ASSERT(text != NULL);
-    }
-    bool read_error = ferror(f) != 0;
+    const size_t len        = fread(text, 1, (size_t) size, f);
+    const bool   read_error = ferror(f) != 0 || len != size;   // a file cut while it was read
     fclose(f);
     struct mg_json * v = NULL;
     if (read_error) mg_set_error("%s: read error", path);

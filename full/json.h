@@ -28,6 +28,9 @@
 #include <stdint.h>
 
 #define MG_JSON_MAX_DEPTH 128
+// mg_json_parse_file reads regular files of at most this many bytes (the
+// largest tokenizer.json files on the Hugging Face hub are tens of MB).
+#define MG_JSON_MAX_BYTES (1ull << 30)
 #ifndef MG_JSON_MAX_VALUES
 #define MG_JSON_MAX_VALUES (4u << 20)
 #endif

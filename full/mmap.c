@@ -13,18 +13,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct mg_mmap * mg_mmap_open(const char * path) {
-    int fd = open(path, O_RDONLY);
+// path opened read-only, its stat in *st; -1 after mg_set_error unless it
+// is a regular file. O_NONBLOCK: opening a FIFO that nobody writes would
+// wait forever; it is refused, as anything but a regular file (which
+// ignores the flag).
+static int open_regular(const char * path, struct stat * st) {
+    const int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
         mg_set_error("%s: cannot open: %s", path, strerror(errno));
-        return NULL;
+        return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
         mg_set_error("%s: not a regular file", path);
         close(fd);
-        return NULL;
+        return -1;
     }
+    return fd;
+}
+
+struct mg_mmap * mg_mmap_open(const char * path) {
+    struct stat st;
+    const int   fd = open_regular(path, &st);
+    if (fd < 0) return NULL;
     struct mg_mmap * m = calloc(1, sizeof(*m));
     MG_ASSERT(m != NULL);
     m->size = (size_t) st.st_size;
@@ -42,6 +52,28 @@ struct mg_mmap * mg_mmap_open(const char * path) {
     close(fd);   // the mapping keeps the file alive
     return m;
 }
+
+//@+ full open-regular
+FILE * mg_open_regular(const char * path, uint64_t max_size, uint64_t * size) {
+    struct stat st;
+    const int   fd = open_regular(path, &st);
+    if (fd < 0) return NULL;
+    if ((uint64_t) st.st_size > max_size) {
+        mg_set_error("%s: %llu bytes, more than the %llu this file can be", path, (unsigned long long) st.st_size,
+                     (unsigned long long) max_size);
+        close(fd);
+        return NULL;
+    }
+    FILE * f = fdopen(fd, "rb");
+    if (f == NULL) {
+        mg_set_error("%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    *size = (uint64_t) st.st_size;
+    return f;
+}
+//@- full open-regular
 
 void mg_mmap_close(struct mg_mmap * m) {
     if (m == NULL) return;

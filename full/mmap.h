@@ -12,6 +12,10 @@
 #pragma once
 
 #include <stddef.h>
+//@+ full open-regular
+#include <stdint.h>
+#include <stdio.h>
+//@- full open-regular
 
 struct mg_mmap {
     void * addr;   // the first byte of the file
@@ -22,6 +26,15 @@ struct mg_mmap {
 // the reason, if it cannot be opened or mapped.
 struct mg_mmap * mg_mmap_open(const char * path);
 void             mg_mmap_close(struct mg_mmap * m);
+
+//@+ full open-regular
+// A regular file of at most max_size bytes, opened for reading ("rb"), its
+// size in *size. NULL, with mg_last_error() naming the file, for anything
+// else: a FIFO nobody writes would block the open forever, /dev/zero would
+// be read forever, a directory cannot be read. For the inputs that are
+// files on disk (tokenizer.json, a --kl-base file), never a pipe.
+FILE * mg_open_regular(const char * path, uint64_t max_size, uint64_t * size);
+//@- full open-regular
 
 // Page faults of this process so far (getrusage): minor = served from RAM,
 // major = had to wait for the disk.

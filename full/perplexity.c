@@ -174,13 +174,10 @@ FILE * mg_ppl_logits_file_create(struct mg_outfile * out, const char * path, int
 // The checks of mg_ppl_base_open (perplexity.h); false after mg_set_error.
 static bool base_read_checked(const char * path, int n_vocab_model, struct mg_logits_base * b) {
     memset(b, 0, sizeof(*b));
-    b->f = fopen(path, "rb");
-    if (b->f == NULL) {
-        mg_set_error("cannot read %s: %s", path, strerror(errno));
-        return false;
-    }
+    uint64_t size;   // checked below, against what the header says
+    b->f = mg_open_regular(path, UINT64_MAX, &size);   // a FIFO blocked the open forever
+    if (b->f == NULL) return false;
     char        magic[8];
-    struct stat st;
     if (fread(magic, 1, 8, b->f) != 8 || memcmp(magic, logits_magic, 8) != 0 || fread(&b->n_ctx, 4, 1, b->f) != 1 ||
         fread(&b->n_vocab, 4, 1, b->f) != 1 || fread(&b->n_chunk, 4, 1, b->f) != 1) {
         mg_set_error("%s is not a logits file (no \"_logits_\" header)", path);
@@ -201,10 +198,10 @@ static bool base_read_checked(const char * path, int n_vocab_model, struct mg_lo
     const int    n_scored = b->n_ctx - 1 - b->n_ctx / 2;
     const double expected = 20.0 + 4.0 * b->n_chunk * (double) b->n_ctx +
                             2.0 * b->n_chunk * (double) n_scored * mg_ppl_row_slots(b->n_vocab);
-    if (fstat(fileno(b->f), &st) != 0 || (double) st.st_size != expected) {
-        mg_set_error("%s has %lld bytes, but its header (%d chunks of %d tokens, %d-token vocabulary) needs %.0f: %s",
-                     path, (long long) st.st_size, b->n_chunk, b->n_ctx, b->n_vocab, expected,
-                     (double) st.st_size < expected ? "truncated" : "extra bytes at the end");
+    if ((double) size != expected) {
+        mg_set_error("%s has %llu bytes, but its header (%d chunks of %d tokens, %d-token vocabulary) needs %.0f: %s",
+                     path, (unsigned long long) size, b->n_chunk, b->n_ctx, b->n_vocab, expected,
+                     (double) size < expected ? "truncated" : "extra bytes at the end");
         return false;
     }
     const size_t n_tokens = (size_t) b->n_chunk * (size_t) b->n_ctx;

@@ -155,12 +155,17 @@ const char * mg_pretok_name(enum mg_pretok type) {
 }
 
 void mg_pieces_push(struct mg_pieces * p, size_t len) {
-    if (len == 0) return;
+    if (len == 0 || p->failed) return;
     MG_ASSERT(len <= UINT32_MAX);   // a piece is part of one text, and texts are far shorter (vocab.h)
     if (p->n == p->cap) {
-        p->cap = p->cap ? 2 * p->cap : 64;
-        p->len = realloc(p->len, p->cap * sizeof(p->len[0]));
-        MG_ASSERT(p->len != NULL);
+        const size_t cap = p->cap ? 2 * p->cap : 64;
+        uint32_t *   bigger = realloc(p->len, cap * sizeof(p->len[0]));
+        if (bigger == NULL) {   // the old array is kept (and freed by mg_pieces_free)
+            p->failed = true;
+            return;
+        }
+        p->len = bigger;
+        p->cap = cap;
     }
     p->len[p->n++] = (uint32_t) len;
 }
@@ -169,6 +174,7 @@ void mg_pieces_free(struct mg_pieces * p) {
     free(p->len);
     p->len = NULL;
     p->n = p->cap = 0;
+    p->failed = false;
 }
 
 // One piece being cut further: the code points [begin, end) of cpts. The
@@ -466,6 +472,7 @@ void mg_pretokenize(enum mg_pretok type, const uint32_t * cpts, size_t n, struct
         struct mg_pieces swap = *out;
         *out = tmp;
         tmp = swap;
+        if (tmp.failed) out->failed = true;   // cut from incomplete pieces: incomplete too
     }
     mg_pieces_free(&tmp);
 }

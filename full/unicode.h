@@ -138,9 +138,10 @@ struct mg_pieces {
     uint32_t * len;   // 32 bits, half of a size_t: a long text of short pieces holds one per code point
     size_t     n;
     size_t     cap;
+    bool       failed;   // a push ran out of memory: the pieces are incomplete (the caller checks)
 };
 
-void mg_pieces_push(struct mg_pieces * p, size_t len);   // ignores len 0
+void mg_pieces_push(struct mg_pieces * p, size_t len);   // ignores len 0; sets failed when memory runs out
 void mg_pieces_free(struct mg_pieces * p);
 
 // Replaces out's contents with the pieces of cpts[0..n). The lengths add up to n.

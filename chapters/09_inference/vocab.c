@@ -20,24 +20,40 @@
 // Growable arrays, for the scratch of one mg_tokenize call and for building.
 // ---------------------------------------------------------------------------
 
+// Room for need (>= 1) elements, the capacity doubled as it grows. NULL
+// when memory runs out or the byte count overflows; the old array is then
+// kept as it was (realloc's rule), so its owner can still free it. A text
+// has no size limit of its own, so this can fail: every array below keeps a
+// sticky `failed` flag, as a FILE keeps its error flag, a push after a
+// failed one does nothing, and the owner checks the flag once at the end
+// (mg_tokenize then fails with an error, instead of the process aborting).
 static void * grow(void * ptr, size_t * cap, size_t need, size_t elem_size) {
     if (need <= *cap) return ptr;
     size_t cap_new = *cap ? *cap : 16;
-    while (cap_new < need) cap_new *= 2;
-    ptr = realloc(ptr, cap_new * elem_size);
-    MG_ASSERT(ptr != NULL);
-    *cap = cap_new;
-    return ptr;
+    while (cap_new < need) {
+        if (cap_new > SIZE_MAX / 2) return NULL;
+        cap_new *= 2;
+    }
+    if (cap_new > SIZE_MAX / elem_size) return NULL;
+    void * bigger = realloc(ptr, cap_new * elem_size);
+    if (bigger != NULL) *cap = cap_new;
+    return bigger;
 }
 
 struct bytes {
     char * data;
     size_t n;
     size_t cap;
+    bool   failed;   // an append ran out of memory
 };
 
 static void bytes_append(struct bytes * b, const void * src, size_t n) {
-    b->data = grow(b->data, &b->cap, b->n + n + 1, 1);   // + 1: room for a NUL
+    char * data = b->failed ? NULL : grow(b->data, &b->cap, b->n + n + 1, 1);   // + 1: room for a NUL
+    if (data == NULL) {
+        b->failed = true;
+        return;
+    }
+    b->data = data;
     memcpy(b->data + b->n, src, n);
     b->n += n;
 }
@@ -46,10 +62,16 @@ struct ids {
     int32_t * data;
     size_t    n;
     size_t    cap;
+    bool      failed;   // a push ran out of memory
 };
 
 static void ids_push(struct ids * ids, int32_t id) {
-    ids->data = grow(ids->data, &ids->cap, ids->n + 1, sizeof(int32_t));
+    int32_t * data = ids->failed ? NULL : grow(ids->data, &ids->cap, ids->n + 1, sizeof(int32_t));
+    if (data == NULL) {
+        ids->failed = true;
+        return;
+    }
+    ids->data = data;
     ids->data[ids->n++] = id;
 }
 
@@ -218,6 +240,10 @@ static bool build_tokens(struct mg_vocab * v, const struct mg_vocab_params * p, 
         bytes_append(&text, "", 1);
     }
     v->text = text.data;
+    if (text.failed) {
+        mg_set_error("%s: tokenizer.ggml.tokens: out of memory for the texts of %d tokens", where, p->n_tokens);
+        return false;
+    }
 
     table_init(&v->by_text, (size_t) p->n_tokens);
     for (int32_t id = 0; id < p->n_tokens; id++) {
@@ -239,7 +265,7 @@ static bool build_tokens(struct mg_vocab * v, const struct mg_vocab_params * p, 
 // byte, so a merge may start with a space (llama.cpp: word.find(' ', 1)). A
 // merge without such a space can never apply; it keeps its rank number. A
 // pair listed twice keeps its first (best) rank, like bpe_ranks.emplace.
-static void build_merges(struct mg_vocab * v, const struct mg_vocab_params * p) {
+static bool build_merges(struct mg_vocab * v, const struct mg_vocab_params * p, const char * where) {
     struct bytes text = {0};
     v->n_merges = p->n_merges;
     v->merges = calloc((size_t) p->n_merges + 1, sizeof(struct merge));
@@ -257,6 +283,10 @@ static void build_merges(struct mg_vocab * v, const struct mg_vocab_params * p) 
         bytes_append(&text, "", 1);
     }
     v->merge_text = text.data;
+    if (text.failed) {
+        mg_set_error("%s: tokenizer.ggml.merges: out of memory for the texts of %d merges", where, p->n_merges);
+        return false;
+    }
 
     table_init(&v->by_pair, (size_t) p->n_merges);
     for (int32_t rank = 0; rank < p->n_merges; rank++) {
@@ -267,6 +297,7 @@ static void build_merges(struct mg_vocab * v, const struct mg_vocab_params * p) 
         while (v->by_pair.slots[i] >= 0) i = (i + 1) & v->by_pair.mask;
         v->by_pair.slots[i] = rank;
     }
+    return true;
 }
 
 static int32_t attr_of_type(int32_t type) {
@@ -436,7 +467,7 @@ static int hex_digit(char c) {
 
 // What every token prints with special = true, computed once (llama.cpp
 // builds the same cache_token_to_piece at load).
-static void build_pieces(struct mg_vocab * v) {
+static bool build_pieces(struct mg_vocab * v, const char * where) {
     struct bytes out = {0};
     for (int32_t id = 0; id < v->n_tokens; id++) {
         struct token * t = &v->tokens[id];
@@ -459,6 +490,11 @@ static void build_pieces(struct mg_vocab * v) {
         t->piece_len = (uint32_t) (out.n - t->piece);
     }
     v->pieces = out.data ? out.data : calloc(1, 1);
+    if (out.failed || v->pieces == NULL) {
+        mg_set_error("%s: out of memory for the printed pieces of %d tokens", where, v->n_tokens);
+        return false;
+    }
+    return true;
 }
 
 // tokenizer.ggml.pre -> pre-tokenizer (llama_vocab::impl::load). Only the
@@ -558,11 +594,10 @@ static struct mg_vocab * vocab_build(const struct mg_vocab_params * p, const cha
         mg_vocab_free(v);
         return NULL;
     }
-    if (!check_types_and_merges(p, where)) {
+    if (!check_types_and_merges(p, where) || !build_merges(v, p, where)) {
         mg_vocab_free(v);
         return NULL;
     }
-    build_merges(v, p);
 
     for (int32_t id = 0; id < v->n_tokens; id++) {
         v->tokens[id].attr = p->token_types ? attr_of_type(p->token_types[id]) : MG_TOKEN_ATTR_NORMAL;
@@ -580,7 +615,10 @@ static struct mg_vocab * vocab_build(const struct mg_vocab_params * p, const cha
         return NULL;
     }
     build_special_order(v);
-    build_pieces(v);
+    if (!build_pieces(v, where)) {
+        mg_vocab_free(v);
+        return NULL;
+    }
     return v;
 }
 
@@ -810,6 +848,7 @@ struct session {
     size_t           heap_n;
     size_t           heap_cap;
     struct ids       out;
+    bool             failed;               // the heap, symbols or code points ran out of memory
     int              missing;              // the first byte of the text the vocabulary has no token for, or -1
     char             missing_spelled[8];   // its character in the byte alphabet
 };
@@ -822,7 +861,12 @@ static bool bigram_before(const struct bigram * a, const struct bigram * b) {
 }
 
 static void heap_push(struct session * s, struct bigram b) {
-    s->heap = grow(s->heap, &s->heap_cap, s->heap_n + 1, sizeof(struct bigram));
+    struct bigram * heap = s->failed ? NULL : grow(s->heap, &s->heap_cap, s->heap_n + 1, sizeof(struct bigram));
+    if (heap == NULL) {
+        s->failed = true;
+        return;
+    }
+    s->heap = heap;
     size_t i = s->heap_n++;
     while (i > 0 && bigram_before(&b, &s->heap[(i - 1) / 2])) {
         s->heap[i] = s->heap[(i - 1) / 2];
@@ -930,7 +974,12 @@ static void bpe_word(const struct mg_vocab * v, struct session * s) {
         uint8_t lead = (uint8_t) word[pos];
         uint32_t char_len = lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
         if (char_len > len - pos) char_len = len - pos;
-        s->symbols = grow(s->symbols, &s->symbols_cap, (size_t) n + 1, sizeof(struct symbol));
+        struct symbol * symbols = grow(s->symbols, &s->symbols_cap, (size_t) n + 1, sizeof(struct symbol));
+        if (symbols == NULL) {
+            s->failed = true;
+            return;
+        }
+        s->symbols = symbols;
         s->symbols[n] = (struct symbol) { n - 1, pos + char_len < len ? n + 1 : -1, pos, char_len };
         pos += char_len;
     }
@@ -973,9 +1022,18 @@ static void bpe_word(const struct mg_vocab * v, struct session * s) {
 
 // Pre-tokenizes and merges one stretch of text that holds no special token.
 static void tokenize_text(const struct mg_vocab * v, struct session * s, const char * text, size_t len) {
-    s->cpts = grow(s->cpts, &s->cpts_cap, len, sizeof(uint32_t));
+    uint32_t * cpts = s->failed ? NULL : grow(s->cpts, &s->cpts_cap, len + 1, sizeof(uint32_t));
+    if (cpts == NULL) {
+        s->failed = true;
+        return;
+    }
+    s->cpts = cpts;
     const size_t n = mg_utf8_to_cpts(text, len, s->cpts);
     mg_pretokenize(v->pre_type, s->cpts, n, &s->pieces);
+    if (s->pieces.failed) {
+        s->failed = true;
+        return;
+    }
     const bool trace = mg_trace_on(MG_TRACE_BPE);
     if (trace) {
         mg_trace(MG_TRACE_BPE, "pre-tokenizer '%s': %zu code points -> %zu piece%s", v->pre, n, s->pieces.n,
@@ -1027,11 +1085,17 @@ struct fragments {
     struct fragment * data;
     size_t            n;
     size_t            cap;
+    bool              failed;   // a push ran out of memory
 };
 
 static void fragments_push(struct fragments * f, int32_t token, size_t start, size_t len) {
     if (token < 0 && len == 0) return;
-    f->data = grow(f->data, &f->cap, f->n + 1, sizeof(struct fragment));
+    struct fragment * data = f->failed ? NULL : grow(f->data, &f->cap, f->n + 1, sizeof(struct fragment));
+    if (data == NULL) {
+        f->failed = true;
+        return;
+    }
+    f->data = data;
     f->data[f->n++] = (struct fragment) { token, start, len };
 }
 
@@ -1077,6 +1141,7 @@ static void partition(const struct mg_vocab * v, const char * text, size_t len, 
         struct fragments swap = *f;
         *f = next;
         next = swap;
+        if (next.failed) f->failed = true;   // next held the list before this token: keep its failure
     }
     free(next.data);
 }
@@ -1106,7 +1171,10 @@ static bool tokenize_session(const struct mg_vocab * v, const char * text, size_
     if (add_special && v->add_eos) ids_push(&s->out, v->special[MG_SPECIAL_EOS]);
 
     bool ok = true;
-    if (s->missing >= 0) {
+    if (s->failed || s->out.failed || s->word.failed || f.failed) {
+        mg_set_error("mg_tokenize: out of memory tokenizing a text of %zu bytes", len);
+        ok = false;
+    } else if (s->missing >= 0) {
         mg_set_error("the vocabulary has no token for the byte 0x%02X (spelled '%s' in GPT-2's byte alphabet), so "
                      "the text cannot be tokenized without losing it (llama.cpp drops it silently)",
                      (unsigned) s->missing, s->missing_spelled);

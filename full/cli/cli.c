@@ -9,8 +9,10 @@
 #include "vocab.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +150,12 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
             if (end != text && *end == '\0' && text[0] != '-' && errno == ERANGE) {
                 fprintf(stderr, "mg %s: %s %s is too large, at most %llu\n", cmd, arg, mg_quote(text),
                         (unsigned long long) UINT64_MAX);
+                return false;
+            }
+            // 2^64-1 is how -1 is held: taken as a seed, it silently gave a random one.
+            if (o->kind == CLI_SEED && errno == 0 && end != text && *end == '\0' && v == CLI_SEED_RANDOM) {
+                fprintf(stderr, "mg %s: %s %s is the value that stands for -1 (a random seed): give 0..%llu, or -1\n",
+                        cmd, arg, mg_quote(text), (unsigned long long) CLI_SEED_RANDOM - 1);
                 return false;
             }
             if (errno == 0 && end != text && *end == '\0' && text[0] != '-') {
@@ -489,12 +497,50 @@ bool cli_parse_type(const char * name, enum mg_type * out) {
     return false;
 }
 
-char * cli_read_file(const char * cmd, const char * path, size_t * len) {
-    FILE * f = fopen(path, "rb");
-    if (f == NULL) {
-        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(errno));
+enum { FIFO_WAIT_S = 10 };   // how long a FIFO nobody has opened for writing is waited for
+
+// A FIFO opened without blocking (fd): false, after saying so, if nobody
+// opens it for writing within FIFO_WAIT_S seconds. A writer already there
+// (a read would block: EAGAIN) is waited for as long as it takes, as any
+// pipe; a first byte already read is handed back in *first (-1 if none).
+static bool fifo_has_writer(const char * cmd, const char * path, int fd, int * first) {
+    unsigned char c;
+    const ssize_t n = read(fd, &c, 1);   // no writer: 0 at once (EOF); a writer, nothing written yet: EAGAIN
+    *first = n == 1 ? c : -1;
+    if (n != 0) return n == 1 || errno == EAGAIN;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, FIFO_WAIT_S * 1000) > 0) return true;   // data, or a writer that came and left (EOF)
+    fprintf(stderr, "mg %s: %s is a FIFO that nobody opened for writing within %d s\n", cmd, mg_quote(path),
+            FIFO_WAIT_S);
+    return false;
+}
+
+// path opened for reading. A FIFO nobody writes blocked open() forever: the
+// open does not wait, and fifo_has_writer waits a bounded time instead;
+// then reads block again, as on any pipe (mg run -f <(cmd) works).
+static FILE * open_text_input(const char * cmd, const char * path) {
+    const int fd = open(path, O_RDONLY | O_NONBLOCK);
+    struct stat st;
+    int first = -1;
+    if (fd < 0 || fstat(fd, &st) != 0 || (S_ISFIFO(st.st_mode) && !fifo_has_writer(cmd, path, fd, &first)) ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        if (fd < 0) fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(errno));
+        if (fd >= 0) close(fd);
         return NULL;
     }
+    FILE * f = fdopen(fd, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (first >= 0) ungetc(first, f);
+    return f;
+}
+
+char * cli_read_file(const char * cmd, const char * path, size_t * len) {
+    FILE * f = open_text_input(cmd, path);
+    if (f == NULL) return NULL;
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {   // fopen opens a directory; reading it fails
         fprintf(stderr, "mg %s: %s is a directory, not a file\n", cmd, mg_quote(path));
@@ -649,6 +695,28 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
     const struct mg_model * m = mg_session_model(s);
     fprintf(stderr, "mg: repacked         = %9.2f MiB: %d Q4_0/Q4_K/Q2_K matrices in groups of 8 rows (%s)\n",
             mg_mib(m->n_repacked_bytes), m->n_repacked, m->n_repacked > 0 ? "--no-repack to compare" : "off or none");
+}
+
+bool cli_race_options(const char * cmd, const char * rival_flag, const char * rival, int max_rounds, int * rounds,
+                      float * rival_timeout) {
+    const bool rounds_given = *rounds != CLI_ROUNDS_UNSET, timeout_given = !isnan(*rival_timeout);
+    if (rounds_given && (*rounds < 1 || *rounds > max_rounds)) {
+        fprintf(stderr, "mg %s: --rounds %d: must be in 1..%d\n", cmd, *rounds, max_rounds);
+        return false;
+    }
+    if (timeout_given && !(*rival_timeout > 0.0f)) {
+        fprintf(stderr, "mg %s: --rival-timeout must be > 0 seconds, got %g\n", cmd, (double) *rival_timeout);
+        return false;
+    }
+    if (rival == NULL && (rounds_given || timeout_given)) {
+        if (rounds_given) fprintf(stderr, "mg %s: --rounds %d", cmd, *rounds);
+        else fprintf(stderr, "mg %s: --rival-timeout %g", cmd, (double) *rival_timeout);
+        fprintf(stderr, ": it says how to race a rival: give %s PATH too\n", rival_flag);
+        return false;
+    }
+    if (!rounds_given) *rounds = 3;
+    if (!timeout_given) *rival_timeout = (float) CLI_RIVAL_TIMEOUT_S;
+    return true;
 }
 
 // ---------------------------------------------------------------------------

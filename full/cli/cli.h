@@ -8,6 +8,8 @@
 #include "session.h"
 #include "vocab.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 
 // mg_last_error() as a user of mg reads it: the library names its parameters
@@ -232,6 +234,16 @@ bool cli_batched_bench_line(const char * line, struct batched_bench_row * row);
 
 // The default of --rival-timeout: long enough for a real llama-bench run, short of forever.
 #define CLI_RIVAL_TIMEOUT_S 3600.0
+
+// --rounds and --rival-timeout, which say how a rival is raced: the values
+// the command starts them at (not given), checked here. Given without the
+// rival (rival_flag, e.g. --llama-bench: rival NULL) they did nothing
+// without a word; now an error. Not given, they get their defaults (3
+// rounds, CLI_RIVAL_TIMEOUT_S). False after saying why.
+#define CLI_ROUNDS_UNSET INT_MIN
+#define CLI_RIVAL_TIMEOUT_UNSET NAN   // the parser refuses nan: no value typed is this
+bool cli_race_options(const char * cmd, const char * rival_flag, const char * rival, int max_rounds, int * rounds,
+                      float * rival_timeout);
 
 // Whether logits[n_rows][n_vocab], the rows of token positions pos0,
 // pos0+1, ..., are all finite. NaN or inf (weights holding them, or a

@@ -288,15 +288,7 @@ static bool bb_parse(const char * cmd, int argc, char ** argv, struct cli_engine
     l->n_tg = l->n_pp > 0 ? bb_list(cmd, "-ntg", o->ntg, l->ntg, 0, 1 << 16) : 0;
     l->n_pl = l->n_tg > 0 ? bb_list(cmd, "-npl", o->npl, l->npl, 1, MAX_PARALLEL) : 0;
     if (l->n_pp <= 0 || l->n_tg <= 0 || l->n_pl <= 0) return false;   // said
-    if (o->rounds < 1 || o->rounds > MAX_ROUNDS) {
-        fprintf(stderr, "mg %s: --rounds must be 1..%d, got %d\n", cmd, MAX_ROUNDS, o->rounds);
-        return false;
-    }
-    if (!(o->rival_timeout > 0.0f)) {
-        fprintf(stderr, "mg %s: --rival-timeout must be > 0 seconds, got %g\n", cmd, (double) o->rival_timeout);
-        return false;
-    }
-    return true;
+    return cli_race_options(cmd, "--llama-batched-bench", o->llama, MAX_ROUNDS, &o->rounds, &o->rival_timeout);
 }
 
 // Keeps the cases that fit in n_ctx cells, in order. Skipped as
@@ -351,8 +343,8 @@ static void bb_print_table_head(void) {
 int cmd_batched_bench(int argc, char ** argv) {
     const char * cmd = "batched-bench";
     struct cli_engine_opts e = cli_engine_defaults();
-    struct bb_opts o = {.npp = "128", .ntg = "128", .npl = "1,2,4,8,16", .llama = NULL, .shared = false, .rounds = 3,
-                     .rival_timeout = (float) CLI_RIVAL_TIMEOUT_S};
+    struct bb_opts o = {.npp = "128", .ntg = "128", .npl = "1,2,4,8,16", .llama = NULL, .shared = false,
+                     .rounds = CLI_ROUNDS_UNSET, .rival_timeout = CLI_RIVAL_TIMEOUT_UNSET};
     struct bb_lists l;
     if (!bb_parse(cmd, argc, argv, &e, &o, &l)) return 1;
     static struct bb_race race;   // large: not on the stack

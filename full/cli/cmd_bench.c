@@ -525,9 +525,8 @@ static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_r
     const bool   parsed = cli_parse(n_rest, rest, usage, opts, (int) (sizeof(opts) / sizeof(opts[0])), positional, 0,
                                     &n_positional);
     free(rest);
-    if (!parsed || !parse_lists(cmd, o, &b->lists)) return false;
-    if (!(rival_timeout > 0.0f)) {
-        fprintf(stderr, "mg %s: --rival-timeout must be > 0 seconds, got %g\n", cmd, (double) rival_timeout);
+    if (!parsed || !parse_lists(cmd, o, &b->lists) ||
+        !cli_race_options(cmd, "--llama-bench", o->llama_bench, MAX_ROUNDS, &o->rounds, &rival_timeout)) {
         return false;
     }
     o->rival_timeout = rival_timeout;
@@ -535,10 +534,8 @@ static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_r
         fprintf(stderr, "mg %s: need -m MODEL\n", cmd);
         return false;
     }
-    if (o->reps < 1 || o->reps > 1000 || o->rounds < 1 || o->rounds > MAX_ROUNDS) {
-        const bool reps = o->reps < 1 || o->reps > 1000;
-        fprintf(stderr, "mg %s: %s %d: must be in 1..%d\n", cmd, reps ? "-r" : "--rounds", reps ? o->reps : o->rounds,
-                reps ? 1000 : MAX_ROUNDS);
+    if (o->reps < 1 || o->reps > 1000) {
+        fprintf(stderr, "mg %s: -r %d: must be in 1..1000\n", cmd, o->reps);
         return false;
     }
     if (strcmp(o->kv, "f16") != 0 && strcmp(o->kv, "f32") != 0) {
@@ -642,7 +639,8 @@ static void bench_print_end(const struct bench_run * b) {
 int cmd_bench(int argc, char ** argv) {
     const char *             cmd = "bench";
     static struct bench_run  b;   // large: not on the stack
-    b = (struct bench_run) {.o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, 3, false, CLI_RIVAL_TIMEOUT_S}};
+    b = (struct bench_run) {.o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, CLI_ROUNDS_UNSET, false,
+                                   CLI_RIVAL_TIMEOUT_UNSET}};
     if (!bench_parse(cmd, argc, argv, &b) || !bench_set_up(cmd, &b)) {
         free(b.rows);
         return 1;

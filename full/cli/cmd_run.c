@@ -69,6 +69,7 @@ struct run_state {
     int32_t                  n_prompt;
     double                   prompt_ms, eval_ms;
     int                      n_eval, n_shifts;
+    int                      n_draw_failed;   // --dot and --svg files not written
 };
 
 // The options, their checks and the prompt's text. False after printing why.
@@ -170,6 +171,17 @@ static bool run_set_up(const char * cmd, struct run_state * r) {
     return true;
 }
 
+// The graph drawn with --dot and --svg (or MG_DOT, MG_SVG). A drawing asked
+// for and not written (a full disk) fails the run at its end, as
+// --memory-map does, rather than exit 0 without the file; the session has
+// said why on stderr.
+static void run_draw(struct run_state * r, const char * dot_name, const char * svg_name) {
+    const bool dot_asked = r->e.dot != NULL || mg_demo_switch("MG_DOT") != NULL;
+    const bool svg_asked = r->e.svg != NULL || mg_demo_switch("MG_SVG") != NULL;
+    if (dot_asked && !mg_session_dump_dot(r->s, dot_name)) r->n_draw_failed++;
+    if (svg_asked && !mg_session_dump_svg(r->s, svg_name)) r->n_draw_failed++;
+}
+
 // The prompt in one decode; its tensors dumped and its graph drawn.
 static bool run_prompt(const char * cmd, struct run_state * r) {
     const double t0 = mg_time_ms();
@@ -184,8 +196,7 @@ static bool run_prompt(const char * cmd, struct run_state * r) {
         fprintf(stderr, "mg %s: %d tensors not written: %s\n", cmd, r->dumper.n_failed, cli_last_error());
         return false;
     }
-    mg_session_dump_dot(r->s, "prompt");
-    mg_session_dump_svg(r->s, "prompt-alloc");
+    run_draw(r, "prompt", "prompt-alloc");
     return true;
 }
 
@@ -224,10 +235,7 @@ static bool run_generate(const char * cmd, struct run_state * r) {
         r->eval_ms += mg_time_ms() - t0;
         // A trace grows by every thread's slices of every step: bounded, so a long run's file and memory are not.
         if (r->timeline != NULL && r->n_eval + 1 == o->trace_steps) mg_session_set_timeline(r->s, NULL);
-        if (r->n_eval++ == 0) {
-            mg_session_dump_dot(r->s, "decode");
-            mg_session_dump_svg(r->s, "decode-alloc");
-        }
+        if (r->n_eval++ == 0) run_draw(r, "decode", "decode-alloc");
     }
     if (!ok) return false;
     cli_stream_flush(&detok);
@@ -271,6 +279,11 @@ static bool run_report(const char * cmd, struct run_state * r) {
         }
     }
     if (r->timeline != NULL) ok = run_write_trace(cmd, r) && ok;
+    if (r->n_draw_failed > 0) {
+        fprintf(stderr, "mg %s: %d drawing%s of --dot or --svg not written (see above)\n", cmd, r->n_draw_failed,
+                r->n_draw_failed == 1 ? "" : "s");
+        ok = false;
+    }
     return ok;
 }
 

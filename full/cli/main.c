@@ -1,13 +1,16 @@
 //@file full
 // main.c - mg: one binary, one command per job (like git).
+#define _POSIX_C_SOURCE 200809L   // fcntl, open
 #include "backend.h"
 #include "cli.h"
 #include "cpu_level.h"
 #include "outfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct {
     const char * name;
@@ -78,7 +81,25 @@ static int stdout_written(const char * cmd, int status) {
     return 1;
 }
 
+// A standard descriptor the caller closed (mg ... 2>&-) is the number the
+// next open() returns: an output file (the --dump-tensors order, a drawing)
+// then received what mg prints to stderr or stdout, with exit status 0.
+// Each closed one is taken by /dev/null opened the wrong way round (0 for
+// writing, 1 and 2 for reading), so that no file gets its number and every
+// read or write on it still fails (EBADF) as on a closed descriptor.
+static void hold_standard_descriptors(void) {
+    for (int fd = 0; fd <= 2; fd++) {   // ascending: the lower ones are open, so open() returns fd itself
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        const int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (got > fd) {
+            dup2(got, fd);
+            close(got);
+        }
+    }
+}
+
 int main(int argc, char ** argv) {
+    hold_standard_descriptors();
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;

@@ -10,6 +10,7 @@
 #include "gguf_writer.h"
 #include "outfile.h"
 #include "repack.h"
+#include "vocab.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1407,6 +1409,206 @@ START_TEST(test_seed_minus_one_is_random_and_printed) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// A third probe: FIFOs and devices as inputs, a full disk under a drawing,
+// the seed that stands for -1, a tokenizer out of memory
+// ---------------------------------------------------------------------------
+
+// mg ARGS under timeout(1), after the shell code pre: its exit status (124:
+// still running at the limit, killed), stdout in in_dir("out"), and stderr
+// read into err.
+static int mg_within(int seconds, const char * pre, char * err, size_t err_size, const char * fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int mg_within(int seconds, const char * pre, char * err, size_t err_size, const char * fmt, ...) {
+    char    args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    char out[128], errf[128];
+    snprintf(out, sizeof(out), "%s", in_dir("out"));
+    snprintf(errf, sizeof(errf), "%s", in_dir("err"));
+    const int status = sh("%s timeout %d '%s' %s > '%s' 2> '%s' < /dev/null", pre, seconds, mg_test_mg_bin(), args, out,
+                          errf);
+    char * text = mg_test_read_file(errf, NULL);
+    snprintf(err, err_size, "%s", text ? text : "");
+    free(text);
+    return status;
+}
+
+// A FIFO nobody writes, as a model, a --kl-base file or a --vocab folder's
+// JSON, blocked open() forever (the old mg hung until timeout(1) killed it:
+// status 124). They must be regular files, and say so at once. A prompt
+// file may be a pipe (-f <(cmd), a FIFO someone writes): mg waits a bounded
+// time for a writer, then says nobody came; with a writer it reads it.
+START_TEST(test_fifo_inputs_do_not_hang) {
+    char fifo[128], err[4096];
+    snprintf(fifo, sizeof(fifo), "%s", in_dir("fifo"));
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    copy_file(mg_test_root("data/minimind/tokenizer.json"), in_dir("vocab/tokenizer.json"));
+    ck_assert_int_eq(mkfifo(in_dir("vocab/tokenizer_config.json"), 0644), 0);
+    char lines[5][512];
+    snprintf(lines[0], sizeof(lines[0]), "info '%s'", fifo);
+    snprintf(lines[1], sizeof(lines[1]), "run -m '%s' -p hi -n 1", fifo);
+    snprintf(lines[2], sizeof(lines[2]), "quantize '%s' '%s' q8_0", fifo, in_dir("q.gguf"));
+    snprintf(lines[3], sizeof(lines[3]), "perplexity -m '%s' --kl-base '%s' -t 1", model(), fifo);
+    snprintf(lines[4], sizeof(lines[4]), "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"), in_dir("o.gguf"));
+    for (int i = 0; i < 5; i++) {
+        const int status = mg_within(30, "", err, sizeof(err), "%s", lines[i]);
+        ck_assert_msg(status == 1 && strstr(err, "not a regular file") != NULL, "mg %s: exit %d (124: hung): %s",
+                      lines[i], status, err);
+    }
+    int status = mg_within(60, "", err, sizeof(err), "run -m '%s' -f '%s' -n 1", model(), fifo);
+    ck_assert_msg(status == 1 && strstr(err, "nobody opened for writing") != NULL, "exit %d (124: hung): %s", status,
+                  err);
+    // A FIFO written a second after mg opened it reads as the text it was given.
+    char writer[256];
+    snprintf(writer, sizeof(writer), "(sleep 1; printf hello > '%s') &", fifo);
+    status = mg_within(60, writer, err, sizeof(err), "tokenize -m '%s' -f '%s'", model(), fifo);
+    char * ids = mg_test_read_file(in_dir("out"), NULL);
+    struct mg_test_run p = mg("tokenize -m '%s' -p hello", model());
+    ck_assert_msg(status == 0 && p.status == 0 && ids != NULL && strcmp(ids, p.out) == 0, "exit %d: %s\n%s---\n%s",
+                  status, err, ids ? ids : "", p.out);
+    free(ids);
+    mg_test_run_free(&p);
+}
+END_TEST
+
+// A --vocab folder whose tokenizer.json is /dev/zero was read into a buffer
+// doubled until malloc failed: an abort (under ulimit -v), or the machine's
+// memory. A JSON file must be a regular file.
+START_TEST(test_vocab_device_refused) {
+    ck_assert_int_eq(mkdir(in_dir("vocab"), 0755), 0);
+    ck_assert_int_eq(symlink("/dev/zero", in_dir("vocab/tokenizer.json")), 0);
+    char err[4096];
+    const int status = mg_within(60, MG_TEST_SANITIZED ? "" : "ulimit -v 2000000;", err, sizeof(err),
+                                 "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("vocab"), in_dir("o.gguf"));
+    ck_assert_msg(status == 1 && strstr(err, "tokenizer.json: not a regular file") != NULL, "exit %d: %s", status, err);
+    ck_assert_int_ne(access(in_dir("o.gguf"), F_OK), 0);
+}
+END_TEST
+
+// --dot and --svg files that could not be written (a full disk; here a file
+// size limit, EFBIG) were said on stderr, and mg run still exited 0: a
+// script could not tell the drawings were missing. Exit 1 now, the text
+// still printed, and no temporary file left.
+START_TEST(test_drawing_write_failure_fails) {
+    ck_assert_int_eq(mkdir(in_dir("d"), 0755), 0);
+    // 8 KiB: the short stdout and stderr fit, a drawing of the prompt's graph (tens of KiB) does not.
+    struct mg_test_run r = mg_test_run_mg(dir, "trap '' XFSZ; ulimit -f 8;", NULL,
+                                          "run -m '%s' -p hi -n 2 --temp 0 -t 1 --dot '%s' --svg '%s'", model(),
+                                          in_dir("d"), in_dir("d"));
+    ck_assert_msg(r.status == 1 && strstr(r.err, "not written") != NULL, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strncmp(r.out, "hi", 2) == 0, "the text is not printed: '%s'", r.out);
+    mg_test_run_free(&r);
+    static const char * const names[] = {"prompt.dot", "prompt-alloc.svg", "decode.dot", "decode-alloc.svg"};
+    for (int i = 0; i < 4; i++) {
+        char path[128];
+        snprintf(path, sizeof(path), "%s/%s", in_dir("d"), names[i]);
+        ck_assert_int_eq(mg_test_count_temp_files(path), 0);
+    }
+    r = mg("run -m '%s' -p hi -n 2 --temp 0 -t 1 --dot '%s' --svg '%s'", model(), in_dir("d"), in_dir("d"));
+    ck_assert_msg(r.status == 0, "with room: exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// --seed 18446744073709551615 (2^64 - 1) is how --seed -1 is held: it was
+// taken as "random", and the seed printed was another one. Refused now.
+START_TEST(test_seed_that_means_random_refused) {
+    expect_error("--seed 18446744073709551615", "stands for -1", "run -m '%s' -p hi -n 1 --seed 18446744073709551615",
+                 model());
+    struct mg_test_run r = mg("run -m '%s' -p hi -n 1 --seed 18446744073709551614", model());
+    ck_assert_msg(r.status == 0 && strstr(r.err, "the seed is") == NULL, "exit %d: %s", r.status, r.err);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// bench and batched-bench took --rounds and --rival-timeout without the
+// rival they are about (--llama-bench, --llama-batched-bench), and did
+// nothing with them: the user thought a race was run. Refused now, naming
+// the flag it needs; with the rival, the same values race (test_rival_timeout).
+START_TEST(test_race_flags_need_a_rival) {
+    expect_error("--rounds 3", "give --llama-bench PATH", "bench -m '%s' -p 4 -n 0 -r 1 -t 1 --rounds 3", model());
+    expect_error("--rival-timeout 5", "give --llama-bench PATH", "bench -m '%s' -p 4 -n 0 -r 1 -t 1 --rival-timeout 5",
+                 model());
+    expect_error("--rounds 3", "give --llama-batched-bench PATH",
+                 "batched-bench -m '%s' -npp 4 -ntg 1 -npl 1 -t 1 --rounds 3", model());
+    expect_error("--rival-timeout 5", "give --llama-batched-bench PATH",
+                 "batched-bench -m '%s' -npp 4 -ntg 1 -npl 1 -t 1 --rival-timeout 5", model());
+}
+END_TEST
+
+// With stderr or stdout closed (mg ... 2>&-), the next file mg opened took
+// that descriptor: --dump-tensors' order.txt held the timings and "wrote"
+// lines instead of the tensor names, and mg exited 0. The closed
+// descriptors are now held by /dev/null, so order.txt is what a run with
+// both open writes; a closed stdout still fails (exit 1), as before.
+START_TEST(test_closed_standard_descriptors) {
+    static const char * const cases[][2] = {{"open", "> /dev/null 2> /dev/null"}, {"no_stderr", "> /dev/null 2>&-"},
+                                            {"no_stdout", ">&- 2> /dev/null"}};
+    char * want = NULL;
+    for (int i = 0; i < 3; i++) {
+        char folder[128], order[160];
+        snprintf(folder, sizeof(folder), "%s", in_dir(cases[i][0]));
+        ck_assert_int_eq(mkdir(folder, 0755), 0);
+        const int status = sh("'%s' run -m '%s' -p hi -n 2 --temp 0 -t 1 --dump-tensors '%s' --dot '%s' %s",
+                              mg_test_mg_bin(), model(), folder, folder, cases[i][1]);
+        ck_assert_msg(status == (i == 2 ? 1 : 0), "%s: exit %d", cases[i][0], status);
+        snprintf(order, sizeof(order), "%s/order.txt", folder);
+        char * got = mg_test_read_file(order, NULL);
+        ck_assert_msg(got != NULL && strncmp(got, "inp_embd\n", 9) == 0, "%s: order.txt: %.300s", cases[i][0],
+                      got ? got : "(none)");
+        if (i == 0) want = got;
+        else {
+            ck_assert_msg(strcmp(got, want) == 0, "%s: order.txt differs from the run with both open", cases[i][0]);
+            free(got);
+        }
+    }
+    free(want);
+}
+END_TEST
+
+// The tokenizer's arrays grow with the text and have no limit of their own:
+// running out of memory in one aborted the process (vocab.c's grow asserted).
+// The library call now fails with an error; a child process under a memory
+// limit tokenizes 64 MiB of random bytes (up to 41 bytes of memory each).
+START_TEST(test_tokenizer_out_of_memory_is_an_error) {
+    if (MG_TEST_SANITIZED) MG_TEST_SKIP("RLIMIT_AS: a sanitizer's shadow memory cannot be mapped under it");
+    struct mg_gguf * g = mg_gguf_open(model());
+    ck_assert_ptr_nonnull(g);
+    struct mg_vocab * v = mg_vocab_load(g);
+    ck_assert_ptr_nonnull(v);
+    enum { SIZE = 64 << 20 };
+    char * text = malloc(SIZE);
+    ck_assert_ptr_nonnull(text);
+    for (size_t i = 0; i < SIZE; i++) text[i] = (char) (rand() & 0xFF);
+    fflush(NULL);
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        long pages = 0;   // the address space in use now, plus 128 MiB
+        FILE * statm = fopen("/proc/self/statm", "r");
+        if (statm == NULL || fscanf(statm, "%ld", &pages) != 1) _exit(3);
+        fclose(statm);
+        const struct rlimit lim = {(rlim_t) pages * (rlim_t) sysconf(_SC_PAGESIZE) + (128u << 20), RLIM_INFINITY};
+        if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
+        int32_t   n   = 0;
+        int32_t * ids = mg_tokenize_alloc(v, text, SIZE, true, false, &n);
+        _exit(ids == NULL && strstr(mg_last_error(), "out of memory") != NULL ? 0 : 2);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child %s %d (2: no error, 3: no limit set)",
+                  WIFEXITED(status) ? "exited with" : "was killed by signal",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    free(text);
+    mg_vocab_free(v);
+    mg_gguf_close(g);
+}
+END_TEST
+
 // The peak resident memory of this test's children so far, in bytes.
 static uint64_t children_peak_rss(void) {
     struct rusage ru;
@@ -1529,6 +1731,18 @@ Suite * mg_test_suite(void) {
     tcase_add_test(left, test_seed_minus_one_is_random_and_printed);
     tcase_add_test(left, test_tokenize_memory_bounded);
     suite_add_tcase(s, left);
+
+    TCase * probe3 = tcase_create("probe3");   // FIFOs and devices, drawings on a full disk, the seed, out of memory
+    tcase_set_timeout(probe3, 300);
+    tcase_add_checked_fixture(probe3, setup, teardown);
+    tcase_add_test(probe3, test_fifo_inputs_do_not_hang);
+    tcase_add_test(probe3, test_vocab_device_refused);
+    tcase_add_test(probe3, test_drawing_write_failure_fails);
+    tcase_add_test(probe3, test_seed_that_means_random_refused);
+    tcase_add_test(probe3, test_race_flags_need_a_rival);
+    tcase_add_test(probe3, test_closed_standard_descriptors);
+    tcase_add_test(probe3, test_tokenizer_out_of_memory_is_an_error);
+    suite_add_tcase(s, probe3);
 
     return s;
 }
