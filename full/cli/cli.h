@@ -167,11 +167,6 @@ struct mg_npy_dumper;
 struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e,
                                             const char * dump_dir, struct mg_npy_dumper * dumper);
 
-// A positional output OUT (mg quantize IN OUT) checked before any work as
-// cli_parse checks an output flag: in (NULL: none) is remembered as an input
-// first, then mg_outfile_check. Returns the path to write (OUT, or the
-// symlink's target; the caller frees), or NULL after printing why.
-char * cli_output_path(const char * cmd, const char * out, const char * in);
 
 // ---------------------------------------------------------------------------
 // Other programs (cli_spawn.c): never through a shell
