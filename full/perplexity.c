@@ -152,6 +152,11 @@ int mg_ppl_row_slots(int n_vocab) {   // uint16 per saved row: 2 floats, then n_
     return 2 * ((n_vocab + 1) / 2) + 4;
 }
 
+uint64_t mg_ppl_logits_file_size(int n_ctx, int n_vocab, int n_chunk) {
+    const uint64_t n_scored = (uint64_t) (n_ctx - 1 - n_ctx / 2);
+    return 20 + (uint64_t) n_chunk * ((uint64_t) n_ctx * 4 + n_scored * (uint64_t) mg_ppl_row_slots(n_vocab) * 2);
+}
+
 static bool write_all(FILE * f, const void * p, size_t bytes) {
     return fwrite(p, 1, bytes, f) == bytes;
 }
@@ -198,13 +203,12 @@ static bool base_read_checked(const char * path, int n_vocab_model, struct mg_lo
                      n_vocab_model);
         return false;
     }
-    const int    n_scored = b->n_ctx - 1 - b->n_ctx / 2;
-    const double expected = 20.0 + 4.0 * b->n_chunk * (double) b->n_ctx +
-                            2.0 * b->n_chunk * (double) n_scored * mg_ppl_row_slots(b->n_vocab);
-    if (fstat(fileno(b->f), &st) != 0 || (double) st.st_size != expected) {
-        mg_set_error("%s has %lld bytes, but its header (%d chunks of %d tokens, %d-token vocabulary) needs %.0f: %s",
-                     path, (long long) st.st_size, b->n_chunk, b->n_ctx, b->n_vocab, expected,
-                     (double) st.st_size < expected ? "truncated" : "extra bytes at the end");
+    // The header's figures are bounded above, so the size fits in 64 bits (below 2^58).
+    const uint64_t expected = mg_ppl_logits_file_size(b->n_ctx, b->n_vocab, b->n_chunk);
+    if (fstat(fileno(b->f), &st) != 0 || (uint64_t) st.st_size != expected) {
+        mg_set_error("%s has %lld bytes, but its header (%d chunks of %d tokens, %d-token vocabulary) needs %llu: %s",
+                     path, (long long) st.st_size, b->n_chunk, b->n_ctx, b->n_vocab, (unsigned long long) expected,
+                     (uint64_t) st.st_size < expected ? "truncated" : "extra bytes at the end");
         return false;
     }
     const size_t n_tokens = (size_t) b->n_chunk * (size_t) b->n_ctx;

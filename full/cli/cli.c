@@ -591,20 +591,6 @@ void cli_print_text(const char * text, size_t len) {
     }
 }
 
-bool cli_logits_finite(const float * logits, int n_rows, int n_vocab, int pos0) {
-    for (int r = 0; r < n_rows; r++) {
-        const float * row = logits + (size_t) r * (size_t) n_vocab;
-        for (int i = 0; i < n_vocab; i++) {
-            if (isfinite(row[i])) continue;
-            mg_set_error("the logits at token position %d are not finite (token %d: %s): the model's weights or its "
-                         "computation hold NaN or inf (--dump-tensors DIR shows the first tensor that does)",
-                         pos0 + r, i, isnan(row[i]) ? "nan" : row[i] > 0 ? "inf" : "-inf");
-            return false;
-        }
-    }
-    return true;
-}
-
 void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_t token) {
     char buf[256];
     const int32_t n = mg_detok_push(d, vocab, token, buf, sizeof(buf));

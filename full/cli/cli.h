@@ -228,13 +228,6 @@ bool cli_batched_bench_line(const char * line, struct batched_bench_row * row);
 // The default of --rival-timeout: long enough for a real llama-bench run, short of forever.
 #define CLI_RIVAL_TIMEOUT_S 3600.0
 
-// Whether logits[n_rows][n_vocab], the rows of token positions pos0,
-// pos0+1, ..., are all finite. NaN or inf (weights holding them, or a
-// computation that overflows) would be sampled, printed or written as if
-// they were scores; false with mg_last_error() naming the first position
-// and token id. (llama.cpp does not check; its --check-tensors checks the
-// weights at load.)
-bool cli_logits_finite(const float * logits, int n_rows, int n_vocab, int pos0);
 
 // Text a model made (or a user typed) to stdout. When stdout is a terminal,
 // control characters other than \n and \t (C0, DEL, and C1 U+0080..U+009F)
