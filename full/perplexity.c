@@ -276,7 +276,7 @@ int mg_ppl_cmp_float(const void * a, const void * b) {
     return (x > y) - (x < y);
 }
 
-// Of sorted values: linear interpolation between neighbours (llama.cpp's mg_ppl_percentile lambda).
+// Of sorted values: linear interpolation between neighbours (llama.cpp's percentile lambda in kl_divergence()).
 float mg_ppl_percentile(const float * v, size_t n, float fraction) {
     if (fraction <= 0) return v[0];
     if (fraction >= 1) return v[n - 1];

@@ -57,7 +57,7 @@ static const char * usage =
     "(a quantization of this one) with --kl-base FILE: it then reads the tokens from FILE (a -f TEXT\n"
     "must tokenize to the same tokens), evaluates them, and prints per chunk and at the end: PPL of\n"
     "this model and of the base, ln(PPL/PPL base), the KL divergence from the base's distribution\n"
-    "(mean +- err, mg_ppl_median, max, percentiles), delta-p of the right token (RMS, percentiles) and how\n"
+    "(mean +- err, median, max, percentiles), delta-p of the right token (RMS, percentiles) and how\n"
     "often both models agree on the top token. FILE is llama-perplexity's --kl-divergence-base\n"
     "format, so either tool reads the other's. All little-endian:\n"
     "  char[8] \"_logits_\", int32 n_ctx, int32 n_vocab, int32 n_chunk, int32 tokens[n_chunk*n_ctx],\n"
