@@ -254,7 +254,7 @@ static const char * output_taken(const char * flag, const char * path, bool is_d
     return NULL;
 }
 
-char * mg_outfile_check(const char * flag, const char * path) {
+char * mg_outfile_target(const char * flag, const char * path) {
     char what[PATH_MAX + 64];
     named(flag, path, what, sizeof(what));
     if (inputs_lost) {
@@ -282,12 +282,6 @@ char * mg_outfile_check(const char * flag, const char * path) {
             return NULL;
         }
         if (!dir_writable(what, path)) return NULL;
-        const char * taken = output_taken(flag, path, false);
-        if (taken != NULL) {
-            mg_set_error("%s is also written by %s (the same file, or a file in its folder): one would replace the "
-                         "other", what, taken);
-            return NULL;
-        }
         return strdup(path);
     }
     const char * input = input_named(&st);
@@ -320,8 +314,16 @@ char * mg_outfile_check(const char * flag, const char * path) {
         free(target);
         return NULL;
     }
+    return target;
+}
+
+char * mg_outfile_check(const char * flag, const char * path) {
+    char * target = mg_outfile_target(flag, path);
+    if (target == NULL) return NULL;
     const char * taken = output_taken(flag, target, false);
     if (taken != NULL) {
+        char what[PATH_MAX + 64];
+        named(flag, path, what, sizeof(what));
         mg_set_error("%s is also written by %s (the same file, or a file in its folder): one would replace the other",
                      what, taken);
         free(target);

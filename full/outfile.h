@@ -58,6 +58,11 @@ void mg_outfile_clear_inputs(void);
 // mg_last_error() naming the flag, the path and why.
 char * mg_outfile_check(const char * flag, const char * path);
 
+// The same checks, without remembering path as one of the command's outputs:
+// for a library call that writes one file (mg_model_quantize) and may be
+// called again with the same path in one process.
+char * mg_outfile_target(const char * flag, const char * path);
+
 // Checks an output directory (--dot, --svg, --dump-tensors) before any work:
 // it exists, is a directory, can be written, and holds none of the inputs
 // (their names in it would be replaced). False with mg_last_error().

@@ -152,6 +152,11 @@ int mg_ppl_row_slots(int n_vocab) {   // uint16 per saved row: 2 floats, then n_
     return 2 * ((n_vocab + 1) / 2) + 4;
 }
 
+uint64_t mg_ppl_logits_file_size(int n_ctx, int n_vocab, int n_chunk) {
+    const uint64_t n_scored = (uint64_t) (n_ctx - 1 - n_ctx / 2);
+    return 20 + (uint64_t) n_chunk * ((uint64_t) n_ctx * 4 + n_scored * (uint64_t) mg_ppl_row_slots(n_vocab) * 2);
+}
+
 static bool write_all(FILE * f, const void * p, size_t bytes) {
     return fwrite(p, 1, bytes, f) == bytes;
 }
@@ -195,13 +200,12 @@ static bool base_read_checked(const char * path, int n_vocab_model, struct mg_lo
                      n_vocab_model);
         return false;
     }
-    const int    n_scored = b->n_ctx - 1 - b->n_ctx / 2;
-    const double expected = 20.0 + 4.0 * b->n_chunk * (double) b->n_ctx +
-                            2.0 * b->n_chunk * (double) n_scored * mg_ppl_row_slots(b->n_vocab);
-    if ((double) size != expected) {
-        mg_set_error("%s has %llu bytes, but its header (%d chunks of %d tokens, %d-token vocabulary) needs %.0f: %s",
-                     path, (unsigned long long) size, b->n_chunk, b->n_ctx, b->n_vocab, expected,
-                     (double) size < expected ? "truncated" : "extra bytes at the end");
+    // The header's figures are bounded above, so the size fits in 64 bits (below 2^58).
+    const uint64_t expected = mg_ppl_logits_file_size(b->n_ctx, b->n_vocab, b->n_chunk);
+    if (size != expected) {
+        mg_set_error("%s has %llu bytes, but its header (%d chunks of %d tokens, %d-token vocabulary) needs %llu: %s",
+                     path, (unsigned long long) size, b->n_chunk, b->n_ctx, b->n_vocab, (unsigned long long) expected,
+                     size < expected ? "truncated" : "extra bytes at the end");
         return false;
     }
     const size_t n_tokens = (size_t) b->n_chunk * (size_t) b->n_ctx;
@@ -269,7 +273,7 @@ int mg_ppl_cmp_float(const void * a, const void * b) {
     return (x > y) - (x < y);
 }
 
-// Of sorted values: linear interpolation between neighbours (llama.cpp's mg_ppl_percentile lambda).
+// Of sorted values: linear interpolation between neighbours (llama.cpp's percentile lambda in kl_divergence()).
 float mg_ppl_percentile(const float * v, size_t n, float fraction) {
     if (fraction <= 0) return v[0];
     if (fraction >= 1) return v[n - 1];

@@ -40,6 +40,8 @@ struct mg_kld_sums {
 void mg_ppl_kld_add(struct mg_kld_sums * k, const float * logits, int n_vocab, const uint16_t * base_row, int32_t tok,
                  float * kld, float * p_diff);
 
+// The bytes of a saved file: the header, the tokens, and a row of slots per scored position.
+uint64_t mg_ppl_logits_file_size(int n_ctx, int n_vocab, int n_chunk);
 // The file's header into a temporary file beside path (outfile.h). NULL after mg_set_error.
 FILE * mg_ppl_logits_file_create(struct mg_outfile * out, const char * path, int32_t n_ctx, int32_t n_vocab,
                                  int32_t n_chunk, const int32_t * tokens);

@@ -82,6 +82,21 @@ bool mg_quant_option_parse(const char * name, struct mg_quant_option * out) {
     return true;
 }
 
+bool mg_quant_option_of_ftype(enum mg_ftype ftype, struct mg_quant_option * out) {
+    for (size_t i = 0; i < sizeof(mixes) / sizeof(mixes[0]); i++) {
+        if (mixes[i].ftype == ftype) {   // the _M name comes before its alias
+            *out = mixes[i];
+            return true;
+        }
+    }
+    for (int id = 0; id < MG_TYPE_COUNT; id++) {
+        if (mg_type_is_supported(id) && ftype_of_type((enum mg_type) id) == (int) ftype) {
+            return mg_quant_option_parse(mg_type_name((enum mg_type) id), out);
+        }
+    }
+    return false;
+}
+
 // ---------------------------------------------------------------------------
 // Which tensors are quantized (llama-quant.cpp, tensor_allows_quantization)
 // ---------------------------------------------------------------------------

@@ -53,6 +53,10 @@ struct mg_quant_option {
 // name: a mix (Q4_K_M, Q3_K, ...: any case) or a weight type name (q8_0, f16,
 // ...). False for anything else (q8_1, q8_K, i32 are no weight types).
 bool mg_quant_option_parse(const char * name, struct mg_quant_option * out);
+// The option of a file type (general.file_type), as mg_model_quantize gets it:
+// Q4_K_M for 15, Q8_0 for 7. False for a number that is no file type this
+// engine writes.
+bool mg_quant_option_of_ftype(enum mg_ftype ftype, struct mg_quant_option * out);
 
 // What the rules need to know about the model, and llama-quant.cpp's counters
 // (quantize_state_impl): the i-th attn_v / ffn_down seen, in writing order

@@ -20,6 +20,9 @@
 #include "trace.h"
 #include "vocab.h"
 
+//@+ full logits-finite
+#include <math.h>
+//@- full logits-finite
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -706,6 +709,22 @@ bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool
 const float * mg_get_logits(const struct mg_session * s) {
     return s->logits;
 }
+
+//@+ full logits-finite
+bool mg_logits_finite(const float * logits, int n_rows, int n_vocab, int pos0) {
+    for (int r = 0; r < n_rows; r++) {
+        const float * row = logits + (size_t) r * (size_t) n_vocab;
+        for (int i = 0; i < n_vocab; i++) {
+            if (isfinite(row[i])) continue;
+            mg_set_error("the logits at token position %d are not finite (token %d: %s): the model's weights or its "
+                         "computation hold NaN or inf (dumping the tensors with cb_eval shows the first that does)",
+                         pos0 + r, i, isnan(row[i]) ? "nan" : row[i] > 0 ? "inf" : "-inf");
+            return false;
+        }
+    }
+    return true;
+}
+//@- full logits-finite
 
 #if 0 //@old 09..09 n-past-get
 int mg_session_n_past(const struct mg_session * s) {

@@ -85,6 +85,15 @@ bool mg_decode(struct mg_session * s, const int32_t * tokens, int n_tokens, bool
 // The logits of the last mg_decode: [n_vocab] for its last token, or
 // [n_tokens][n_vocab] after all_logits.
 const float * mg_get_logits(const struct mg_session * s);
+//@+ full logits-finite
+// Whether logits[n_rows][n_vocab], the rows of token positions pos0,
+// pos0+1, ..., are all finite. NaN or inf (weights holding them, or a
+// computation that overflows) would be sampled, printed or written as if
+// they were scores; false with mg_last_error() naming the first position
+// and token id. (llama.cpp does not check; its --check-tensors checks the
+// weights at load.)
+bool mg_logits_finite(const float * logits, int n_rows, int n_vocab, int pos0);
+//@- full logits-finite
 
 int  mg_session_n_past(const struct mg_session * s);   // positions filled
 int  mg_session_n_ctx (const struct mg_session * s);

@@ -298,7 +298,8 @@ static bool cli_devices_setup(const char * cmd, const struct cli_engine_opts * e
 // The parameters whose names library errors carry, and the flag that sets each.
 static const struct {
     const char * param, * flag;
-} param_flags[] = {{"n_ctx", "-c"}, {"n_gpu_layers", "-ngl"}, {"cb_eval", "--dump-tensors"}};
+} param_flags[] = {{"n_ctx", "-c"}, {"n_gpu_layers", "-ngl"}, {"cb_eval", "--dump-tensors"}, {"n_threads", "--threads"},
+                   {"allow_requantize", "--allow-requantize"}};
 
 // The flag for the parameter named at p, or NULL. Only a word of the
 // message's prose counts (after a space or '(' and before a space or one of
@@ -636,20 +637,6 @@ void cli_print_text(const char * text, size_t len) {
     }
 }
 
-bool cli_logits_finite(const float * logits, int n_rows, int n_vocab, int pos0) {
-    for (int r = 0; r < n_rows; r++) {
-        const float * row = logits + (size_t) r * (size_t) n_vocab;
-        for (int i = 0; i < n_vocab; i++) {
-            if (isfinite(row[i])) continue;
-            mg_set_error("the logits at token position %d are not finite (token %d: %s): the model's weights or its "
-                         "computation hold NaN or inf (--dump-tensors DIR shows the first tensor that does)",
-                         pos0 + r, i, isnan(row[i]) ? "nan" : row[i] > 0 ? "inf" : "-inf");
-            return false;
-        }
-    }
-    return true;
-}
-
 void cli_stream_token(struct mg_detok * d, const struct mg_vocab * vocab, int32_t token) {
     char buf[256];
     const int32_t n = mg_detok_push(d, vocab, token, buf, sizeof(buf));
@@ -782,18 +769,6 @@ struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * 
     if (s == NULL) fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
     return s;
 }
-
-// ---------------------------------------------------------------------------
-// Output files (outfile.h has the rules and why)
-// ---------------------------------------------------------------------------
-
-char * cli_output_path(const char * cmd, const char * out, const char * in) {
-    mg_outfile_input(in);
-    char * target = mg_outfile_check(NULL, out);
-    if (target == NULL) fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
-    return target;
-}
-
 
 // "1,2,4" -> {1, 2, 4}: the comma lists of mg bench and mg batched-bench, as
 // llama-bench takes them. Each value in lo..hi; -1 on anything else.

@@ -169,11 +169,6 @@ struct mg_npy_dumper;
 struct mg_session * cli_session_new_dumping(const char * cmd, struct mg_model * m, const struct cli_engine_opts * e,
                                             const char * dump_dir, struct mg_npy_dumper * dumper);
 
-// A positional output OUT (mg quantize IN OUT) checked before any work as
-// cli_parse checks an output flag: in (NULL: none) is remembered as an input
-// first, then mg_outfile_check. Returns the path to write (OUT, or the
-// symlink's target; the caller frees), or NULL after printing why.
-char * cli_output_path(const char * cmd, const char * out, const char * in);
 
 // ---------------------------------------------------------------------------
 // Other programs (cli_spawn.c): never through a shell
@@ -244,14 +239,6 @@ bool cli_batched_bench_line(const char * line, struct batched_bench_row * row);
 #define CLI_RIVAL_TIMEOUT_UNSET NAN   // the parser refuses nan: no value typed is this
 bool cli_race_options(const char * cmd, const char * rival_flag, const char * rival, int max_rounds, int * rounds,
                       float * rival_timeout);
-
-// Whether logits[n_rows][n_vocab], the rows of token positions pos0,
-// pos0+1, ..., are all finite. NaN or inf (weights holding them, or a
-// computation that overflows) would be sampled, printed or written as if
-// they were scores; false with mg_last_error() naming the first position
-// and token id. (llama.cpp does not check; its --check-tensors checks the
-// weights at load.)
-bool cli_logits_finite(const float * logits, int n_rows, int n_vocab, int pos0);
 
 // Text a model made (or a user typed) to stdout. When stdout is a terminal,
 // control characters other than \n and \t (C0, DEL, and C1 U+0080..U+009F)

@@ -435,7 +435,7 @@ static void par_finish(struct par_seq * q, int index, const char * why) {
 // Take the next token of sequence q from its logits; false when it ends.
 static bool par_sample(struct par_seq * q, int index, const struct mg_model * m, const float * logits, int n_predict,
                        bool ignore_eos) {
-    if (!cli_logits_finite(logits, 1, m->hp.n_vocab, q->n_past - 1)) {
+    if (!mg_logits_finite(logits, 1, m->hp.n_vocab, q->n_past - 1)) {
         fprintf(stderr, "mg parallel: sequence %d: %s\n", index, cli_last_error());
         q->failed = true;
         par_finish(q, index, "stopped: logits not finite");

@@ -76,7 +76,7 @@ static void answer(struct chat * c) {
     bool closed = false, full = false;
     int32_t n;
     for (int i = 0; c->n_predict < 0 || i < c->n_predict; i++) {   // -1: until an end token or a full context
-        if (!cli_logits_finite(mg_get_logits(c->s), 1, c->m->hp.n_vocab, mg_session_n_past(c->s) - 1)) {
+        if (!mg_logits_finite(mg_get_logits(c->s), 1, c->m->hp.n_vocab, mg_session_n_past(c->s) - 1)) {
             fflush(stdout);
             fprintf(stderr, "\nmg chat: %s\n", cli_last_error());
             c->failed = true;

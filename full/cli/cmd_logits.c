@@ -136,7 +136,7 @@ int cmd_logits(int argc, char ** argv) {
         }
     }
     const int n_rows = all ? n : 1;
-    if (!cli_logits_finite(mg_get_logits(s), n_rows, m->hp.n_vocab, n - n_rows)) {
+    if (!mg_logits_finite(mg_get_logits(s), n_rows, m->hp.n_vocab, n - n_rows)) {
         fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         goto done;
     }

@@ -29,10 +29,12 @@
 // order they finish), so the figures do not depend on -t; and a -b larger than
 // -c evaluates one chunk at a time where llama.cpp runs several sequences in
 // one batch (the same numbers, not the same speed).
-#define _POSIX_C_SOURCE 200809L   // fileno
+//
+// This file parses and prints; the runs of the model and what they score are
+// perplexity_eval.c's, the arithmetic and the logits file perplexity.c's.
 #include "cli.h"
 #include "outfile.h"
-#include "perplexity.h"
+#include "perplexity_eval.h"
 #include "vocab.h"
 
 #include <errno.h>
@@ -40,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char * usage =
     "usage: mg perplexity -m MODEL.gguf -f TEXT [-c N] [-b N] [-t N] [--chunks N] [--save-logits FILE]\n"
@@ -56,7 +57,7 @@ static const char * usage =
     "(a quantization of this one) with --kl-base FILE: it then reads the tokens from FILE (a -f TEXT\n"
     "must tokenize to the same tokens), evaluates them, and prints per chunk and at the end: PPL of\n"
     "this model and of the base, ln(PPL/PPL base), the KL divergence from the base's distribution\n"
-    "(mean +- err, mg_ppl_median, max, percentiles), delta-p of the right token (RMS, percentiles) and how\n"
+    "(mean +- err, median, max, percentiles), delta-p of the right token (RMS, percentiles) and how\n"
     "often both models agree on the top token. FILE is llama-perplexity's --kl-divergence-base\n"
     "format, so either tool reads the other's. All little-endian:\n"
     "  char[8] \"_logits_\", int32 n_ctx, int32 n_vocab, int32 n_chunk, int32 tokens[n_chunk*n_ctx],\n"
@@ -65,55 +66,15 @@ static const char * usage =
     "  log p(i) = min + scale * q[i] (q = 0 for the tokens 16 or more below the top logit).";
 
 // ---------------------------------------------------------------------------
-// One chunk through the model
+// The tables of kl_divergence()
 // ---------------------------------------------------------------------------
 
-struct ppl_eval {
-    struct mg_session * s;
-    int                 n_ctx;
-    int                 n_batch;
-    int                 first;     // the first position whose logits are kept: n_ctx/2
-    int                 n_vocab;
-    int32_t             bos;       // replaces a chunk's first token, or -1 (no add_bos)
-    int32_t *           batch;     // [n_batch] token ids of one batch
-    float *             logits;    // [n_ctx - first][n_vocab] logits of the kept positions
-};
-
-// Chunk tokens[0..n_ctx) from an empty cache, batch by batch, keeping the
-// logits of positions first..n_ctx-1 (perplexity(): the llama_decode loop).
-static bool eval_chunk(struct ppl_eval * ev, const int32_t * tokens) {
-    mg_session_rewind(ev->s, 0);
-    for (int start = 0; start < ev->n_ctx; start += ev->n_batch) {
-        const int n = ev->n_ctx - start < ev->n_batch ? ev->n_ctx - start : ev->n_batch;
-        memcpy(ev->batch, tokens + start, (size_t) n * sizeof(int32_t));
-        if (start == 0 && ev->bos >= 0) ev->batch[0] = ev->bos;
-        const bool keep = start + n > ev->first;   // any position of this batch scored?
-        if (!mg_decode(ev->s, ev->batch, n, keep)) return false;
-        if (!keep) continue;
-        const float * out = mg_get_logits(ev->s);
-        const int     k0  = start >= ev->first ? 0 : ev->first - start;   // first kept row of the batch
-        memcpy(ev->logits + (size_t) (start + k0 - ev->first) * (size_t) ev->n_vocab, out + (size_t) k0 * (size_t) ev->n_vocab,
-               (size_t) (n - k0) * (size_t) ev->n_vocab * sizeof(float));
-        // A NaN would make the chunk's figures nan, and a row of them a KL divergence of nan or 0.
-        if (!cli_logits_finite(out + (size_t) k0 * (size_t) ev->n_vocab, n - k0, ev->n_vocab, start + k0)) return false;
-    }
-    return true;
-}
-
-// The running figures after a chunk, one line (kl_divergence()'s table).
+// The running figures after a chunk, one line.
 static void print_kld_row(int chunk, const struct mg_kld_sums * k) {
-    const struct mg_ppl_estimate lp   = mg_ppl_mean_err(k->sum_nll, k->sum_nll2, k->count);
-    const struct mg_ppl_estimate lpb  = mg_ppl_mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
-    const double          cov  = mg_ppl_covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
-    const struct mg_ppl_estimate kl   = mg_ppl_mean_err(k->sum_kld, k->sum_kld2, k->count);
-    const struct mg_ppl_estimate mse  = mg_ppl_mean_err(k->sum_p_diff2, k->sum_p_diff4, k->count);
-    const double          rms  = sqrt(mse.value);
-    const double          top  = (double) k->n_same_top / (double) k->count;
+    const struct mg_kld_figures f = mg_ppl_kld_figures(k);
     printf("%4d    %9.4f ± %9.4f    %10.5f ± %10.5f    %10.5f ± %10.5f    %6.3f ± %6.3f %%    %6.3f ± %6.3f %%\n", chunk,
-           exp(lp.value), exp(lp.value) * lp.err, lp.value - lpb.value,
-           mg_ppl_sqrt_pos(lp.err * lp.err + lpb.err * lpb.err - 2.0 * cov), kl.value, kl.err, 100.0 * rms,
-           rms > 0 ? 100.0 * 0.5 / rms * mse.err : 0.0, 100.0 * top,
-           k->count > 1 ? 100.0 * sqrt(top * (1 - top) / (double) (k->count - 1)) : 0.0);
+           f.ppl.value, f.ppl.err, f.ln_ratio.value, f.ln_ratio.err, f.kld.value, f.kld.err, 100.0 * f.rms_p_diff.value,
+           100.0 * f.rms_p_diff.err, 100.0 * f.same_top.value, 100.0 * f.same_top.err);
 }
 
 static void print_distribution(const char * name, float * v, size_t n, double unit, const char * fmt) {
@@ -134,37 +95,24 @@ static void print_distribution(const char * name, float * v, size_t n, double un
 
 // The closing statistics of kl_divergence().
 static void print_kld_summary(const struct mg_kld_sums * k, float * kld_values, float * p_diff_values) {
-    const struct mg_ppl_estimate lp  = mg_ppl_mean_err(k->sum_nll, k->sum_nll2, k->count);
-    const struct mg_ppl_estimate lpb = mg_ppl_mean_err(k->sum_nll_base, k->sum_nll_base2, k->count);
-    const double          cov = mg_ppl_covariance(k->sum_nll, k->sum_nll_base, k->sum_nll_nll_base, k->count);
-    const double ppl = exp(lp.value), ppl_err = ppl * lp.err;
-    const double ppl_base = exp(lpb.value), ppl_base_err = ppl_base * lpb.err;
-    const double ln_ratio = lp.value - lpb.value;
-    const double ln_ratio_err = mg_ppl_sqrt_pos(lp.err * lp.err + lpb.err * lpb.err - 2.0 * cov);
+    const struct mg_kld_figures f = mg_ppl_kld_figures(k);
     printf("\n====== Perplexity statistics ======\n");
-    printf("Mean PPL(Q)                   : %10.6f ± %10.6f\n", ppl, ppl_err);
-    printf("Mean PPL(base)                : %10.6f ± %10.6f\n", ppl_base, ppl_base_err);
-    printf("Cor(ln(PPL(Q)), ln(PPL(base))): %6.2f%%\n", lp.err * lpb.err > 0 ? 100.0 * cov / (lp.err * lpb.err) : 0.0);
-    printf("Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f\n", ln_ratio, ln_ratio_err);
-    printf("Mean PPL(Q)/PPL(base)         : %10.6f ± %10.6f\n", exp(ln_ratio), exp(ln_ratio) * ln_ratio_err);
-    printf("Mean PPL(Q)-PPL(base)         : %10.6f ± %10.6f\n", ppl - ppl_base,
-           mg_ppl_sqrt_pos(ppl_err * ppl_err + ppl_base_err * ppl_base_err - 2.0 * ppl * ppl_base * cov));
+    printf("Mean PPL(Q)                   : %10.6f ± %10.6f\n", f.ppl.value, f.ppl.err);
+    printf("Mean PPL(base)                : %10.6f ± %10.6f\n", f.ppl_base.value, f.ppl_base.err);
+    printf("Cor(ln(PPL(Q)), ln(PPL(base))): %6.2f%%\n", 100.0 * f.cor);
+    printf("Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f\n", f.ln_ratio.value, f.ln_ratio.err);
+    printf("Mean PPL(Q)/PPL(base)         : %10.6f ± %10.6f\n", f.ppl_ratio.value, f.ppl_ratio.err);
+    printf("Mean PPL(Q)-PPL(base)         : %10.6f ± %10.6f\n", f.ppl_diff.value, f.ppl_diff.err);
 
-    const struct mg_ppl_estimate kl = mg_ppl_mean_err(k->sum_kld, k->sum_kld2, k->count);
     printf("\n====== KL divergence statistics ======\n");
-    printf("Mean    KLD: %10.6f ± %10.6f\n", kl.value, kl.err);
+    printf("Mean    KLD: %10.6f ± %10.6f\n", f.kld.value, f.kld.err);
     print_distribution("KLD", kld_values, k->count, 1.0, "%10.6f");
 
-    const struct mg_ppl_estimate dp  = mg_ppl_mean_err(k->sum_p_diff, k->sum_p_diff2, k->count);
-    const struct mg_ppl_estimate mse = mg_ppl_mean_err(k->sum_p_diff2, k->sum_p_diff4, k->count);
-    const double          rms = sqrt(mse.value);
-    const double          top = (double) k->n_same_top / (double) k->count;
     printf("\n====== Token probability statistics ======\n");
-    printf("Mean    Δp: %6.3f ± %5.3f %%\n", 100.0 * dp.value, 100.0 * dp.err);
+    printf("Mean    Δp: %6.3f ± %5.3f %%\n", 100.0 * f.p_diff.value, 100.0 * f.p_diff.err);
     print_distribution("Δp", p_diff_values, k->count, 100.0, "%6.3f%%");
-    printf("RMS Δp    : %6.3f ± %5.3f %%\n", 100.0 * rms, rms > 0 ? 100.0 * 0.5 / rms * mse.err : 0.0);
-    printf("Same top p: %6.3f ± %5.3f %%\n", 100.0 * top,
-           k->count > 1 ? 100.0 * sqrt(top * (1.0 - top) / (double) (k->count - 1)) : 0.0);
+    printf("RMS Δp    : %6.3f ± %5.3f %%\n", 100.0 * f.rms_p_diff.value, 100.0 * f.rms_p_diff.err);
+    printf("Same top p: %6.3f ± %5.3f %%\n", 100.0 * f.same_top.value, 100.0 * f.same_top.err);
 }
 
 // ---------------------------------------------------------------------------
@@ -194,99 +142,60 @@ static int32_t * tokenize_file(const char * cmd, const char * path, const struct
 }
 
 // perplexity(): the running estimate per chunk, then the final one.
-static bool run_perplexity(const char * cmd, struct ppl_eval * ev, const int32_t * tokens, int n_chunk, FILE * save) {
-    const int n_scored = ev->n_ctx - 1 - ev->first;
-    const int nv       = mg_ppl_row_slots(ev->n_vocab);
-    uint16_t * rows    = save ? malloc((size_t) n_scored * (size_t) nv * sizeof(uint16_t)) : NULL;
-    double nll = 0.0, nll2 = 0.0;
-    size_t count = 0;
-    bool   ok = save == NULL || rows != NULL;
-    for (int c = 0; ok && c < n_chunk; c++) {
+static bool run_perplexity(const char * cmd, struct mg_ppl_eval * ev, const int32_t * tokens, int n_chunk, FILE * save) {
+    struct mg_ppl_sums sums = {0};
+    for (int c = 0; c < n_chunk; c++) {
         const int32_t * chunk = tokens + (size_t) c * (size_t) ev->n_ctx;
         const double    t0    = mg_time_ms();
-        if (!eval_chunk(ev, chunk)) {
+        if (!mg_ppl_eval_chunk(ev, chunk)) {
             fprintf(stderr, "\nmg %s: chunk %d: %s\n", cmd, c + 1, cli_last_error());
-            ok = false;
-            break;
+            return false;
         }
         if (c == 0) fprintf(stderr, "mg %s: %.2f seconds per pass - ETA %.2f minutes\n", cmd,
                             (mg_time_ms() - t0) / 1e3, (mg_time_ms() - t0) * n_chunk / 6e4);
-        for (int i = 0; i < n_scored; i++) {
-            const float * logits = ev->logits + (size_t) i * (size_t) ev->n_vocab;
-            const int32_t target = chunk[ev->first + i + 1];
-            const double  v      = save ? mg_ppl_nll_and_row(logits, ev->n_vocab, target, rows + (size_t) i * (size_t) nv)
-                                        : mg_ppl_nll(logits, ev->n_vocab, target);
-            nll += v;
-            nll2 += v * v;
-        }
-        count += (size_t) n_scored;
-        if (save && !mg_ppl_write_rows(save, rows, n_scored, ev->n_vocab)) {
+        mg_ppl_score_chunk(ev, chunk, save != NULL, &sums);
+        if (save && !mg_ppl_write_rows(save, ev->rows, ev->n_scored, ev->n_vocab)) {
             fprintf(stderr, "\nmg %s: cannot write the logits file: %s\n", cmd, strerror(errno));
-            ok = false;
-            break;
+            return false;
         }
-        printf("[%d]%.4f,", c + 1, exp(nll / (double) count));
+        printf("[%d]%.4f,", c + 1, mg_ppl_so_far(&sums));
         fflush(stdout);
     }
-    free(rows);
-    if (!ok) return false;
     printf("\n");
-    nll /= (double) count;
-    nll2 = nll2 / (double) count - nll * nll;
-    const double ppl = exp(nll);
-    if (!(nll2 > 0)) {
-        fprintf(stderr, "mg %s: unexpected negative variance of the log-probabilities\n", cmd);
+    struct mg_ppl_estimate ppl;
+    if (!mg_ppl_final(&sums, &ppl)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return false;
     }
-    printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl, sqrt(nll2 / (double) (count - 1)) * ppl);
+    printf("Final estimate: PPL = %.4f +/- %.5f\n", ppl.value, ppl.err);
     fflush(stdout);
     return true;
 }
 
 // kl_divergence(): this model against a saved base, chunk by chunk.
-static bool run_kl_divergence(const char * cmd, struct ppl_eval * ev, struct mg_logits_base * b, int n_chunk) {
-    const int  n_scored = ev->n_ctx - 1 - ev->first;
-    const int  nv       = mg_ppl_row_slots(ev->n_vocab);
-    uint16_t * rows     = malloc((size_t) n_scored * (size_t) nv * sizeof(uint16_t));
-    float *    klds     = malloc((size_t) n_chunk * (size_t) n_scored * sizeof(float));
-    float *    p_diffs  = malloc((size_t) n_chunk * (size_t) n_scored * sizeof(float));
-    struct mg_kld_sums k = {0};
-    bool ok = rows != NULL && klds != NULL && p_diffs != NULL;
+static bool run_kl_divergence(const char * cmd, struct mg_ppl_eval * ev, struct mg_logits_base * b, int n_chunk) {
+    float *            klds    = malloc((size_t) n_chunk * (size_t) ev->n_scored * sizeof(float));
+    float *            p_diffs = malloc((size_t) n_chunk * (size_t) ev->n_scored * sizeof(float));
+    struct mg_kld_sums k       = {0};
+    bool               ok      = klds != NULL && p_diffs != NULL;
+    if (!ok) fprintf(stderr, "mg %s: out of memory for %d chunks' KL divergences\n", cmd, n_chunk);
     if (ok) printf("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS"
                    "            Same top p\n");
     for (int c = 0; ok && c < n_chunk; c++) {
         const int32_t * chunk = b->tokens + (size_t) c * (size_t) ev->n_ctx;
-        if (!eval_chunk(ev, chunk)) {
+        if (!mg_ppl_eval_chunk(ev, chunk)) {
             fprintf(stderr, "mg %s: chunk %d: %s\n", cmd, c + 1, cli_last_error());
             ok = false;
-            break;
-        }
-        if (!mg_ppl_base_read_rows(b, rows, n_scored)) {
-            fprintf(stderr, "mg %s: cannot read the log-probabilities of chunk %d\n", cmd, c + 1);
+        } else if (!mg_ppl_kld_chunk(ev, b, chunk, c, &k, klds, p_diffs)) {
+            fprintf(stderr, "mg %s: --kl-base: %s\n", cmd, cli_last_error());
             ok = false;
-            break;
+        } else {
+            print_kld_row(c + 1, &k);
+            fflush(stdout);
         }
-        for (int i = 0; ok && i < n_scored; i++) {
-            if (!mg_ppl_row_ok(rows + (size_t) i * (size_t) nv, ev->n_vocab)) {
-                fprintf(stderr, "mg %s: --kl-base: chunk %d, position %d: the saved log-probabilities are not valid "
-                                "(not finite, out of range, or more than 1 in all); is the file damaged?\n", cmd, c + 1,
-                        ev->first + i + 1);
-                ok = false;
-                break;
-            }
-        }
-        for (int i = 0; ok && i < n_scored; i++) {
-            const size_t at = (size_t) c * (size_t) n_scored + (size_t) i;
-            mg_ppl_kld_add(&k, ev->logits + (size_t) i * (size_t) ev->n_vocab, ev->n_vocab, rows + (size_t) i * (size_t) nv,
-                    chunk[ev->first + i + 1], &klds[at], &p_diffs[at]);
-        }
-        if (!ok) break;
-        print_kld_row(c + 1, &k);
-        fflush(stdout);
     }
     if (ok) print_kld_summary(&k, klds, p_diffs);
     fflush(stdout);
-    free(rows);
     free(klds);
     free(p_diffs);
     return ok;
@@ -298,18 +207,10 @@ static bool same_tokens(const char * cmd, const struct ppl_opts * o, const struc
     int       n;
     int32_t * t = tokenize_file(cmd, o->text_file, vocab, &n);
     if (t == NULL) return false;
-    const int n_base = b->n_chunk * b->n_ctx;
-    int       i      = 0;
-    while (i < n && i < n_base && t[i] == b->tokens[i]) i++;
+    const bool same = mg_ppl_base_same_tokens(b, t, n, o->text_file, o->kl_base);
+    if (!same) fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
     free(t);
-    if (n / b->n_ctx < b->n_chunk || i < n_base) {
-        fprintf(stderr, "mg %s: %s does not match %s: %s %d (%d tokens, %d chunks of %d; the base has %d chunks)\n",
-                cmd, mg_quote(o->text_file), mg_quote(o->kl_base),
-                i < n && i < n_base ? "the tokens differ at" : "it ends at token", i, n,
-                n / b->n_ctx, b->n_ctx, b->n_chunk);
-        return false;
-    }
-    return true;
+    return same;
 }
 
 // Everything one run holds, freed by ppl_run_free.
@@ -322,7 +223,7 @@ struct ppl_run {
     int32_t *              tokens;     // of -f TEXT, without --kl-base
     int                    n_tokens;
     int                    n_chunk;    // chunks to score
-    struct ppl_eval        ev;
+    struct mg_ppl_eval     ev;
 };
 
 // The options and the checks that need no model. False after printing why.
@@ -409,15 +310,8 @@ static bool ppl_set_up(const char * cmd, struct ppl_run * r) {
                 r->o.n_chunks, r->o.kl_base ? r->o.kl_base : "the text", n_chunk_max, n_chunk_max == 1 ? "" : "s",
                 e->n_ctx, n_chunk_max);
     }
-    const int n_vocab     = r->m->hp.n_vocab;
-    r->ev = (struct ppl_eval) {
-        .s = mg_session_new(r->m, cli_session_params(e)), .n_ctx = e->n_ctx, .n_batch = e->n_batch,
-        .first = e->n_ctx / 2, .n_vocab = n_vocab, .bos = mg_vocab_add_bos(r->m->vocab) ? mg_vocab_bos(r->m->vocab) : -1,
-        .batch = malloc((size_t) e->n_batch * sizeof(int32_t)),
-        .logits = malloc((size_t) (e->n_ctx - e->n_ctx / 2) * (size_t) n_vocab * sizeof(float)),
-    };
-    if (r->ev.s == NULL || r->ev.batch == NULL || r->ev.logits == NULL) {
-        fprintf(stderr, "mg %s: %s\n", cmd, r->ev.s == NULL ? cli_last_error() : "out of memory");
+    if (!mg_ppl_eval_init(&r->ev, r->m, cli_session_params(e), e->n_batch)) {
+        fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return false;
     }
     return true;
@@ -429,9 +323,8 @@ static bool ppl_score_text(const char * cmd, struct ppl_run * r) {
     struct mg_outfile save_out = {0};
     FILE *            save     = NULL;
     if (r->o.save_logits != NULL) {
-        // Its size is known: the header, the tokens, and a row of log-probability slots per scored position.
-        const uint64_t n_ctx = (uint64_t) r->e.n_ctx, n_scored = n_ctx - 1 - n_ctx / 2;
-        const uint64_t bytes = 20 + (uint64_t) r->n_chunk * (n_ctx * 4 + n_scored * (uint64_t) mg_ppl_row_slots(r->m->hp.n_vocab) * 2);
+        // Its size is known, so the disk's room is checked before the work.
+        const uint64_t bytes = mg_ppl_logits_file_size(r->e.n_ctx, r->m->hp.n_vocab, r->n_chunk);
         if (!mg_outfile_room("--save-logits", r->o.save_logits, bytes)) {
             fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
             return false;
@@ -456,9 +349,7 @@ static bool ppl_score_text(const char * cmd, struct ppl_run * r) {
 
 static void ppl_run_free(struct ppl_run * r) {
     mg_ppl_base_close(&r->base);
-    free(r->ev.batch);
-    free(r->ev.logits);
-    mg_session_free(r->ev.s);
+    mg_ppl_eval_free(&r->ev);
     free(r->tokens);
     mg_model_free(r->m);
 }

@@ -209,7 +209,7 @@ static bool run_generate(const char * cmd, struct run_state * r) {
     mg_detok_init(&detok, false);
     bool ok = true;
     for (int i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
-        if (!(ok = cli_logits_finite(mg_get_logits(r->s), 1, r->m->hp.n_vocab, mg_session_n_past(r->s) - 1))) {
+        if (!(ok = mg_logits_finite(mg_get_logits(r->s), 1, r->m->hp.n_vocab, mg_session_n_past(r->s) - 1))) {
             fflush(stdout);
             fprintf(stderr, "\nmg %s: %s\n", cmd, cli_last_error());
             break;

@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include "model.h"
+#include "perplexity_eval.h"
 #include "session.h"
 #include "vocab.h"
 
@@ -189,6 +190,67 @@ START_TEST(test_ppl_matches_naive_reference) {
     ck_assert(ppl > 10 && ppl < 1000);
     ck_assert_msg(strstr(r.err, "tokens per second") != NULL, "no speed line: %s", r.err);
     mg_test_run_free(&r);
+}
+END_TEST
+
+// The library's side without the binary (perplexity_eval.h): the chunks
+// evaluated and scored there against the same naive reference, then KL
+// divergence against rows saved from the same model, whose figures follow from
+// comparing a model with itself: PPL equal to the base's, KL near 0, the same
+// top token everywhere.
+START_TEST(test_library_matches_naive_reference) {
+    struct reference ref;
+    reference(&ref);
+    struct mg_model * m = mg_model_load_from_file(mg_test_root(model_f16), mg_model_default_params());
+    ck_assert_ptr_nonnull(m);
+    struct mg_session_params p = mg_session_default_params();
+    p.n_ctx     = N_CTX;
+    p.n_threads = 2;
+    struct mg_ppl_eval ev;
+    ck_assert_msg(mg_ppl_eval_init(&ev, m, p, 24), "%s", mg_last_error());   // batches of 24, 24 and 16
+    ck_assert_int_eq(ev.n_scored, N_SCORED);
+    struct mg_outfile  out;
+    FILE *             f    = mg_ppl_logits_file_create(&out, in_dir("base.bin"), N_CTX, m->hp.n_vocab, N_CHUNKS, ref.tokens);
+    struct mg_ppl_sums sums = {0};
+    ck_assert_msg(f != NULL, "%s", mg_last_error());
+    for (int c = 0; c < N_CHUNKS; c++) {
+        ck_assert_msg(mg_ppl_eval_chunk(&ev, ref.tokens + c * N_CTX), "%s", mg_last_error());
+        mg_ppl_score_chunk(&ev, ref.tokens + c * N_CTX, true, &sums);
+        ck_assert(mg_ppl_write_rows(f, ev.rows, ev.n_scored, ev.n_vocab));
+        ck_assert_msg(close_rel(mg_ppl_so_far(&sums), ref.running[c], 1e-5), "chunk %d: %.6f, reference %.6f", c + 1,
+                      mg_ppl_so_far(&sums), ref.running[c]);
+    }
+    ck_assert_msg(mg_outfile_commit(&out), "%s", mg_last_error());
+    struct mg_ppl_estimate ppl;
+    ck_assert(mg_ppl_final(&sums, &ppl));
+    ck_assert_msg(close_rel(ppl.value, ref.ppl, 1e-5) && close_rel(ppl.err, ref.err, 1e-4), "PPL %.6f +/- %.6f",
+                  ppl.value, ppl.err);
+
+    struct mg_logits_base b;
+    ck_assert_msg(mg_ppl_base_open(in_dir("base.bin"), m->hp.n_vocab, &b), "%s", mg_last_error());
+    ck_assert(mg_ppl_base_same_tokens(&b, ref.tokens, N_CHUNKS * N_CTX, "text", "base"));
+    int32_t other[N_CHUNKS * N_CTX];
+    memcpy(other, ref.tokens, sizeof(other));
+    other[70] = other[70] == 5 ? 6 : 5;
+    ck_assert(!mg_ppl_base_same_tokens(&b, other, N_CHUNKS * N_CTX, "text", "base"));
+    ck_assert_msg(strstr(mg_last_error(), "text does not match base: the tokens differ at 70") != NULL, "%s",
+                  mg_last_error());
+    struct mg_kld_sums k = {0};
+    float              klds[N_CHUNKS * N_SCORED], p_diffs[N_CHUNKS * N_SCORED];
+    for (int c = 0; c < N_CHUNKS; c++) {
+        ck_assert(mg_ppl_eval_chunk(&ev, b.tokens + c * N_CTX));
+        ck_assert_msg(mg_ppl_kld_chunk(&ev, &b, b.tokens + c * N_CTX, c, &k, klds, p_diffs), "%s", mg_last_error());
+    }
+    const struct mg_kld_figures fig = mg_ppl_kld_figures(&k);
+    ck_assert_uint_eq(k.count, N_CHUNKS * N_SCORED);
+    ck_assert_msg(close_rel(fig.ppl.value, ref.ppl, 1e-5), "PPL %.6f", fig.ppl.value);
+    ck_assert_msg(close_rel(fig.ppl_base.value, ref.ppl, 1e-3), "PPL base %.6f", fig.ppl_base.value);   // 16-bit rows
+    ck_assert_msg(fig.kld.value >= 0 && fig.kld.value < 1e-4, "KL of a model from itself: %g", fig.kld.value);
+    ck_assert_msg(fig.same_top.value == 1.0, "same top token %.4f", fig.same_top.value);
+    ck_assert(fabs(fig.ln_ratio.value) < 1e-3 && fabs(fig.p_diff.value) < 1e-3);
+    mg_ppl_base_close(&b);
+    mg_ppl_eval_free(&ev);
+    mg_model_free(m);
 }
 END_TEST
 
@@ -447,7 +509,8 @@ END_TEST
 
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("perplexity");
-    TCase * t = MG_TCASE(s, "perplexity", test_ppl_matches_naive_reference, test_same_for_threads_and_batches,
+    TCase * t = MG_TCASE(s, "perplexity", test_ppl_matches_naive_reference, test_library_matches_naive_reference,
+                            test_same_for_threads_and_batches,
                             test_logits_file_round_trips, test_kl_against_itself_and_others, test_kl_bad_base_files,
                             test_ppl_matches_llama_cpp, test_readme_shows_the_committed_table, test_bad_options);
     tcase_set_timeout(t, 300);

@@ -132,3 +132,10 @@ double mg_test_rms_error(const float * x, const float * y, size_t n);
 // how many there are (at most max are stored in out), or -1 if the key is
 // missing or its array is not closed.
 int mg_test_json_numbers(const char * json, const char * key, double * out, int max);
+
+// The sha256 of n bytes, as 64 hex digits and a NUL.
+void mg_test_sha256_hex(const void * bytes, size_t n, char out[65]);
+// The sha256 a fixture table records for name (tsv relative to tests/fixtures,
+// rows "NAME BYTES SHA256": tests/fixtures/golden2/models.tsv); fails the test
+// when there is no such row.
+void mg_test_recorded_sha256(const char * tsv, const char * name, char out[65]);
