@@ -215,9 +215,9 @@ static bool read_added_tokens(struct mg_hf_vocab * v, const struct mg_json * add
         const struct mg_json * special = mg_json_get(item, "special");
         int64_t id;
         if (!token_id(mg_json_get(item, "id"), v->n_tokens, &id) || content == NULL ||
-            content->type != MG_JSON_STRING) {
-            mg_set_error("%s: added_tokens[%zu]: needs an \"id\" in 0..%" PRId64 " and a string \"content\"", path, i,
-                         v->n_tokens - 1);
+            content->type != MG_JSON_STRING || content->len == 0) {   // an empty token could never be matched
+            mg_set_error("%s: added_tokens[%zu]: needs an \"id\" in 0..%" PRId64 " and a non-empty string \"content\"",
+                         path, i, v->n_tokens - 1);
             return false;
         }
         free(v->tokens[id]);
@@ -505,9 +505,15 @@ static void read_specials(struct mg_hf_vocab * v, const struct mg_json * tok, co
 }
 
 // tokenizer_config.json's chat_template wins over chat_template.jinja
-// (optional: false only when it exists and cannot be read).
+// (optional: false only when it exists and cannot be read, or is not text;
+// a list of named templates, as some models ship, is not read yet).
 static bool read_chat_template(struct mg_hf_vocab * v, const struct mg_json * config, const char * dir) {
     const struct mg_json * t = mg_json_get(config, "chat_template");
+    if (t != NULL && t->type != MG_JSON_STRING && t->type != MG_JSON_NULL) {
+        mg_set_error("%s/tokenizer_config.json: chat_template must be a string (or null), not %s", dir,
+                     t->type == MG_JSON_ARRAY ? "a list of named templates (not supported)" : "a number, bool or object");
+        return false;
+    }
     if (t != NULL && t->type == MG_JSON_STRING) {
         v->chat_template = copy_bytes(t->str, t->len);
         v->chat_template_len = t->len;

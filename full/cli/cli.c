@@ -8,6 +8,7 @@
 #include "outfile.h"
 #include "vocab.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -108,6 +109,9 @@ static const struct cli_option * find_option(const char * arg, const struct cli_
 static bool set_value(const char * cmd, const struct cli_option * o, const char * arg, const char * text) {
     char * end = NULL;
     errno = 0;
+    // strto* skip leading blanks: " 3" would be taken as 3 where a list flag refuses it.
+    const bool numeric = o->kind == CLI_INT || o->kind == CLI_U64 || o->kind == CLI_SEED || o->kind == CLI_FLOAT;
+    if (numeric && isspace((unsigned char) text[0])) goto not_a_number;
     if (o->kind == CLI_SEED && strcmp(text, "-1") == 0) {
         *(uint64_t *) o->value = CLI_SEED_RANDOM;
         return true;
@@ -177,6 +181,7 @@ static bool set_value(const char * cmd, const struct cli_option * o, const char 
             break;
         }
     }
+not_a_number:
     fprintf(stderr, "mg %s: %s needs a %s, got '%s'\n", cmd, arg,
             o->kind == CLI_FLOAT  ? "number"
             : o->kind == CLI_SEED ? "whole number >= 0, or -1 (random)"
@@ -350,6 +355,11 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
         return false;
     }
     if (!cli_devices_setup(cmd, e)) return false;
+    if (e->trace != NULL && strspn(e->trace, ",") == strlen(e->trace)) {   // MG_TRACE="" is off; a flag typed means on
+        fprintf(stderr, "mg %s: --trace '%s' names no category (e.g. --trace infer,alloc; all for every one)\n", cmd,
+                mg_quote(e->trace));
+        return false;
+    }
     if (e->trace != NULL && !mg_trace_set(e->trace)) {
         fprintf(stderr, "mg %s: --trace: %s\n", cmd, cli_last_error());
         return false;

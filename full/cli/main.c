@@ -104,6 +104,11 @@ int main(int argc, char ** argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 1 : 0;
     }
+    const bool bare_flag = strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "--list-devices") == 0;
+    if (bare_flag && argc > 2) {   // "mg --version extra": the extra word would be ignored without a word
+        fprintf(stderr, "mg %s takes nothing after it, got '%s'\n", argv[1], mg_quote(argv[2]));
+        return 1;
+    }
     if (strcmp(argv[1], "--version") == 0) return print_version();
     if (strcmp(argv[1], "--list-devices") == 0) return print_devices();
     mg_outfile_remove_on_signal();   // Ctrl-C or kill mid-write: no temporary file left behind

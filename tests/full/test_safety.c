@@ -1540,6 +1540,52 @@ START_TEST(test_race_flags_need_a_rival) {
 }
 END_TEST
 
+// Values taken loosely, each a silent result: strtol skips leading blanks, so
+// -n " 3" was 3 (a list flag refused " 3"); --trace "" traced nothing without
+// a word; "mg --version extra" ignored the extra word.
+START_TEST(test_loose_values_refused) {
+    expect_error("-n", "' 3'", "run -m '%s' -p hi -n ' 3' -t 1", model());
+    expect_error("--temp", "' 0.5'", "run -m '%s' -p hi -n 1 --temp ' 0.5' -t 1", model());
+    expect_error("--seed", "' 7'", "run -m '%s' -p hi -n 1 --seed ' 7' -t 1", model());
+    expect_error("--trace", "names no category", "run -m '%s' -p hi -n 1 -t 1 --trace ''", model());
+    expect_error("--trace", "names no category", "run -m '%s' -p hi -n 1 -t 1 --trace ,", model());
+    expect_error("--version", "'extra'", "--version extra");
+    expect_error("--list-devices", "'extra'", "--list-devices extra");
+}
+END_TEST
+
+// A tokenizer folder that says something it cannot mean: a chat_template
+// that is a number was ignored (the model had no template, rc 0), and an
+// added token with empty text was written into the vocabulary, where no text
+// can ever match it. Both refused, by key, and no model written.
+START_TEST(test_vocab_odd_values_refused) {
+    ck_assert_int_eq(mkdir(in_dir("v1"), 0755), 0);
+    copy_file(mg_test_root("data/minimind/tokenizer.json"), in_dir("v1/tokenizer.json"));
+    write_file(in_dir("v1/tokenizer_config.json"), "{\"chat_template\": 5}", 20);
+    expect_error("chat_template", "must be a string", "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("v1"),
+                 in_dir("o.gguf"));
+    ck_assert_int_ne(access(in_dir("o.gguf"), F_OK), 0);
+
+    ck_assert_int_eq(mkdir(in_dir("v2"), 0755), 0);
+    size_t n = 0;
+    char * json = mg_test_read_file(mg_test_root("data/minimind/tokenizer.json"), &n);
+    ck_assert_ptr_nonnull(json);
+    const char * at = strstr(json, "\"content\": \"<|endoftext|>\"");
+    ck_assert_ptr_nonnull(at);
+    const size_t head = (size_t) (at - json);
+    FILE * f = fopen(in_dir("v2/tokenizer.json"), "wb");
+    ck_assert_ptr_nonnull(f);
+    fwrite(json, 1, head, f);
+    fputs("\"content\": \"\"", f);
+    fputs(at + strlen("\"content\": \"<|endoftext|>\""), f);
+    fclose(f);
+    free(json);
+    expect_error("added_tokens[0]", "non-empty", "mkmodel --preset tiny --vocab '%s' -o '%s'", in_dir("v2"),
+                 in_dir("o.gguf"));
+    ck_assert_int_ne(access(in_dir("o.gguf"), F_OK), 0);
+}
+END_TEST
+
 // With stderr or stdout closed (mg ... 2>&-), the next file mg opened took
 // that descriptor: --dump-tensors' order.txt held the timings and "wrote"
 // lines instead of the tensor names, and mg exited 0. The closed
@@ -1741,6 +1787,8 @@ Suite * mg_test_suite(void) {
     tcase_add_test(probe3, test_seed_that_means_random_refused);
     tcase_add_test(probe3, test_race_flags_need_a_rival);
     tcase_add_test(probe3, test_closed_standard_descriptors);
+    tcase_add_test(probe3, test_loose_values_refused);
+    tcase_add_test(probe3, test_vocab_odd_values_refused);
     tcase_add_test(probe3, test_tokenizer_out_of_memory_is_an_error);
     suite_add_tcase(s, probe3);
 
