@@ -370,6 +370,11 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e) {
                 e->dot != NULL ? "--dot" : e->svg != NULL ? "--svg" : "--dot-layers");
         return false;
     }
+    if (e->svg != NULL && e->n_gpu_layers > 0) {   // refused before any work, not a missing file after the run
+        fprintf(stderr, "mg %s: --svg with -ngl %d: the memory map of a graph the scheduler runs is not drawn yet "
+                        "(--dot draws its splits; drop -ngl for the memory map)\n", cmd, e->n_gpu_layers);
+        return false;
+    }
     if (e->dot_layers < -1 || (e->dot_layers >= 0 && e->dot == NULL)) {   // -1: not given
         fprintf(stderr, "mg %s: --dot-layers %d: %s\n", cmd, e->dot_layers,
                 e->dot_layers < -1 ? "the number of layers must be >= 0" : "it draws with --dot DIR: give that too");
