@@ -289,7 +289,37 @@ KERNEL vfloat in_register(vfloat v) {
     return v;
 }
 
+// One step of l for the tile: the 4 row vectors held in registers and each
+// column streamed past them (nc >= 4: 4 + 1 registers besides the
+// accumulators, 29 of AVX-512's 32 at 4 x 6).
+KERNEL void gemm_step_rows_held(enum mg_type type, int64_t l, const char * w, size_t lda, const char * x, size_t ldb,
+                                vfloat acc[][GEMM_ROWS], int nc) {
+    vfloat wv[GEMM_ROWS];
+    UNROLLED for (int i = 0; i < GEMM_ROWS; i++) wv[i] = in_register(v_load(type, w + (size_t) i * lda, l));
+    UNROLLED for (int j = 0; j < nc; j++) {
+        const vfloat xv = in_register(v_load(type, x + (size_t) j * ldb, l));
+        UNROLLED for (int i = 0; i < GEMM_ROWS; i++) acc[j][i] = v_madd(type, wv[i], xv, acc[j][i]);
+    }
+}
+
+// The same step with the nc column vectors held and each row streamed past
+// them (nc < 4: nc + 1 registers besides the accumulators, so AVX2's 4 x 3
+// tile is its 16 registers exactly; holding the rows would need 17, and GCC
+// would keep one accumulator in memory, a store and a load every step).
+KERNEL void gemm_step_cols_held(enum mg_type type, int64_t l, const char * w, size_t lda, const char * x, size_t ldb,
+                                vfloat acc[][GEMM_ROWS], int nc) {
+    vfloat xv[GEMM_COLS];
+    UNROLLED for (int j = 0; j < nc; j++) xv[j] = in_register(v_load(type, x + (size_t) j * ldb, l));
+    UNROLLED for (int i = 0; i < GEMM_ROWS; i++) {
+        const vfloat wv = in_register(v_load(type, w + (size_t) i * lda, l));
+        UNROLLED for (int j = 0; j < nc; j++) acc[j][i] = v_madd(type, wv, xv[j], acc[j][i]);
+    }
+}
+
 // tinyBLAS's gemm_bloc<4, nc>: out[j * ldc + i] for 4 rows and nc columns.
+// Like gemm_bloc ("help compiler for op order"), the smaller side of the
+// tile stays in registers; either way each accumulator takes the same
+// multiply-adds in the same order.
 KERNEL void gemm_tile(enum mg_type type, int64_t k, const char * w, size_t lda, const char * x, size_t ldb, float * out,
                       size_t ldc, int nc) {
     const int64_t step = step_of(type);
@@ -298,11 +328,10 @@ KERNEL void gemm_tile(enum mg_type type, int64_t k, const char * w, size_t lda, 
         UNROLLED for (int i = 0; i < GEMM_ROWS; i++) acc[j][i] = v_zero();
     }
     for (int64_t l = 0; l < k; l += step) {
-        vfloat wv[GEMM_ROWS];
-        UNROLLED for (int i = 0; i < GEMM_ROWS; i++) wv[i] = in_register(v_load(type, w + (size_t) i * lda, l));
-        UNROLLED for (int j = 0; j < nc; j++) {
-            const vfloat xv = in_register(v_load(type, x + (size_t) j * ldb, l));
-            UNROLLED for (int i = 0; i < GEMM_ROWS; i++) acc[j][i] = v_madd(type, wv[i], xv, acc[j][i]);
+        if (nc >= GEMM_ROWS) {
+            gemm_step_rows_held(type, l, w, lda, x, ldb, acc, nc);
+        } else {
+            gemm_step_cols_held(type, l, w, lda, x, ldb, acc, nc);
         }
     }
     UNROLLED for (int j = 0; j < nc; j++) {
