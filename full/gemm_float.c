@@ -394,8 +394,19 @@ static void gemm_tile_ref(enum mg_type type, int64_t k, const char * w, size_t l
 
 // As mul_mat_tiled (compute.c): a block of weight rows (about 128 KB) meets
 // every group of columns, and each group, once loaded, serves all the tiles
-// of the block.
+// of the block. While a block is worked on, each tile call also asks for a
+// slice of the next block's rows, so that block is in cache when its turn
+// comes instead of arriving from memory during its first group of columns
+// (mul_mat_tiled does the same; at AVX2, 12 matrices of 2432 x 768 in turn,
+// larger than L3 together, 64 columns: F32 and F16 ~10% faster).
 #define GEMM_BLOCK_BYTES (128 * 1024)
+
+// Prefetch the next slice (ask bytes) of the n_next bytes at next.
+static void prefetch_slice(const char * next, size_t n_next, size_t ask, size_t * fetched) {
+    for (size_t end = *fetched + ask; *fetched < end && *fetched < n_next; *fetched += 64) {
+        __builtin_prefetch(next + *fetched);
+    }
+}
 
 void mg_gemm_float(enum mg_type type, int64_t k, const void * w, size_t lda, int64_t r0, int64_t r1, const void * x,
                    size_t ldb, int64_t n, float * out, size_t ldc) {
@@ -407,13 +418,20 @@ void mg_gemm_float(enum mg_type type, int64_t k, const void * w, size_t lda, int
     const gemm_tile_fn tile = tile_of(type);
 #endif
     for (int64_t ib = r0; ib < r1; ib += block) {
-        const int64_t ie = ib + block < r1 ? ib + block : r1;
+        const int64_t ie      = ib + block < r1 ? ib + block : r1;
+        const int64_t ne      = ie + block < r1 ? ie + block : r1;   // the next block: rows [ie, ne)
+        const char *  next    = (const char *) w + (size_t) ie * lda;
+        const size_t  n_next  = (size_t) (ne - ie) * lda;
+        const int64_t calls   = (ie - ib) / GEMM_ROWS * ((n + GEMM_COLS - 1) / GEMM_COLS);
+        const size_t  slice   = (n_next / (size_t) calls + 63) & ~(size_t) 63;   // whole cache lines per call
+        size_t        fetched = 0;
         for (int64_t j = 0; j < n; j += GEMM_COLS) {
             const int    nc = (int) (n - j < GEMM_COLS ? n - j : GEMM_COLS);
             const char * xj = (const char *) x + (size_t) j * ldb;
             for (int64_t i = ib; i < ie; i += GEMM_ROWS) {
                 const char * wi = (const char *) w + (size_t) i * lda;
                 float *      oi = out + (size_t) j * ldc + (size_t) i;
+                prefetch_slice(next, n_next, slice, &fetched);
 #if defined(MG_SIMD)
                 tile(k, wi, lda, xj, ldb, oi, ldc, nc);
 #else
