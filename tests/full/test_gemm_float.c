@@ -4,8 +4,9 @@
 //   - mg_gemm_float (the SIMD tiles: 4 rows x up to 6 columns, in row
 //     blocks) against mg_gemm_float_dot, one scalar dot product per output,
 //     to the bit: F32, F16 and BF16, random rows, every column count of a
-//     tile and several tiles (2 to 13 columns), k of 1 to 76 steps, row
-//     ranges that start inside the matrix, rows and columns apart;
+//     tile and several tiles (2 to 13 columns), k of 1 to 76 steps, and
+//     rows long enough to be walked in chunks of k, row ranges that start
+//     inside the matrix, rows and columns apart;
 //   - BF16 with denormal inputs and pairs that cancel: the AVX512-BF16
 //     instruction reads denormals as zero, flushes denormal results and adds
 //     the odd product of a pair before the even one, and so must the reference;
@@ -83,6 +84,9 @@ START_TEST(test_simd_equals_reference) {
     check_product(type, 3 * step, 28, 8, 20, 9, 40, 99);
     // One row block of 128 KB is 4 * 2432 * 4 bytes x 3 tiles for F32: several blocks.
     check_product(type, 2432, 40, 0, 40, 7, 0, 98);
+    // Rows longer than a chunk of k for every type and level (gemm_float.c:
+    // chunk_of), split into several chunks, the last one shorter.
+    check_product(type, 8192 + 3 * step, 12, 0, 12, 5, 0, 97);
 }
 END_TEST
 
