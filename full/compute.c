@@ -646,63 +646,44 @@ static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * 
 }
 #endif //@old copy
 //@+ full contiguous-rows
-// Same shape and type, rows of packed elements (a cont after a permute):
-// whole rows can be copied instead of locating every element by division.
-static bool copies_whole_rows(const struct mg_tensor * src, const struct mg_tensor * dst) {
-    return mg_are_same_shape(src, dst) && src->type == dst->type && src->nb[0] == mg_type_size(src->type) &&
-           dst->nb[0] == mg_type_size(dst->type);
+// Same shape, rows of packed elements, and a type change a row can do at
+// once: the same type (a cont after a permute: a memcpy of the row, instead
+// of locating every element by division), or F16 to F32 and back (as the
+// K-shift casts an F16 cache: convert_element's conversions, a row at a
+// time, F16C where built for it).
+static bool copies_by_rows(const struct mg_tensor * src, const struct mg_tensor * dst) {
+    const bool same_layout = mg_are_same_shape(src, dst) && src->nb[0] == mg_type_size(src->type) &&
+                             dst->nb[0] == mg_type_size(dst->type);
+    const bool f16_f32 = (src->type == MG_TYPE_F16 && dst->type == MG_TYPE_F32) ||
+                         (src->type == MG_TYPE_F32 && dst->type == MG_TYPE_F16);
+    return same_layout && (src->type == dst->type || f16_f32);
 }
 
-static void copy_rows(const struct mg_compute_params * p, const struct mg_tensor * src, struct mg_tensor * dst) {
-    int64_t r0, r1;
-    mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
-    for (int64_t ir = r0; ir < r1; ir++) {
-        int64_t i1, i2, i3;
-        unravel_row(dst, ir, &i1, &i2, &i3);
-        memcpy(row_ptr(dst, i1, i2, i3), row_ptr(src, i1, i2, i3), (size_t) dst->ne[0] * dst->nb[0]);
+static void copy_row(const struct mg_tensor * src, const struct mg_tensor * dst, char * rd, const char * rs) {
+    if (src->type == dst->type) {
+        memcpy(rd, rs, (size_t) dst->ne[0] * dst->nb[0]);
+    } else if (dst->type == MG_TYPE_F16) {
+        mg_get_type_traits_cpu(MG_TYPE_F16)->from_float((const float *) rs, rd, dst->ne[0]);
+    } else {
+        mg_get_type_traits(MG_TYPE_F16)->to_float(rs, (float *) rd, dst->ne[0]);
     }
 }
-//@- full contiguous-rows
 
-//@+ full shift
-// F16 rows to F32 and back, as the K-shift casts an F16 cache: the same
-// conversions as convert_element, a row at a time (F16C where built for it).
-static bool converts_f16_rows(const struct mg_tensor * src, const struct mg_tensor * dst) {
-    return mg_are_same_shape(src, dst) && src->nb[0] == mg_type_size(src->type) &&
-           dst->nb[0] == mg_type_size(dst->type) &&
-           ((src->type == MG_TYPE_F16 && dst->type == MG_TYPE_F32) ||
-            (src->type == MG_TYPE_F32 && dst->type == MG_TYPE_F16));
-}
-
-static void convert_rows(const struct mg_compute_params * p, const struct mg_tensor * src, struct mg_tensor * dst) {
-    int64_t r0, r1;
-    mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
-    for (int64_t ir = r0; ir < r1; ir++) {
-        int64_t i1, i2, i3;
-        unravel_row(dst, ir, &i1, &i2, &i3);
-        const char * rs = row_ptr(src, i1, i2, i3);
-        char *       rd = row_ptr(dst, i1, i2, i3);
-        if (dst->type == MG_TYPE_F16) {
-            mg_get_type_traits_cpu(MG_TYPE_F16)->from_float((const float *) rs, rd, dst->ne[0]);
-        } else {
-            mg_get_type_traits(MG_TYPE_F16)->to_float(rs, (float *) rd, dst->ne[0]);
-        }
-    }
-}
-//@- full shift
-
-//@+ full contiguous-rows
-// full/ copies whole rows where the layouts allow it, and converts F16 rows
-// a row at a time; anything else goes element by element.
+// full/ copies row by row where copies_by_rows allows it; anything else goes
+// element by element.
 static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor * src = dst->src[0];
     MG_ASSERT(mg_blck_size(src->type) == 1 && mg_blck_size(dst->type) == 1 && "copies of plain types only");
-    if (copies_whole_rows(src, dst)) {
-        copy_rows(p, src, dst);
-    } else if (converts_f16_rows(src, dst)) {
-        convert_rows(p, src, dst);
-    } else {
+    if (!copies_by_rows(src, dst)) {
         copy_elements(p, src, dst);
+        return;
+    }
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(dst), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(dst, ir, &i1, &i2, &i3);
+        copy_row(src, dst, row_ptr(dst, i1, i2, i3), row_ptr(src, i1, i2, i3));
     }
 }
 //@- full contiguous-rows
