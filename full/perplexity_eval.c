@@ -17,18 +17,26 @@
 // One chunk through the model
 // ---------------------------------------------------------------------------
 
-bool mg_ppl_eval_init(struct mg_ppl_eval * ev, struct mg_model * m, struct mg_session_params p, int n_batch) {
+bool mg_ppl_eval_init(struct mg_ppl_eval * ev, struct mg_model * m, struct mg_session_params p, int n_batch,
+                      bool with_rows) {
+    memset(ev, 0, sizeof(*ev));
+    if (p.n_ctx < 4 || n_batch < 1) {   // n_ctx/2 .. n_ctx-2 must score a position; a batch of 0 never ends
+        mg_set_error("a chunk needs n_ctx >= 4 and n_batch >= 1, got n_ctx %d and n_batch %d", p.n_ctx, n_batch);
+        return false;
+    }
     const int n_ctx = p.n_ctx, n_vocab = m->hp.n_vocab, first = n_ctx / 2;
     if (n_batch > n_ctx) n_batch = n_ctx;
+    const size_t row_bytes = (size_t) mg_ppl_row_slots(n_vocab) * sizeof(uint16_t);
     *ev = (struct mg_ppl_eval) {
         .s = mg_session_new(m, p), .n_ctx = n_ctx, .n_batch = n_batch, .first = first,
         .n_scored = n_ctx - 1 - first, .n_vocab = n_vocab,
         .bos = mg_vocab_add_bos(m->vocab) ? mg_vocab_bos(m->vocab) : -1,
         .batch = malloc((size_t) n_batch * sizeof(int32_t)),
         .logits = malloc((size_t) (n_ctx - first) * (size_t) n_vocab * sizeof(float)),
-        .rows = malloc((size_t) (n_ctx - 1 - first) * (size_t) mg_ppl_row_slots(n_vocab) * sizeof(uint16_t)),
+        // Only --save-logits and --kl-base need a chunk's rows (77 MB for a 152k vocabulary at n_ctx 512).
+        .rows = with_rows ? malloc((size_t) (n_ctx - 1 - first) * row_bytes) : NULL,
     };
-    if (ev->s != NULL && ev->batch != NULL && ev->logits != NULL && ev->rows != NULL) return true;
+    if (ev->s != NULL && ev->batch != NULL && ev->logits != NULL && (ev->rows != NULL || !with_rows)) return true;
     if (ev->s != NULL) mg_set_error("out of memory for the logits of a chunk of %d tokens", n_ctx);
     mg_ppl_eval_free(ev);   // mg_session_new said why it failed
     return false;
@@ -69,6 +77,7 @@ bool mg_ppl_eval_chunk(struct mg_ppl_eval * ev, const int32_t * tokens) {
 
 void mg_ppl_score_chunk(struct mg_ppl_eval * ev, const int32_t * tokens, bool save, struct mg_ppl_sums * sums) {
     const size_t nv = (size_t) mg_ppl_row_slots(ev->n_vocab);
+    MG_ASSERT(!save || ev->rows != NULL);   // the rows come with mg_ppl_eval_init's with_rows
     for (int i = 0; i < ev->n_scored; i++) {
         const float * logits = ev->logits + (size_t) i * (size_t) ev->n_vocab;
         const int32_t target = tokens[ev->first + i + 1];
@@ -103,6 +112,7 @@ bool mg_ppl_final(const struct mg_ppl_sums * sums, struct mg_ppl_estimate * ppl)
 bool mg_ppl_kld_chunk(struct mg_ppl_eval * ev, struct mg_logits_base * b, const int32_t * tokens, int c,
                       struct mg_kld_sums * k, float * klds, float * p_diffs) {
     const size_t nv = (size_t) mg_ppl_row_slots(ev->n_vocab);
+    MG_ASSERT(ev->rows != NULL);   // the rows come with mg_ppl_eval_init's with_rows
     if (!mg_ppl_base_read_rows(b, ev->rows, ev->n_scored)) {
         mg_set_error("cannot read the log-probabilities of chunk %d", c + 1);
         return false;

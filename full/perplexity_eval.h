@@ -6,7 +6,7 @@
 // arithmetic of one position and the saved-logits file are perplexity.h's.
 //
 //     struct mg_ppl_eval ev;
-//     mg_ppl_eval_init(&ev, model, session_params, n_batch);   // chunks of session_params.n_ctx
+//     mg_ppl_eval_init(&ev, model, session_params, n_batch, with_rows);   // chunks of session_params.n_ctx
 //     struct mg_ppl_sums sums = {0};
 //     for (int c = 0; c < n_chunk; c++) {
 //         mg_ppl_eval_chunk(&ev, tokens + c * n_ctx);
@@ -39,9 +39,11 @@ struct mg_ppl_eval {
 };
 
 // A session of p (p.n_ctx: the chunk size, at least 4) for m and the buffers
-// of one chunk; n_batch is cut to n_ctx. False after mg_set_error, with ev
-// freed.
-bool mg_ppl_eval_init(struct mg_ppl_eval * ev, struct mg_model * m, struct mg_session_params p, int n_batch);
+// of one chunk; n_batch (at least 1) is cut to n_ctx. with_rows: the rows
+// buffer too, which saving (mg_ppl_score_chunk's save) and mg_ppl_kld_chunk
+// need. False after mg_set_error, with ev freed.
+bool mg_ppl_eval_init(struct mg_ppl_eval * ev, struct mg_model * m, struct mg_session_params p, int n_batch,
+                      bool with_rows);
 void mg_ppl_eval_free(struct mg_ppl_eval * ev);
 
 // Chunk tokens[0..n_ctx) from an empty cache, batch by batch (its first token
@@ -57,7 +59,7 @@ struct mg_ppl_sums {
 };
 
 // Adds the chunk just evaluated (tokens: its tokens) to sums; with save, its
-// rows for --save-logits go to ev->rows.
+// rows for --save-logits go to ev->rows (init with with_rows).
 void mg_ppl_score_chunk(struct mg_ppl_eval * ev, const int32_t * tokens, bool save, struct mg_ppl_sums * sums);
 // exp(mean NLL) so far: the running estimate printed after each chunk.
 double mg_ppl_so_far(const struct mg_ppl_sums * sums);

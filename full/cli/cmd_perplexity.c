@@ -302,7 +302,7 @@ static bool ppl_set_up(const char * cmd, struct ppl_run * r) {
         fprintf(stderr, "mg %s: warning: the model was trained on only %d context tokens (-c %d)\n", cmd,
                 r->m->hp.n_ctx_train, e->n_ctx);
     }
-    if (e->n_batch > e->n_ctx) e->n_batch = e->n_ctx;
+    if (e->n_batch > e->n_ctx) e->n_batch = e->n_ctx;   // the session's batch too, and the batch_size printed
     const int n_chunk_max = r->o.kl_base ? r->base.n_chunk : r->n_tokens / e->n_ctx;
     r->n_chunk            = r->o.n_chunks > 0 && r->o.n_chunks < n_chunk_max ? r->o.n_chunks : n_chunk_max;
     if (r->o.n_chunks > n_chunk_max) {   // llama-perplexity clamps in silence; a table of fewer chunks than asked is said
@@ -310,7 +310,8 @@ static bool ppl_set_up(const char * cmd, struct ppl_run * r) {
                 r->o.n_chunks, r->o.kl_base ? r->o.kl_base : "the text", n_chunk_max, n_chunk_max == 1 ? "" : "s",
                 e->n_ctx, n_chunk_max);
     }
-    if (!mg_ppl_eval_init(&r->ev, r->m, cli_session_params(e), e->n_batch)) {
+    const bool with_rows = r->o.save_logits != NULL || r->o.kl_base != NULL;
+    if (!mg_ppl_eval_init(&r->ev, r->m, cli_session_params(e), e->n_batch, with_rows)) {
         fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
         return false;
     }

@@ -207,7 +207,7 @@ START_TEST(test_library_matches_naive_reference) {
     p.n_ctx     = N_CTX;
     p.n_threads = 2;
     struct mg_ppl_eval ev;
-    ck_assert_msg(mg_ppl_eval_init(&ev, m, p, 24), "%s", mg_last_error());   // batches of 24, 24 and 16
+    ck_assert_msg(mg_ppl_eval_init(&ev, m, p, 24, true), "%s", mg_last_error());   // batches of 24, 24 and 16
     ck_assert_int_eq(ev.n_scored, N_SCORED);
     struct mg_outfile  out;
     FILE *             f    = mg_ppl_logits_file_create(&out, in_dir("base.bin"), N_CTX, m->hp.n_vocab, N_CHUNKS, ref.tokens);
@@ -507,9 +507,30 @@ START_TEST(test_bad_options) {
 }
 END_TEST
 
+// mg_ppl_eval_init is the library's door: a chunk too short to score a
+// position (n_ctx < 4) or a batch of 0 tokens (the decode loop would never
+// end) is refused by name; without with_rows no rows buffer is made.
+START_TEST(test_eval_init_checks_its_arguments) {
+    struct mg_model * m = mg_model_load_from_file(mg_test_root(model_f16), mg_model_default_params());
+    ck_assert_ptr_nonnull(m);
+    struct mg_session_params p = mg_session_default_params();
+    struct mg_ppl_eval       ev;
+    p.n_ctx = 3;
+    ck_assert(!mg_ppl_eval_init(&ev, m, p, 8, false));
+    ck_assert_msg(strstr(mg_last_error(), "n_ctx 3") != NULL, "%s", mg_last_error());
+    p.n_ctx = 32;
+    ck_assert(!mg_ppl_eval_init(&ev, m, p, 0, false));
+    ck_assert_msg(strstr(mg_last_error(), "n_batch 0") != NULL, "%s", mg_last_error());
+    ck_assert_msg(mg_ppl_eval_init(&ev, m, p, 8, false), "%s", mg_last_error());
+    ck_assert_ptr_null(ev.rows);
+    mg_ppl_eval_free(&ev);
+    mg_model_free(m);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("perplexity");
-    TCase * t = MG_TCASE(s, "perplexity", test_ppl_matches_naive_reference, test_library_matches_naive_reference,
+    TCase * t = MG_TCASE(s, "perplexity", test_ppl_matches_naive_reference, test_library_matches_naive_reference, test_eval_init_checks_its_arguments,
                             test_same_for_threads_and_batches,
                             test_logits_file_round_trips, test_kl_against_itself_and_others, test_kl_bad_base_files,
                             test_ppl_matches_llama_cpp, test_readme_shows_the_committed_table, test_bad_options);
