@@ -54,6 +54,14 @@ void mg_outfile_clear_inputs(void) {
     n_outputs = 0;
 }
 
+int mg_outfile_inputs_mark(void) {
+    return n_inputs;
+}
+
+void mg_outfile_inputs_forget_since(int mark) {
+    if (mark >= 0 && mark < n_inputs) n_inputs = mark;
+}
+
 // The directory part of path ("." for a bare name), into out.
 static void dir_of(const char * path, char * out, size_t size) {
     const char * slash = strrchr(path, '/');

@@ -50,6 +50,11 @@
 void mg_outfile_input(const char * path);
 // Forget every input (a new command; the tests).
 void mg_outfile_clear_inputs(void);
+// For a library call that registers its own input for the length of the
+// call (mg_model_quantize): the inputs remembered so far, and forgetting
+// those registered since, so that calls do not pile up inputs in a process.
+int  mg_outfile_inputs_mark(void);
+void mg_outfile_inputs_forget_since(int mark);
 
 // Checks the file output flag path (flag: "--trace-json", "-o"; NULL for a
 // positional argument) before any work: not an input, a regular file or a

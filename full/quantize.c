@@ -326,10 +326,14 @@ static bool quantize_opened(struct quantize_run * r) {
 bool mg_model_quantize(const char * fname_inp, const char * fname_out, const struct mg_quantize_params * params) {
     struct quantize_run r = {.params = params};
     if (!check_params(params, &r.option)) return false;
-    char * target = NULL;   // fname_out, or a symlink's target (outfile.h)
+    char *    target = NULL;   // fname_out, or a symlink's target (outfile.h)
+    const int inputs = mg_outfile_inputs_mark();
     if (!params->dry_run) {
-        mg_outfile_input(fname_inp);   // so that no output replaces it
-        if ((target = mg_outfile_target(NULL, fname_out)) == NULL) return false;
+        mg_outfile_input(fname_inp);   // so that no output replaces it, until the file is written
+        if ((target = mg_outfile_target(NULL, fname_out)) == NULL) {
+            mg_outfile_inputs_forget_since(inputs);
+            return false;
+        }
     }
     r.progress.path = target;
     r.g             = mg_gguf_open(fname_inp);
@@ -338,5 +342,6 @@ bool mg_model_quantize(const char * fname_inp, const char * fname_out, const str
     free(r.plan);
     mg_gguf_close(r.g);
     free(target);
+    mg_outfile_inputs_forget_since(inputs);   // the next call's input may be this call's output
     return ok;
 }

@@ -203,6 +203,19 @@ START_TEST(test_same_output_twice) {
 }
 END_TEST
 
+// One call's input is not remembered by the next: a -> b, then b -> a (a
+// library in a long-lived process quantizes one file after another).
+START_TEST(test_inputs_do_not_pile_up) {
+    const char *                    a   = mg_test_path_in(dir, "a.gguf");
+    const char *                    b   = mg_test_path_in(dir, "b.gguf");
+    const struct mg_quantize_params f16 = params_for("F16", 1);
+    ck_assert_msg(mg_model_quantize(tiny_f32, a, &f16), "%s", mg_last_error());
+    ck_assert_msg(mg_model_quantize(a, b, &f16), "%s", mg_last_error());
+    ck_assert_msg(mg_model_quantize(b, a, &f16), "b -> a: %s", mg_last_error());
+    ck_assert_msg(!mg_model_quantize(a, a, &f16), "a -> a was accepted");   // within one call still refused
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // Refusals: false, an error naming the parameter, the file or the tensor, and no file
 // ---------------------------------------------------------------------------
@@ -275,7 +288,8 @@ Suite * mg_test_suite(void) {
     tcase_add_loop_test(tc, test_every_type_is_llama_quantize_s, 0, (int) (sizeof(types) / sizeof(types[0])));
     suite_add_tcase(s, tc);
     in_own_dir(tc, 300);
-    in_own_dir(MG_TCASE(s, "reports", test_progress_is_the_file, test_dry_run_writes_nothing, test_same_output_twice), 120);
+    in_own_dir(MG_TCASE(s, "reports", test_progress_is_the_file, test_dry_run_writes_nothing, test_same_output_twice,
+                        test_inputs_do_not_pile_up), 120);
     in_own_dir(MG_TCASE(s, "refusals", test_bad_parameters, test_bad_paths, test_requantize_needs_allowing), 120);
     return s;
 }
