@@ -461,7 +461,8 @@ void mg_gemm_float(enum mg_type type, int64_t k, const void * w, size_t lda, int
         const int64_t ie     = ib + block < r1 ? ib + block : r1;
         const int64_t ne     = ie + block < r1 ? ie + block : r1;   // the next block: rows [ie, ne)
         const char *  next   = (const char *) w + (size_t) ie * lda;
-        const size_t  n_next = (size_t) (ne - ie) * lda;
+        // Not for one column group, which streams the rows once (as mul_mat_tiled).
+        const size_t  n_next = n > GEMM_COLS ? (size_t) (ne - ie) * lda : 0;
         const int64_t calls  = (ie - ib) / GEMM_ROWS * ((n + GEMM_COLS - 1) / GEMM_COLS) * ((k + chunk - 1) / chunk);
         const size_t  slice  = (n_next / (size_t) calls + 63) & ~(size_t) 63;   // whole cache lines per call
         size_t        fetched = 0;
@@ -475,7 +476,8 @@ void mg_gemm_float(enum mg_type type, int64_t k, const void * w, size_t lda, int
                     float *      oi = out + (size_t) j * ldc + (size_t) i;
                     prefetch_slice(next, n_next, slice, &fetched);
 #if defined(MG_SIMD)
-                    tile(k, l0, l1, wi, lda, xj, ldb, oi, ldc, nc, part[(i - ib) / GEMM_ROWS]);
+                    // part holds accumulators between chunks only: a block of one chunk may have more tiles.
+                    tile(k, l0, l1, wi, lda, xj, ldb, oi, ldc, nc, chunk < k ? part[(i - ib) / GEMM_ROWS] : NULL);
 #else
                     (void) part, (void) l1;   // one chunk: l0 = 0, l1 = k
                     gemm_tile_ref(type, k, wi, lda, xj, ldb, oi, ldc, nc);

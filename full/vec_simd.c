@@ -2100,6 +2100,7 @@ KERNEL void lane_panel_32(enum mg_type type, int64_t n, float * s, size_t ss, co
     struct lane_acc  acc[LANE_PANEL_TILES];   // the first stretch starts them from zero (no memset: 18 KB a call)
     struct lane_cols lc;
     const int64_t nb = n / 32;
+    MG_ASSERT(nb > 0);   // so that a first stretch runs: rows of blocks hold at least one
     for (int64_t b0 = 0; b0 < nb; b0 += LANE_TILE_CHUNK) {
         const int64_t b1 = b0 + LANE_TILE_CHUNK < nb ? b0 + LANE_TILE_CHUNK : nb;
         lane_cols_of(type, y, nc, b0, b1, &lc);

@@ -1464,7 +1464,7 @@ START_TEST(test_fifo_inputs_do_not_hang) {
                   err);
     // A FIFO written a second after mg opened it reads as the text it was given.
     char writer[256];
-    snprintf(writer, sizeof(writer), "(sleep 1; printf hello > '%s') &", fifo);
+    snprintf(writer, sizeof(writer), "(sleep 1; timeout 60 sh -c \"printf hello > '%s'\") &", fifo);
     status = mg_within(60, writer, err, sizeof(err), "tokenize -m '%s' -f '%s'", model(), fifo);
     char * ids = mg_test_read_file(in_dir("out"), NULL);
     struct mg_test_run p = mg("tokenize -m '%s' -p hello", model());
