@@ -80,7 +80,10 @@ static bool wants_tied_copy(const struct mg_model * m, int n_gpu_layers) {
 static bool copy_tied_output(struct mg_offload * o, struct mg_model * m, char * at) {
     const struct mg_tensor * e = m->tok_embd;
     o->tied_ctx = mg_init((struct mg_init_params) {.mem_size = mg_tensor_overhead(), .no_alloc = true});
-    if (o->tied_ctx == NULL) return false;
+    if (o->tied_ctx == NULL) {
+        mg_set_error("out of memory for the header of the output's copy on the device");
+        return false;
+    }
     struct mg_tensor * copy = mg_new_tensor(o->tied_ctx, e->type, 2, e->ne);
     mg_format_name(copy, "%s (output)", e->name);
     if (!mg_backend_tensor_alloc(o->buf, copy, at)) return false;

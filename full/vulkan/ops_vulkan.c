@@ -187,18 +187,21 @@ static bool supports_swiglu(const struct mg_tensor * t) {
 // NORMAL pairs, no frequency factors (Llama 3's src[2] stays on the CPU).
 static bool supports_rope(const struct mg_tensor * t) {
     const struct mg_tensor * a = t->src[0], * pos = t->src[1];
-    const int mode = mg_get_op_param_i32(t, 1);
-    return all_f32(t, 1) && rows_contiguous(a) && rows_contiguous(t) && pos->type == MG_TYPE_I32 &&
+    const int mode = mg_get_op_param_i32(t, 1), n_rot = mg_get_op_param_i32(t, 0);
+    const bool pairs = n_rot > 0 && n_rot % 2 == 0 && n_rot <= a->ne[0];   // the shader's pair count per row
+    return pairs && all_f32(t, 1) && rows_contiguous(a) && rows_contiguous(t) && pos->type == MG_TYPE_I32 &&
            pos->nb[0] == 4 && pos->ne[0] == a->ne[2] && t->src[2] == NULL &&
            (mode == MG_ROPE_NEOX || mode == MG_ROPE_NORMAL) && fits_groups(mg_nelements(t)) && fits_u32(a) &&
            fits_u32(t);
 }
 
-// soft_max.comp: F32 rows, a workgroup each; the mask F32 and contiguous, or none.
+// soft_max.comp: F32 rows, a workgroup each; the mask F32 and contiguous, or
+// none. One mask plane: the shader picks the mask's row by i1 alone.
 static bool supports_soft_max(const struct mg_tensor * t) {
     const struct mg_tensor * a = t->src[0], * mask = t->src[1];
     const bool mask_ok = mask == NULL || (mask->type == MG_TYPE_F32 && fully_contiguous(mask) &&
-                                          mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && fits_u32(mask));
+                                          mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && mask->ne[2] == 1 &&
+                                          mask->ne[3] == 1 && fits_u32(mask));
     return all_f32(t, 1) && rows_contiguous(a) && rows_contiguous(t) && mask_ok &&
            a->ne[1] * a->ne[2] * a->ne[3] <= 65535 && fits_u32(a) && fits_u32(t);
 }
@@ -385,9 +388,6 @@ static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * 
         case VK_OP_COUNT:               break;
     }
 }
-
-// One dispatch: a descriptor set with the node's buffers (bindings 0-2 its
-// sources, 3 itself; a missing source gets the node's own buffer), its push
 
 // ---------------------------------------------------------------------------
 // A node into the command buffer
