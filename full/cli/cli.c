@@ -521,14 +521,31 @@ enum { FIFO_WAIT_S = 10 };   // how long a FIFO nobody has opened for writing is
 // pipe; a first byte already read is handed back in *first (-1 if none).
 static bool fifo_has_writer(const char * cmd, const char * path, int fd, int * first) {
     unsigned char c;
-    const ssize_t n = read(fd, &c, 1);   // no writer: 0 at once (EOF); a writer, nothing written yet: EAGAIN
+    ssize_t n;
+    do n = read(fd, &c, 1);   // no writer: 0 at once (EOF); a writer, nothing written yet: EAGAIN
+    while (n < 0 && errno == EINTR);
     *first = n == 1 ? c : -1;
-    if (n != 0) return n == 1 || errno == EAGAIN;
+    if (n < 0 && errno != EAGAIN) {
+        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(errno));
+        return false;
+    }
+    if (n != 0) return true;
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, FIFO_WAIT_S * 1000) > 0) return true;   // data, or a writer that came and left (EOF)
+    int ready;
+    do ready = poll(&p, 1, FIFO_WAIT_S * 1000);   // a signal restarts the wait (a rare, longer wait is fine)
+    while (ready < 0 && errno == EINTR);
+    if (ready > 0) return true;   // data, or a writer that came and left (EOF)
     fprintf(stderr, "mg %s: %s is a FIFO that nobody opened for writing within %d s\n", cmd, mg_quote(path),
             FIFO_WAIT_S);
     return false;
+}
+
+// The message for a failed open, fstat, fcntl or fdopen of path (errno says
+// which), and fd closed if it was opened.
+static FILE * input_error(const char * cmd, const char * path, int fd) {
+    fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(errno));
+    if (fd >= 0) close(fd);
+    return NULL;
 }
 
 // path opened for reading. A FIFO nobody writes blocked open() forever: the
@@ -538,18 +555,14 @@ static FILE * open_text_input(const char * cmd, const char * path) {
     const int fd = open(path, O_RDONLY | O_NONBLOCK);
     struct stat st;
     int first = -1;
-    if (fd < 0 || fstat(fd, &st) != 0 || (S_ISFIFO(st.st_mode) && !fifo_has_writer(cmd, path, fd, &first)) ||
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
-        if (fd < 0) fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(errno));
-        if (fd >= 0) close(fd);
-        return NULL;
-    }
-    FILE * f = fdopen(fd, "rb");
-    if (f == NULL) {
-        fprintf(stderr, "mg %s: cannot read %s: %s\n", cmd, mg_quote(path), strerror(errno));
+    if (fd < 0 || fstat(fd, &st) != 0) return input_error(cmd, path, fd);
+    if (S_ISFIFO(st.st_mode) && !fifo_has_writer(cmd, path, fd, &first)) {   // it said why
         close(fd);
         return NULL;
     }
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) return input_error(cmd, path, fd);
+    FILE * f = fdopen(fd, "rb");
+    if (f == NULL) return input_error(cmd, path, fd);
     if (first >= 0) ungetc(first, f);
     return f;
 }
