@@ -820,7 +820,8 @@ END_TEST
 // ---------------------------------------------------------------------------
 // Perplexity on held-out text (data/heldout/, which the demo model never saw)
 // through the device, against the CPU's: within 0.2 %, for the demo model and
-// for the other offloadable types quantized from its F16 parent. Lavapipe
+// for the other offloadable types quantized from its F16 parent (the
+// K-quants against the CPU on their weights dequantized to F32, see below). Lavapipe
 // scores about 70 tokens a second, so CI scores VK_PPL_CHUNKS chunks of 256
 // (2 by default; make VULKAN=1 test-vulkan-ppl scores the 60 a perplexity
 // run on this text uses). The CPU multiplies activations quantized to Q8_0,
@@ -865,19 +866,36 @@ static const char * quantized_demo_model(const char * type) {
     return path;
 }
 
+// path's weights dequantized to F32 (mg quantize --allow-requantize): the
+// same numbers, multiplied by the CPU without rounding the activations.
+static const char * dequantized_copy(const char * path) {
+    const char * f32 = mg_test_path_in(dir, "dequantized-f32.gguf");
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "quantize --allow-requantize '%s' '%s' f32", path, f32);
+    ck_assert_msg(r.status == 0, "mg quantize %s f32: %s", path, r.err);
+    mg_test_run_free(&r);
+    return f32;
+}
+
 START_TEST(test_ngl_perplexity_like_the_cpu) {
     const char * q8 = mg_test_root("models/fortune-toy-q8_0.gguf");
     expect_perplexity_like_the_cpu(q8, "-ngl 99");
     expect_perplexity_like_the_cpu(q8, "-ngl 1");
     expect_perplexity_like_the_cpu(quantized_demo_model("q4_0"), "-ngl 99");
     if (ppl_chunks() < 60) return;   // CI's short run: the Q8_0 and Q4_0 shaders and a split graph
-    // The other types on the full text only: over 2 chunks (256 scored
-    // tokens) the CPU's rounding of activations to Q8_K moves Q6_K's
-    // perplexity by 0.5 % (measured), and the 0.2 % bound is for the full text.
     expect_perplexity_like_the_cpu(mg_test_root("models/fortune-toy-f16.gguf"), "-ngl 99");
+    // The K-quants multiply by F32 activations on the device, the CPU by
+    // activations rounded to Q8_K (as ggml's CPU backend does), and for Q6_K
+    // that rounding alone moves the perplexity by 0.4 % (measured on 4
+    // chunks: the CPU 110.37, the same weights dequantized to F32 on the CPU
+    // 109.88, the device 109.89). So the reference here is the arithmetic
+    // the shader does: the CPU on the same weights dequantized to F32.
     const char * types[] = {"q4_k_m", "q6_k"};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        expect_perplexity_like_the_cpu(quantized_demo_model(types[i]), "-ngl 99");
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const char * quantized = quantized_demo_model(types[i]);
+        const double dev = perplexity_of(quantized, "-ngl 99"), ref = perplexity_of(dequantized_copy(quantized), "");
+        ck_assert_msg(fabs(dev / ref - 1) < 0.002, "%s -ngl 99: PPL %.4f, the CPU's on its F32 copy %.4f", types[i], dev,
+                      ref);
+    }
 }
 END_TEST
 
