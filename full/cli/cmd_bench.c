@@ -20,7 +20,8 @@
 
 static const char * usage =
     "usage: mg bench -m MODEL.gguf [-m MODEL2.gguf ...] [-p 64] [-n 64] [-d 0] [-t 1,2] [-fa 0] [-r 5]\n"
-    "                [--kv-type f16] [--bandwidth FILE] [--llama-bench PATH --rounds 3] [--baseline FILE]\n"
+    "                [--kv-type f16] [-ngl 0] [-dev NAME] [--bandwidth FILE] [--llama-bench PATH --rounds 3]\n"
+    "                [--baseline FILE]\n"
     "\n"
     "-p, -n, -d, -t and -fa take comma lists, as llama-bench's do; every combination is a test.\n"
     "ppN evaluates an N-token prompt as one batch (in graphs of at most 512 tokens), tgN generates\n"
@@ -31,7 +32,8 @@ static const char * usage =
     "\n"
     "--llama-bench PATH races llama.cpp's llama-bench on the same files in the same run: --rounds\n"
     "times, ours then theirs for each model, with the same tests and repetitions; the table gives\n"
-    "both, the ratio of the means and its min-max over the rounds.\n"
+    "both, the ratio of the means and its min-max over the rounds. -ngl and -dev go to both engines\n"
+    "(llama-bench's own default is -ngl 99, so it is always passed).\n"
     "--baseline FILE prints figures taken at another time (\"model test threads t/s\") beside ours,\n"
     "as a reference only: this machine's speed varies 2x from day to day, so no ratio is made.";
 
@@ -148,7 +150,7 @@ static int ctx_needed(const struct bench_test * tests, int n_tests) {
 // Sessions are made per (threads, flash-attn) and the depth fill is redone
 // only when the depth changes, as llama-bench caches its depth state.
 static bool bench_model(struct mg_model * m, const struct bench_test * tests, int n_tests, int reps,
-                        enum mg_type kv_type, struct measurement * results) {
+                        const struct mg_session_params * base, struct measurement * results) {
     struct mg_session * s = NULL;
     int  cur_threads = -1, cur_depth = -1;
     bool cur_fa = false, ok = true;
@@ -159,11 +161,10 @@ static bool bench_model(struct mg_model * m, const struct bench_test * tests, in
         const struct bench_test * t = &tests[i];
         if (s == NULL || t->n_threads != cur_threads || t->flash_attn != cur_fa) {
             mg_session_free(s);
-            struct mg_session_params params = mg_session_default_params();
+            struct mg_session_params params = *base;   // kv_type, n_gpu_layers and gpu_device
             params.n_threads  = t->n_threads;
             params.n_ctx      = ctx_needed(tests, n_tests);
             params.n_batch    = 512;   // llama-bench's n_ubatch
-            params.kv_type    = kv_type;
             params.flash_attn = t->flash_attn;
             s = mg_session_new(m, params);
             if (s == NULL) {
@@ -227,17 +228,22 @@ static int read_llama_bench_csv(char * text, const struct bench_test * tests, in
 // the matching test. False, with the reason printed, when it fails, hangs,
 // prints nothing usable or leaves one of our tests without a row.
 static bool run_llama_bench(const char * exe, const char * model, const struct bench_lists * l,
-                            const struct bench_test * tests, int n_tests, int reps, const char * kv, double timeout_s,
-                            double * theirs) {
-    char p[256], n[256], d[256], t[256], fa[64], r[16];
+                            const struct bench_test * tests, int n_tests, int reps, const char * kv, int n_gpu_layers,
+                            const char * device, double timeout_s, double * theirs) {
+    char p[256], n[256], d[256], t[256], fa[64], r[16], ngl[16];
     join_list(l->prompt, l->n_prompt, p, sizeof(p));
     join_list(l->gen, l->n_gen, n, sizeof(n));
     join_list(l->depth, l->n_depth, d, sizeof(d));
     join_list(l->threads, l->n_threads, t, sizeof(t));
     join_list(l->fa, l->n_fa, fa, sizeof(fa));
     snprintf(r, sizeof(r), "%d", reps);
-    char * const argv[] = {(char *) exe, "-m", (char *) model, "-p", p, "-n", n, "-d", d, "-t", t, "-fa", fa,
-                           "-r", r, "-ctk", (char *) kv, "-ctv", (char *) kv, "-o", "csv", NULL};
+    snprintf(ngl, sizeof(ngl), "%d", n_gpu_layers);
+    char * argv[] = {(char *) exe, "-m", (char *) model, "-p", p, "-n", n, "-d", d, "-t", t, "-fa", fa, "-r", r,
+                     "-ctk", (char *) kv, "-ctv", (char *) kv, "-ngl", ngl, "-o", "csv", NULL, NULL, NULL};
+    if (device != NULL) {   // after "-o csv": the two NULLs at the end
+        const int end = (int) (sizeof(argv) / sizeof(argv[0])) - 3;
+        argv[end] = "-dev", argv[end + 1] = (char *) device;
+    }
     for (int i = 0; i < n_tests; i++) theirs[i] = -1.0;
     struct cli_child c;
     if (!cli_run_child("bench", argv, timeout_s, 64u << 20, &c)) {
@@ -431,6 +437,8 @@ struct bench_opts {
     int    reps, rounds;
     bool   no_repack;
     double rival_timeout;   // seconds
+    int          n_gpu_layers;   // -ngl, for both engines
+    const char * device;         // -dev
 };
 
 // -m may repeat: collect every one before handing the rest to the parser.
@@ -486,7 +494,7 @@ struct bench_run {
     struct bench_lists lists;
     struct bench_test  tests[MAX_TESTS];
     int                n_tests;
-    enum mg_type       kv_type;
+    struct mg_session_params base;   // what every test's session starts from: --kv-type, -ngl, -dev
     bool               race, have_bw;
     int                n_rounds;
     struct bench_row * rows;   // [n_models * n_tests]
@@ -513,6 +521,8 @@ static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_r
         {"-fa", "--flash-attn", CLI_STRING, &o->fa, "flash attention off/on: 0, 1 or 0,1 (default 0)"},
         {"-r", "--repetitions", CLI_INT, &o->reps, "timed runs per test (default 5)"},
         {NULL, "--kv-type", CLI_STRING, &o->kv, "KV cache type: f16 (default) or f32"},
+        {"-ngl", "--n-gpu-layers", CLI_INT, &o->n_gpu_layers, "layers on a GPU device, ours and llama-bench's (default 0)"},
+        {"-dev", "--device", CLI_STRING, &o->device, "the GPU device for -ngl, by name (mg --list-devices)"},
         {NULL, "--bandwidth", CLI_IN_FILE, &o->bandwidth, "read bandwidth per thread count, from tools/bandwidth"},
         {NULL, "--llama-bench", CLI_IN_FILE, &o->llama_bench, "race this llama-bench on the same files"},
         {NULL, "--rounds", CLI_INT, &o->rounds, "rounds of the race, ours then theirs (default 3)"},
@@ -553,7 +563,13 @@ static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_r
 // --baseline and --bandwidth read, and what the run will print. False after printing why.
 static bool bench_set_up(const char * cmd, struct bench_run * b) {
     const struct bench_opts * o = &b->o;
-    b->kv_type = strcmp(o->kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
+    struct cli_engine_opts e = cli_engine_defaults();   // -ngl and -dev checked as every command checks them
+    e.model        = b->models[0];
+    e.n_gpu_layers = o->n_gpu_layers;
+    e.device       = o->device;
+    if (!cli_engine_setup(cmd, &e)) return false;
+    b->base         = cli_session_params(&e);
+    b->base.kv_type = strcmp(o->kv, "f32") == 0 ? MG_TYPE_F32 : MG_TYPE_F16;
     bool too_many = false;
     if (o->baseline != NULL && !load_baselines(cmd, o->baseline, &too_many)) {
         if (too_many) return false;   // said
@@ -596,7 +612,7 @@ static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int 
     struct mg_model * m    = cli_load_model(cmd, path, !b->o.no_repack, NULL);
     if (m == NULL) return false;
     if (round == 0) bench_warn(cmd, b, path, m);
-    const bool   ok           = bench_model(m, b->tests, b->n_tests, b->o.reps, b->kv_type, ours);
+    const bool   ok           = bench_model(m, b->tests, b->n_tests, b->o.reps, &b->base, ours);
     const double weight_bytes = (double) m->n_weight_bytes;
     mg_model_free(m);
     if (!ok) {
@@ -604,7 +620,7 @@ static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int 
         return false;
     }
     if (b->race && !run_llama_bench(b->o.llama_bench, path, &b->lists, b->tests, b->n_tests, b->o.reps, b->o.kv,
-                                    b->o.rival_timeout, theirs)) {
+                                    b->o.n_gpu_layers, b->o.device, b->o.rival_timeout, theirs)) {
         return false;
     }
     for (int i = 0; i < b->n_tests; i++) {

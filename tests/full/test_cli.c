@@ -772,6 +772,20 @@ START_TEST(test_bench_race) {
     // A llama-bench that leaves a test out: a clear error, not a ratio against nothing.
     expect_error("no result for tg4", NULL, "bench -m '%s' -p 8 -n 4 -t 1 -r 1 --llama-bench '%s' --rounds 1", model,
                           fake_llama_bench(false));
+    // -ngl goes to the rival too, 0 included: llama-bench's own default is 99.
+    char lines[4096];
+    snprintf(lines, sizeof lines, "echo \"$*\" > '%s'\n"
+             "echo '\"n_threads\",\"flash_attn\",\"n_prompt\",\"n_gen\",\"n_depth\",\"avg_ts\"'\n"
+             "echo '\"1\",\"0\",\"8\",\"0\",\"0\",\"100\"'\n", mg_test_path_in(dir, "args.txt"));
+    r = mg("bench -m '%s' -p 8 -n 0 -t 1 -r 1 --llama-bench '%s' --rounds 1", model,
+           fake_rival("llama-bench-args", lines, NULL));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    char * args = mg_test_read_file(mg_test_path_in(dir, "args.txt"), NULL);
+    ck_assert_msg(args != NULL && strstr(args, " -ngl 0 ") != NULL && strstr(args, "-dev") == NULL, "%s", args);
+    free(args);
+    // A build without a GPU device says so for -ngl, as mg run does.
+    expect_error("-ngl 1", "no GPU device", "bench -m '%s' -p 8 -n 0 -ngl 1", model);
 }
 END_TEST
 
