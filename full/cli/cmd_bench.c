@@ -656,7 +656,7 @@ int cmd_bench(int argc, char ** argv) {
     const char *             cmd = "bench";
     static struct bench_run  b;   // large: not on the stack
     b = (struct bench_run) {.o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, CLI_ROUNDS_UNSET, false,
-                                   CLI_RIVAL_TIMEOUT_UNSET}};
+                                   CLI_RIVAL_TIMEOUT_UNSET, 0, NULL}};
     if (!bench_parse(cmd, argc, argv, &b) || !bench_set_up(cmd, &b)) {
         free(b.rows);
         return 1;
