@@ -238,12 +238,9 @@ static bool run_llama_bench(const char * exe, const char * model, const struct b
     join_list(l->fa, l->n_fa, fa, sizeof(fa));
     snprintf(r, sizeof(r), "%d", reps);
     snprintf(ngl, sizeof(ngl), "%d", n_gpu_layers);
-    char * argv[] = {(char *) exe, "-m", (char *) model, "-p", p, "-n", n, "-d", d, "-t", t, "-fa", fa, "-r", r,
-                     "-ctk", (char *) kv, "-ctv", (char *) kv, "-ngl", ngl, "-o", "csv", NULL, NULL, NULL};
-    if (device != NULL) {   // after "-o csv": the two NULLs at the end
-        const int end = (int) (sizeof(argv) / sizeof(argv[0])) - 3;
-        argv[end] = "-dev", argv[end + 1] = (char *) device;
-    }
+    char * const argv[] = {(char *) exe, "-m", (char *) model, "-p", p, "-n", n, "-d", d, "-t", t, "-fa", fa,
+                           "-r", r, "-ctk", (char *) kv, "-ctv", (char *) kv, "-ngl", ngl, "-o", "csv",
+                           device != NULL ? "-dev" : NULL, (char *) device, NULL};
     for (int i = 0; i < n_tests; i++) theirs[i] = -1.0;
     struct cli_child c;
     if (!cli_run_child("bench", argv, timeout_s, 64u << 20, &c)) {

@@ -821,12 +821,13 @@ END_TEST
 // Perplexity on held-out text (data/heldout/, which the demo model never saw)
 // through the device, against the CPU's: within 0.2 %, for the demo model and
 // for the other offloadable types quantized from its F16 parent (the
-// K-quants against the CPU on their weights dequantized to F32, see below). Lavapipe
-// scores about 70 tokens a second, so CI scores VK_PPL_CHUNKS chunks of 256
-// (2 by default; make VULKAN=1 test-vulkan-ppl scores the 60 a perplexity
-// run on this text uses). The CPU multiplies activations quantized to Q8_0,
-// the shaders F32 ones, so the two perplexities differ a little for every
-// quantized type; an op wrong on the device would move them by far more.
+// K-quants against the CPU on their weights dequantized to F32, see below).
+// Lavapipe scores about 70 tokens a second, so CI scores VK_PPL_CHUNKS
+// chunks of 256 (2 by default; make VULKAN=1 test-vulkan-ppl scores the 60 a
+// perplexity run on this text uses). The CPU multiplies activations rounded
+// to 8 bits (Q8_0, Q8_K), the shaders F32 ones, so the two perplexities
+// differ a little for every quantized type; an op wrong on the device would
+// move them by far more.
 // ---------------------------------------------------------------------------
 
 static int ppl_chunks(void) {
@@ -848,10 +849,16 @@ static double perplexity_of(const char * model, const char * flags) {
     return ppl;
 }
 
+// model's perplexity with flags within 0.2 % of reference's on the CPU
+// (reference: the same file, or one that holds the same numbers).
+static void expect_device_perplexity_near(const char * model, const char * flags, const char * reference) {
+    const double ref = perplexity_of(reference, ""), dev = perplexity_of(model, flags);
+    ck_assert_msg(fabs(dev / ref - 1) < 0.002, "%s %s: PPL %.4f, the CPU's on %s %.4f (%+.3f %%)", model, flags, dev,
+                  reference, ref, 100 * (dev / ref - 1));
+}
+
 static void expect_perplexity_like_the_cpu(const char * model, const char * flags) {
-    const double cpu = perplexity_of(model, ""), dev = perplexity_of(model, flags);
-    ck_assert_msg(fabs(dev / cpu - 1) < 0.002, "%s %s: PPL %.4f, the CPU's %.4f (%+.3f %%)", model, flags, dev, cpu,
-                  100 * (dev / cpu - 1));
+    expect_device_perplexity_near(model, flags, model);
 }
 
 // type quantized from the demo model's F16 parent by mg quantize; its path.
@@ -892,9 +899,7 @@ START_TEST(test_ngl_perplexity_like_the_cpu) {
     const char * types[] = {"q4_k_m", "q6_k"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const char * quantized = quantized_demo_model(types[i]);
-        const double dev = perplexity_of(quantized, "-ngl 99"), ref = perplexity_of(dequantized_copy(quantized), "");
-        ck_assert_msg(fabs(dev / ref - 1) < 0.002, "%s -ngl 99: PPL %.4f, the CPU's on its F32 copy %.4f", types[i], dev,
-                      ref);
+        expect_device_perplexity_near(quantized, "-ngl 99", dequantized_copy(quantized));
     }
 }
 END_TEST
