@@ -22,7 +22,8 @@ ALL_CFLAGS = -std=c11 -Wall -Wextra $(WERROR) -ffp-contract=off -pthread $(CFLAG
 # GCC12_AARCH64: GCC 12 for aarch64 crashes (internal compiler error in
 # vect_transform_reduction) vectorizing loops that reduce with fmin or fmax
 # over values converted from the loop's int, which several tests have; its
-# loop vectorizer stays off there. (Our aarch64 kernels are scalar C for now.)
+# loop vectorizer stays off there. (Our NEON kernels, full/vec_neon.c, are
+# written with intrinsics, so they do not depend on it.)
 GCC12_AARCH64 ?= $(shell $(CC) -dumpmachine 2> /dev/null | grep -q '^aarch64' && $(CC) -dumpversion 2> /dev/null | grep -q '^12' && echo -fno-tree-loop-vectorize)
 # NO_AUTO_VNNI, last so that no -march before it can undo it: GCC 12 turns
 # integer dot-product loops such as sum of ((x & 15) - 8) * y into VNNI's
