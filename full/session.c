@@ -130,6 +130,7 @@ static bool offload_layers(struct mg_session * s) {
     }
     char cause[256];
     if ((s->offload = mg_offload_weights(s->model, p->gpu_device, p->n_gpu_layers)) == NULL ||
+        !mg_offload_kv_cache(s->offload, s->kv, p->gpu_device, p->n_gpu_layers) ||
         (s->gpu = mg_backend_dev_init(p->gpu_device)) == NULL) {
         snprintf(cause, sizeof cause, "%s", mg_last_error());
         mg_set_error("n_gpu_layers %d: %s", p->n_gpu_layers, cause);
@@ -137,8 +138,10 @@ static bool offload_layers(struct mg_session * s) {
     }
     mg_backend_t backends[2] = {s->gpu, s->cpu};
     s->sched = mg_sched_new(backends, 2, mg_qwen3_graph_size(s->model));
-    mg_trace(MG_TRACE_SCHED, "-ngl %d: %d weight tensors, %zu bytes, moved to %s", p->n_gpu_layers,
-             mg_offload_n_tensors(s->offload), mg_offload_bytes(s->offload), mg_backend_dev_name(p->gpu_device));
+    const int n_kv = mg_offload_kv_layers(s->offload);
+    mg_trace(MG_TRACE_SCHED, "-ngl %d: %d weight tensors, %zu bytes, and the KV cache of %d layer%s, %zu bytes, "
+             "moved to %s", p->n_gpu_layers, mg_offload_n_tensors(s->offload), mg_offload_bytes(s->offload), n_kv,
+             n_kv == 1 ? "" : "s", mg_offload_kv_bytes(s->offload), mg_backend_dev_name(p->gpu_device));
     return s->sched != NULL;
 }
 
@@ -775,7 +778,16 @@ int mg_session_cells_used(const struct mg_session * s) {
 //@- full seqs
 
 //@+ full shift
+// The K-shift runs on the CPU (apply_k_shift), which cannot reach a cache in
+// a device's memory (-ngl): refused before any cell moves.
 bool mg_session_seq_add(struct mg_session * s, int seq, int p0, int p1, int delta) {
+    if (delta != 0 && s->offload != NULL && mg_offload_kv_layers(s->offload) > 0) {
+        const int n = mg_offload_kv_layers(s->offload);
+        mg_set_error("shifting positions (the K-shift of a context shift) with the KV cache of %d layer%s on %s "
+                     "(-ngl %d) is not yet supported; run without -ngl, or with a context (-c) large enough", n,
+                     n == 1 ? "" : "s", mg_backend_name(s->gpu), s->params.n_gpu_layers);
+        return false;
+    }
     return mg_kv_cache_seq_add(s->kv, seq, p0, p1, delta);
 }
 //@- full shift

@@ -14,8 +14,9 @@
 // Q4_0, Q4_K or Q6_K weights (F16 also for the attention over an F16 KV
 // cache), SET_ROWS into an F32 or F16 cache in device memory, and GET_ROWS
 // of F32, F16, Q8_0 and Q4_0 rows. The token embeddings stay in host memory
-// (offload.h), as does the KV cache for now, so the scheduler keeps those
-// two on the CPU in a model's graph.
+// (offload.h), so the scheduler keeps their lookup on the CPU in a model's
+// graph; an offloaded layer's KV cache is in device memory
+// (mg_offload_kv_cache), so its stores and the attention run here.
 #define _POSIX_C_SOURCE 200809L
 #include "vulkan_internal.h"
 #include "ops.h"   // enum mg_rope_mode
