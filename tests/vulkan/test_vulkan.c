@@ -202,6 +202,16 @@ static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const enu
     mg_free(ctx);
 }
 
+// on_dev[i] within rel of on_cpu[i] for every i, with one ck_assert naming
+// the first element off (a call per element costs seconds on 2^24 of them).
+static void expect_near(const float * on_dev, const float * on_cpu, size_t n, float rel) {
+    size_t bad = n;
+    for (size_t i = 0; i < n && bad == n; i++) {
+        if (!(fabsf(on_dev[i] - on_cpu[i]) <= rel * (1.0f + fabsf(on_cpu[i])))) bad = i;
+    }
+    ck_assert_msg(bad == n, "[%zu] device %.9g, CPU %.9g", bad, on_dev[bad < n ? bad : 0], on_cpu[bad < n ? bad : 0]);
+}
+
 // The device's result within rel of the CPU's, element by element, and the
 // same bits when the device runs it again (and when it runs it in place).
 static void expect_typed_like_cpu(make_op_fn make_op, int n_in, const enum mg_type * types, const int64_t ne[][4],
@@ -211,10 +221,7 @@ static void expect_typed_like_cpu(make_op_fn make_op, int n_in, const enum mg_ty
     run_op(vulkan_device(), make_op, n_in, types, ne, values, on_dev, out_n, false);
     run_op(vulkan_device(), make_op, n_in, types, ne, values, again, out_n, in_place);
     run_op(mg_backend_cpu_device(), make_op, n_in, types, ne, values, on_cpu, out_n, false);
-    for (size_t i = 0; i < out_n; i++) {
-        ck_assert_msg(fabsf(on_dev[i] - on_cpu[i]) <= rel * (1.0f + fabsf(on_cpu[i])), "[%zu] device %.9g, CPU %.9g", i,
-                      on_dev[i], on_cpu[i]);
-    }
+    expect_near(on_dev, on_cpu, out_n, rel);
     ck_assert_mem_eq(on_dev, again, out_n * sizeof(float));
     free(on_dev), free(again), free(on_cpu);
 }
@@ -307,6 +314,34 @@ START_TEST(test_swiglu_rope_soft_max_cont_like_the_cpu) {
     float *       c[1]       = {random_values(210, 9)};
     expect_like_cpu(make_cont, 1, ne_c, c, 210, 0.0f);
     free(ab[0]), free(ab[1]), free(rope_in[0]), free(sm[0]), free(mask), free(sm_long[0]), free(c[0]);
+}
+END_TEST
+
+// One device run (not two, as above: these are large) against the CPU's.
+static void expect_once_like_cpu(make_op_fn make_op, const int64_t ne[][4], float ** values, size_t out_n, float rel) {
+    float * on_dev = malloc(out_n * sizeof(float)), * on_cpu = malloc(out_n * sizeof(float));
+    run_op(vulkan_device(), make_op, 1, NULL, ne, values, on_dev, out_n, false);
+    run_op(mg_backend_cpu_device(), make_op, 1, NULL, ne, values, on_cpu, out_n, false);
+    expect_near(on_dev, on_cpu, out_n, rel);
+    free(on_dev), free(on_cpu);
+}
+
+// Dispatches of more than 65535 workgroups, the most a dimension is sure
+// to take, spread over x and y (ops_vulkan.c: spread_groups; index.glsl):
+// SILU of 65536 * 256 + 300 floats, an invocation per element, and RMS_NORM
+// and SOFT_MAX of 70,000 rows, a workgroup per row. Every element, the last
+// groups' included, must be the CPU's (a group the grid's numbering missed
+// would leave its elements unwritten).
+START_TEST(test_dispatches_beyond_65535_groups) {
+    const int64_t n_big        = 65536 * 256 + 300;
+    const int64_t ne_big[1][4] = {{n_big, 1, 1, 1}};
+    float *       big[1]       = {random_values((size_t) n_big, 10)};
+    expect_once_like_cpu(make_silu, ne_big, big, (size_t) n_big, 1e-6f);
+    const int64_t ne_rows[1][4] = {{8, 70000, 1, 1}};
+    float *       rows[1]       = {random_values(8 * 70000, 11)};
+    expect_once_like_cpu(make_rms_norm, ne_rows, rows, 8 * 70000, 1e-5f);
+    expect_once_like_cpu(make_soft_max_plain, ne_rows, rows, 8 * 70000, 1e-6f);
+    free(big[0]), free(rows[0]);
 }
 END_TEST
 
@@ -1003,7 +1038,7 @@ Suite * mg_test_suite(void) {
     Suite * s = suite_create("vulkan");
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
-                             test_silu_rms_norm_mul_mat_like_the_cpu, test_swiglu_rope_soft_max_cont_like_the_cpu,
+                             test_silu_rms_norm_mul_mat_like_the_cpu, test_swiglu_rope_soft_max_cont_like_the_cpu, test_dispatches_beyond_65535_groups,
                              test_set_rows_like_the_cpu, test_get_rows_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
                              test_mul_mat_q4_0_like_dequantized, test_mul_mat_k_quants_like_dequantized,
                              test_ops_without_a_shader_are_refused,
