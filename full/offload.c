@@ -10,7 +10,8 @@
 
 struct moved {
     struct mg_tensor * t;
-    void *             host_data;   // where its bytes were (the mapped file), put back by restore
+    void *             host_data;     // where its bytes were (the mapped file), put back by restore
+    void *             device_data;   // its place on the device (a cache tensor's: mg_offload_keys_to_device)
 };
 
 struct mg_offload {
@@ -132,7 +133,7 @@ struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev
         void * host = ts[i]->data;
         if (!mg_backend_tensor_alloc(o->buf, ts[i], at)) abort();   // sized above: cannot happen
         mg_backend_tensor_set(ts[i], host, 0, mg_nbytes(ts[i]));
-        o->moved[o->n++] = (struct moved) {ts[i], host};
+        o->moved[o->n++] = (struct moved) {ts[i], host, at};
         at += align_up(mg_nbytes(ts[i]), align);
     }
     free(ts);
@@ -145,8 +146,9 @@ struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev
 // host cache is (a masked position's value is multiplied by 0, and 0 times
 // leftover bytes read as NaN would be NaN). llama.cpp's llama_kv_cache makes
 // each layer's K and V in the buffer type of the device its layer is on; the
-// other layers' cache stays in host memory. Their host bytes stay allocated
-// (kv->buf holds every layer; not yet freed for the moved ones).
+// other layers' cache stays in host memory. The moved layers keep their host
+// bytes (kv->buf holds every layer): the K-shift, which the CPU computes,
+// works there (mg_offload_keys_to_host).
 bool mg_offload_kv_cache(struct mg_offload * o, struct mg_kv_cache * kv, mg_backend_dev_t dev, int n_gpu_layers) {
     const int                first = first_offloaded_layer(kv->n_layer, n_gpu_layers);
     mg_backend_buffer_type_t buft  = mg_backend_dev_buffer_type(dev);
@@ -173,13 +175,34 @@ bool mg_offload_kv_cache(struct mg_offload * o, struct mg_kv_cache * kv, mg_back
         struct mg_tensor * kv_of_layer[2] = {kv->k[il], kv->v[il]};
         for (int j = 0; j < 2; j++) {
             struct mg_tensor * t = kv_of_layer[j];
-            o->kv_moved[o->kv_n++] = (struct moved) {t, t->data};
+            o->kv_moved[o->kv_n++] = (struct moved) {t, t->data, at};
             if (!mg_backend_tensor_alloc(o->kv_buf, t, at)) abort();   // sized above: cannot happen
             at += align_up(mg_nbytes(t), align);
         }
     }
     o->kv_bytes = bytes;
     return true;
+}
+
+// The K-shift, a computation of the host's, reads and writes the keys in the
+// host bytes the moved layers still have: the device's keys go there first,
+// and come back after (ggml_backend_tensor_get, _set). V is not touched, so
+// it stays where it is. kv_moved holds each layer's K, then its V.
+void mg_offload_keys_to_host(struct mg_offload * o) {
+    for (int i = 0; i < o->kv_n; i += 2) {
+        struct mg_tensor * t = o->kv_moved[i].t;
+        mg_backend_tensor_get(t, o->kv_moved[i].host_data, 0, mg_nbytes(t));
+        t->data   = o->kv_moved[i].host_data;
+        t->buffer = NULL;
+    }
+}
+
+void mg_offload_keys_to_device(struct mg_offload * o) {
+    for (int i = 0; i < o->kv_n; i += 2) {
+        struct mg_tensor * t = o->kv_moved[i].t;
+        if (!mg_backend_tensor_alloc(o->kv_buf, t, o->kv_moved[i].device_data)) abort();   // its own place again
+        mg_backend_tensor_set(t, o->kv_moved[i].host_data, 0, mg_nbytes(t));
+    }
 }
 
 void mg_offload_restore(struct mg_offload * o) {

@@ -33,10 +33,16 @@ void mg_offload_restore(struct mg_offload * o);
 // llama_kv_cache puts each layer's K and V in its layer's device), zeroed,
 // so that the stores into the cache and the attention over it run on the
 // device; the other layers' cache stays in host memory. Put back by
-// mg_offload_restore, with o's weights. The host can then no longer
-// compute on those layers' cache (the K-shift: session.c refuses it). False,
-// with mg_last_error(), when the device's memory runs out.
+// mg_offload_restore, with o's weights. False, with mg_last_error(), when
+// the device's memory runs out.
 bool mg_offload_kv_cache(struct mg_offload * o, struct mg_kv_cache * kv, mg_backend_dev_t dev, int n_gpu_layers);
+
+// For the K-shift, which the CPU computes on the cached keys: the moved
+// layers' keys copied into the host bytes they kept and their tensors
+// pointed there, then copied back to the same places on the device (views
+// made before, like a reused decode graph's, stay valid).
+void mg_offload_keys_to_host(struct mg_offload * o);
+void mg_offload_keys_to_device(struct mg_offload * o);
 
 int    mg_offload_n_tensors(const struct mg_offload * o);
 size_t mg_offload_bytes(const struct mg_offload * o);

@@ -588,7 +588,7 @@ static float * logits_dst(struct mg_session * s, int from, int n, bool * all, fl
 // mg_session_seq_add, rotate the cached keys by each cell's shift, in a graph
 // of its own with its own compute buffer, freed right after: shifts are rare,
 // and the decode graph and its plan stay as they were, ready for reuse.
-static bool apply_k_shift(struct mg_session * s) {
+static bool k_shift_on_host(struct mg_session * s) {
     if (!mg_kv_cache_shift_pending(s->kv)) {   // the moved cells are gone since
         mg_kv_cache_reset_shift(s->kv);
         return true;
@@ -631,6 +631,18 @@ static bool apply_k_shift(struct mg_session * s) {
     free(work);
     mg_gallocr_free(ga);
     mg_free(ctx);
+    return ok;
+}
+
+// With -ngl the offloaded layers' cache is in the device's memory: the CPU
+// turns their keys in the host bytes they kept, the device's keys copied
+// there and back (llama.cpp runs the shift graph through its scheduler, on
+// each layer's device; a shift is rare, and this keeps one K-shift for every
+// placement of the cache).
+static bool apply_k_shift(struct mg_session * s) {
+    if (s->offload != NULL) mg_offload_keys_to_host(s->offload);
+    const bool ok = k_shift_on_host(s);
+    if (s->offload != NULL) mg_offload_keys_to_device(s->offload);
     return ok;
 }
 //@- full shift
@@ -778,16 +790,7 @@ int mg_session_cells_used(const struct mg_session * s) {
 //@- full seqs
 
 //@+ full shift
-// The K-shift runs on the CPU (apply_k_shift), which cannot reach a cache in
-// a device's memory (-ngl): refused before any cell moves.
 bool mg_session_seq_add(struct mg_session * s, int seq, int p0, int p1, int delta) {
-    if (delta != 0 && s->offload != NULL && mg_offload_kv_layers(s->offload) > 0) {
-        const int n = mg_offload_kv_layers(s->offload);
-        mg_set_error("shifting positions (the K-shift of a context shift) with the KV cache of %d layer%s on %s "
-                     "(-ngl %d) is not yet supported; run without -ngl, or with a context (-c) large enough", n,
-                     n == 1 ? "" : "s", mg_backend_name(s->gpu), s->params.n_gpu_layers);
-        return false;
-    }
     return mg_kv_cache_seq_add(s->kv, seq, p0, p1, delta);
 }
 //@- full shift
