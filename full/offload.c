@@ -3,12 +3,15 @@
 #include "offload.h"
 
 #include "arena.h"
+#include "kv_cache.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 struct moved {
     struct mg_tensor * t;
-    void *             host_data;   // where its bytes were (the mapped file), put back by restore
+    void *             host_data;     // where its bytes were (the mapped file), put back by restore
+    void *             device_data;   // its place on the device (a cache tensor's: mg_offload_keys_to_device)
 };
 
 struct mg_offload {
@@ -18,6 +21,11 @@ struct mg_offload {
     size_t              bytes;
     struct mg_context * tied_ctx;     // the header of the tied output's copy, or NULL
     struct mg_model *   tied_model;   // whose output points at that copy
+    // mg_offload_kv_cache: the cache's K and V of the offloaded layers.
+    mg_backend_buffer_t kv_buf;
+    struct moved *      kv_moved;
+    int                 kv_n;         // tensors moved (K and V of each layer)
+    size_t              kv_bytes;
 };
 
 enum { LAYER_TENSORS = 11 };
@@ -33,9 +41,14 @@ static int layer_tensors(const struct mg_layer * l, struct mg_tensor ** out) {
     return n;
 }
 
+// The layers -ngl n puts on the device: n_layer-n .. n_layer-1.
+static int first_offloaded_layer(int n_layer, int n_gpu_layers) {
+    return n_layer > n_gpu_layers ? n_layer - n_gpu_layers : 0;
+}
+
 // What -ngl n moves: layers n_layer-n .. n_layer-1, then the output when n > n_layer.
 static int tensors_to_move(const struct mg_model * m, int n_gpu_layers, struct mg_tensor ** out) {
-    const int first = m->hp.n_layer > n_gpu_layers ? m->hp.n_layer - n_gpu_layers : 0;
+    const int first = first_offloaded_layer(m->hp.n_layer, n_gpu_layers);
     int       n     = 0;
     for (int il = first; il < m->hp.n_layer; il++) n += layer_tensors(&m->layers[il], out + n);
     if (n_gpu_layers > m->hp.n_layer) {
@@ -120,7 +133,7 @@ struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev
         void * host = ts[i]->data;
         if (!mg_backend_tensor_alloc(o->buf, ts[i], at)) abort();   // sized above: cannot happen
         mg_backend_tensor_set(ts[i], host, 0, mg_nbytes(ts[i]));
-        o->moved[o->n++] = (struct moved) {ts[i], host};
+        o->moved[o->n++] = (struct moved) {ts[i], host, at};
         at += align_up(mg_nbytes(ts[i]), align);
     }
     free(ts);
@@ -129,8 +142,77 @@ struct mg_offload * mg_offload_weights(struct mg_model * m, mg_backend_dev_t dev
     return NULL;
 }
 
+// The cache of every offloaded layer in one device buffer, zeroed as the
+// host cache is (a masked position's value is multiplied by 0, and 0 times
+// leftover bytes read as NaN would be NaN). llama.cpp's llama_kv_cache makes
+// each layer's K and V in the buffer type of the device its layer is on; the
+// other layers' cache stays in host memory. The moved layers keep their host
+// bytes (kv->buf holds every layer): the K-shift, which the CPU computes,
+// works there (mg_offload_keys_to_host).
+bool mg_offload_kv_cache(struct mg_offload * o, struct mg_kv_cache * kv, mg_backend_dev_t dev, int n_gpu_layers) {
+    const int                first = first_offloaded_layer(kv->n_layer, n_gpu_layers);
+    mg_backend_buffer_type_t buft  = mg_backend_dev_buffer_type(dev);
+    const size_t             align = mg_backend_buft_get_alignment(buft);
+    if (first >= kv->n_layer) return true;   // no layer offloaded (-ngl 0)
+    size_t bytes = 0;
+    for (int il = first; il < kv->n_layer; il++) bytes += align_up(mg_nbytes(kv->k[il]), align) +
+                                                          align_up(mg_nbytes(kv->v[il]), align);
+    o->kv_moved = calloc(2 * (size_t) (kv->n_layer - first), sizeof *o->kv_moved);
+    if (o->kv_moved == NULL) {
+        mg_set_error("out of memory");
+        return false;
+    }
+    char cause[256];
+    if ((o->kv_buf = mg_backend_buft_alloc_buffer(buft, bytes)) == NULL) {
+        snprintf(cause, sizeof cause, "%s", mg_last_error());
+        mg_set_error("the KV cache of layers %d..%d, %zu bytes, does not fit on %s (%s); use a smaller -c (n_ctx) or "
+                     "-ngl", first, kv->n_layer - 1, bytes, mg_backend_dev_name(dev), cause);
+        return false;
+    }
+    mg_backend_buffer_clear(o->kv_buf, 0);
+    char * at = mg_backend_buffer_get_base(o->kv_buf);
+    for (int il = first; il < kv->n_layer; il++) {
+        struct mg_tensor * kv_of_layer[2] = {kv->k[il], kv->v[il]};
+        for (int j = 0; j < 2; j++) {
+            struct mg_tensor * t = kv_of_layer[j];
+            o->kv_moved[o->kv_n++] = (struct moved) {t, t->data, at};
+            if (!mg_backend_tensor_alloc(o->kv_buf, t, at)) abort();   // sized above: cannot happen
+            at += align_up(mg_nbytes(t), align);
+        }
+    }
+    o->kv_bytes = bytes;
+    return true;
+}
+
+// The K-shift, a computation of the host's, reads and writes the keys in the
+// host bytes the moved layers still have: the device's keys go there first,
+// and come back after (ggml_backend_tensor_get, _set). V is not touched, so
+// it stays where it is. kv_moved holds each layer's K, then its V.
+void mg_offload_keys_to_host(struct mg_offload * o) {
+    for (int i = 0; i < o->kv_n; i += 2) {
+        struct mg_tensor * t = o->kv_moved[i].t;
+        mg_backend_tensor_get(t, o->kv_moved[i].host_data, 0, mg_nbytes(t));
+        t->data   = o->kv_moved[i].host_data;
+        t->buffer = NULL;
+    }
+}
+
+void mg_offload_keys_to_device(struct mg_offload * o) {
+    for (int i = 0; i < o->kv_n; i += 2) {
+        struct mg_tensor * t = o->kv_moved[i].t;
+        if (!mg_backend_tensor_alloc(o->kv_buf, t, o->kv_moved[i].device_data)) abort();   // its own place again
+        mg_backend_tensor_set(t, o->kv_moved[i].host_data, 0, mg_nbytes(t));
+    }
+}
+
 void mg_offload_restore(struct mg_offload * o) {
     if (o == NULL) return;
+    for (int i = 0; i < o->kv_n; i++) {   // back to their host bytes (the values the device held are gone)
+        o->kv_moved[i].t->data   = o->kv_moved[i].host_data;
+        o->kv_moved[i].t->buffer = NULL;
+    }
+    mg_backend_buffer_free(o->kv_buf);
+    free(o->kv_moved);
     for (int i = 0; i < o->n; i++) {
         o->moved[i].t->data   = o->moved[i].host_data;
         o->moved[i].t->buffer = NULL;
@@ -144,3 +226,5 @@ void mg_offload_restore(struct mg_offload * o) {
 
 int    mg_offload_n_tensors(const struct mg_offload * o) { return o->n; }
 size_t mg_offload_bytes(const struct mg_offload * o) { return o->bytes; }
+int    mg_offload_kv_layers(const struct mg_offload * o) { return o->kv_n / 2; }
+size_t mg_offload_kv_bytes(const struct mg_offload * o) { return o->kv_bytes; }

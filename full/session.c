@@ -130,6 +130,7 @@ static bool offload_layers(struct mg_session * s) {
     }
     char cause[256];
     if ((s->offload = mg_offload_weights(s->model, p->gpu_device, p->n_gpu_layers)) == NULL ||
+        !mg_offload_kv_cache(s->offload, s->kv, p->gpu_device, p->n_gpu_layers) ||
         (s->gpu = mg_backend_dev_init(p->gpu_device)) == NULL) {
         snprintf(cause, sizeof cause, "%s", mg_last_error());
         mg_set_error("n_gpu_layers %d: %s", p->n_gpu_layers, cause);
@@ -137,8 +138,10 @@ static bool offload_layers(struct mg_session * s) {
     }
     mg_backend_t backends[2] = {s->gpu, s->cpu};
     s->sched = mg_sched_new(backends, 2, mg_qwen3_graph_size(s->model));
-    mg_trace(MG_TRACE_SCHED, "-ngl %d: %d weight tensors, %zu bytes, moved to %s", p->n_gpu_layers,
-             mg_offload_n_tensors(s->offload), mg_offload_bytes(s->offload), mg_backend_dev_name(p->gpu_device));
+    const int n_kv = mg_offload_kv_layers(s->offload);
+    mg_trace(MG_TRACE_SCHED, "-ngl %d: %d weight tensors, %zu bytes, and the KV cache of %d layer%s, %zu bytes, "
+             "moved to %s", p->n_gpu_layers, mg_offload_n_tensors(s->offload), mg_offload_bytes(s->offload), n_kv,
+             n_kv == 1 ? "" : "s", mg_offload_kv_bytes(s->offload), mg_backend_dev_name(p->gpu_device));
     return s->sched != NULL;
 }
 
@@ -585,7 +588,7 @@ static float * logits_dst(struct mg_session * s, int from, int n, bool * all, fl
 // mg_session_seq_add, rotate the cached keys by each cell's shift, in a graph
 // of its own with its own compute buffer, freed right after: shifts are rare,
 // and the decode graph and its plan stay as they were, ready for reuse.
-static bool apply_k_shift(struct mg_session * s) {
+static bool k_shift_on_host(struct mg_session * s) {
     if (!mg_kv_cache_shift_pending(s->kv)) {   // the moved cells are gone since
         mg_kv_cache_reset_shift(s->kv);
         return true;
@@ -628,6 +631,18 @@ static bool apply_k_shift(struct mg_session * s) {
     free(work);
     mg_gallocr_free(ga);
     mg_free(ctx);
+    return ok;
+}
+
+// With -ngl the offloaded layers' cache is in the device's memory: the CPU
+// turns their keys in the host bytes they kept, the device's keys copied
+// there and back (llama.cpp runs the shift graph through its scheduler, on
+// each layer's device; a shift is rare, and this keeps one K-shift for every
+// placement of the cache).
+static bool apply_k_shift(struct mg_session * s) {
+    if (s->offload != NULL) mg_offload_keys_to_host(s->offload);
+    const bool ok = k_shift_on_host(s);
+    if (s->offload != NULL) mg_offload_keys_to_device(s->offload);
     return ok;
 }
 //@- full shift

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // binary.comp - d = a OP b for F32 tensors, b repeated to a's shape (ggml's
 // broadcasting rule: b's ne[i] divides a's). One invocation per element of d;
 // compiled twice by glslc: -DOP_ADD for MG_OP_ADD, -DOP_MUL for MG_OP_MUL.
@@ -8,6 +9,8 @@
 // floats: binding the whole buffer keeps clear of the offset alignment rules
 // of descriptors. Strides are in floats too; element 0 of a row is at stride 1.
 layout(local_size_x = 256) in;
+
+#include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -22,7 +25,7 @@ layout(push_constant) uniform Params {
 } p;
 
 void main() {
-    const uint i = gl_GlobalInvocationID.x;
+    const uint i = invocation_index();
     if (i >= p.ne0 * p.ne1 * p.ne2 * p.ne3) return;
     // The element's coordinates in d, innermost first.
     const uint i0 = i % p.ne0;

@@ -1,8 +1,11 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // cont.comp - an F32 tensor of any strides (a permuted view: the attention's
 // heads put back in order) copied into contiguous d of the same shape, one
 // invocation per element (MG_OP_CONT; ggml-vulkan's copy.comp).
 layout(local_size_x = 256) in;
+
+#include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
@@ -14,7 +17,7 @@ layout(push_constant) uniform Params {
 } p;
 
 void main() {
-    const uint i = gl_GlobalInvocationID.x;
+    const uint i = invocation_index();
     if (i >= p.ne0 * p.ne1 * p.ne2 * p.ne3) return;
     const uint i0 = i % p.ne0;
     const uint i1 = (i / p.ne0) % p.ne1;

@@ -7,6 +7,8 @@
 // invocation per element of d.
 layout(local_size_x = 256) in;
 
+#include "index.glsl"
+
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer I { int ids[]; };
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
@@ -35,7 +37,7 @@ float decode(uint r, uint i0) {
 }
 
 void main() {
-    const uint i = gl_GlobalInvocationID.x;
+    const uint i = invocation_index();
     if (i >= p.n) return;
     const uint i0 = i % p.ne0, k = i / p.ne0;
     const int  row = ids[p.ids_off + k];

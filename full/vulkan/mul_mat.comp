@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // mul_mat.comp - d = a x b over ne[0] for F32 a {K, M} and b {K, N}: d[n][m] is
 // the dot product of row m of a with row n of b (ggml's mul_mat convention),
 // a's matrices broadcast over b's (b ne2 = r2 * a ne2, and so for ne3). One
@@ -7,6 +8,8 @@
 // memory; that is the next step). Sums in another order than the CPU's
 // tiles: results agree to about 1e-6 relative.
 layout(local_size_x = 256) in;
+
+#include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -21,7 +24,7 @@ layout(push_constant) uniform Params {
 } p;
 
 void main() {
-    const uint i = gl_GlobalInvocationID.x;
+    const uint i = invocation_index();
     if (i >= p.M * p.N * p.ne2 * p.ne3) return;
     const uint m  = i % p.M;
     const uint n  = (i / p.M) % p.N;

@@ -10,6 +10,8 @@
 // a is read by the byte (bytes.glsl); a_off and a's strides are in bytes.
 layout(local_size_x = 256) in;
 
+#include "index.glsl"
+
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
@@ -28,7 +30,7 @@ layout(push_constant) uniform Params {
 float row_dot(uint ra, uint rb);
 
 void main() {
-    const uint i = gl_GlobalInvocationID.x;
+    const uint i = invocation_index();
     if (i >= p.M * p.N * p.ne2 * p.ne3) return;
     const uint m  = i % p.M;
     const uint n  = (i / p.M) % p.N;

@@ -14,8 +14,9 @@
 // Q4_0, Q4_K or Q6_K weights (F16 also for the attention over an F16 KV
 // cache), SET_ROWS into an F32 or F16 cache in device memory, and GET_ROWS
 // of F32, F16, Q8_0 and Q4_0 rows. The token embeddings stay in host memory
-// (offload.h), as does the KV cache for now, so the scheduler keeps those
-// two on the CPU in a model's graph.
+// (offload.h), so the scheduler keeps their lookup on the CPU in a model's
+// graph; an offloaded layer's KV cache is in device memory
+// (mg_offload_kv_cache), so its stores and the attention run here.
 #define _POSIX_C_SOURCE 200809L
 #include "vulkan_internal.h"
 #include "ops.h"   // enum mg_rope_mode
@@ -48,6 +49,7 @@ static const char * const vk_op_shader[VK_OP_COUNT] = {
 _Static_assert((int) VK_OP_COUNT <= (int) VK_MAX_PIPELINES, "struct vk_device has a pipeline per shader");
 
 enum { VK_GROUP = 256 };            // local_size_x of the shaders
+enum { VK_MAX_GROUPS = 65535 };     // per dimension of a dispatch, on every device
 
 // ---------------------------------------------------------------------------
 // Pipelines: a shader's SPIR-V read on first use
@@ -132,10 +134,10 @@ static bool fully_contiguous(const struct mg_tensor * t) {
            t->nb[3] == t->nb[2] * (size_t) t->ne[2];
 }
 
-// The shaders index with 32-bit unsigned integers, and a dispatch has at most
-// 65535 groups per dimension (the least every device allows).
+// The shaders index with 32-bit unsigned integers. (A dispatch of more than
+// 65535 groups, the least every device allows per dimension, is spread over
+// x and y: spread_groups below.)
 static bool fits_u32(const struct mg_tensor * t) { return mg_nbytes(t) < UINT32_MAX; }
-static bool fits_groups(int64_t n) { return (n + VK_GROUP - 1) / VK_GROUP <= 65535; }
 
 // binary.comp: b repeats into a, d has a's shape.
 static bool supports_binary(const struct mg_tensor * t) {
@@ -144,7 +146,7 @@ static bool supports_binary(const struct mg_tensor * t) {
     for (int i = 0; i < MG_MAX_DIMS; i++) {
         if (a->ne[i] != t->ne[i] || b->ne[i] == 0 || a->ne[i] % b->ne[i] != 0) return false;
     }
-    return fits_groups(mg_nelements(t)) && fits_u32(a) && fits_u32(b) && fits_u32(t);
+    return fits_u32(a) && fits_u32(b) && fits_u32(t);
 }
 
 // unary.comp and rms_norm.comp: contiguous in and out.
@@ -157,8 +159,8 @@ static bool supports_rowwise(const struct mg_tensor * t) {
 static bool supports_mul_mat(const struct mg_tensor * t) {
     const struct mg_tensor * a = t->src[0], * b = t->src[1];
     return all_f32(t, 2) && rows_contiguous(a) && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 &&
-           a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) &&
-           fits_u32(a) && fits_u32(b) && fits_u32(t);
+           a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_u32(a) && fits_u32(b) &&
+           fits_u32(t);
 }
 
 // mul_mat_quant.glsl's shaders: weights of this type in whole blocks (blk
@@ -172,7 +174,7 @@ static bool supports_mul_mat_packed(const struct mg_tensor * t, enum mg_type typ
                       (a->view_src == NULL || a->view_offs % 2 == 0);
     return a->type == type && b->type == MG_TYPE_F32 && t->type == MG_TYPE_F32 && a->ne[0] % blk == 0 &&
            a->nb[0] == bytes && even && rows_contiguous(b) && rows_contiguous(t) && a->ne[2] > 0 && a->ne[3] > 0 &&
-           b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_groups(mg_nelements(t)) && fits_u32(a) &&
+           b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0 && fits_u32(a) &&
            fits_u32(b) && fits_u32(t);
 }
 
@@ -191,8 +193,7 @@ static bool supports_rope(const struct mg_tensor * t) {
     const bool pairs = n_rot > 0 && n_rot % 2 == 0 && n_rot <= a->ne[0];   // the shader's pair count per row
     return pairs && all_f32(t, 1) && rows_contiguous(a) && rows_contiguous(t) && pos->type == MG_TYPE_I32 &&
            pos->nb[0] == 4 && pos->ne[0] == a->ne[2] && t->src[2] == NULL &&
-           (mode == MG_ROPE_NEOX || mode == MG_ROPE_NORMAL) && fits_groups(mg_nelements(t)) && fits_u32(a) &&
-           fits_u32(t);
+           (mode == MG_ROPE_NEOX || mode == MG_ROPE_NORMAL) && fits_u32(a) && fits_u32(t);
 }
 
 // soft_max.comp: F32 rows, a workgroup each; the mask F32 and contiguous, or
@@ -202,8 +203,7 @@ static bool supports_soft_max(const struct mg_tensor * t) {
     const bool mask_ok = mask == NULL || (mask->type == MG_TYPE_F32 && fully_contiguous(mask) &&
                                           mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && mask->ne[2] == 1 &&
                                           mask->ne[3] == 1 && fits_u32(mask));
-    return all_f32(t, 1) && rows_contiguous(a) && rows_contiguous(t) && mask_ok &&
-           a->ne[1] * a->ne[2] * a->ne[3] <= 65535 && fits_u32(a) && fits_u32(t);
+    return all_f32(t, 1) && rows_contiguous(a) && rows_contiguous(t) && mask_ok && fits_u32(a) && fits_u32(t);
 }
 
 // cont.comp: F32 of any float-aligned strides into a contiguous d of its shape.
@@ -211,8 +211,7 @@ static bool supports_cont(const struct mg_tensor * t) {
     const struct mg_tensor * a = t->src[0];
     bool aligned = true;
     for (int i = 0; i < MG_MAX_DIMS; i++) aligned = aligned && a->nb[i] % 4 == 0 && a->ne[i] == t->ne[i];
-    return all_f32(t, 1) && aligned && fully_contiguous(t) && fits_groups(mg_nelements(t)) && fits_u32(a) &&
-           fits_u32(t);
+    return all_f32(t, 1) && aligned && fully_contiguous(t) && fits_u32(a) && fits_u32(t);
 }
 
 // set_rows.comp: F32 rows into an F32 (rows on whole words) or F16
@@ -223,8 +222,7 @@ static bool supports_set_rows(const struct mg_tensor * t) {
     const bool f16 = dst->type == MG_TYPE_F16;
     return src->type == MG_TYPE_F32 && rows_contiguous(src) && idx->type == MG_TYPE_I32 && fully_contiguous(idx) &&
            (f16 || dst->type == MG_TYPE_F32) && dst->nb[0] == (f16 ? 2u : 4u) &&
-           (f16 || (dst->nb[1] % 4 == 0 && t->view_offs % 4 == 0)) &&
-           fits_groups(mg_nelements(src)) && fits_u32(src) && fits_u32(dst);
+           (f16 || (dst->nb[1] % 4 == 0 && t->view_offs % 4 == 0)) && fits_u32(src) && fits_u32(dst);
 }
 
 // get_rows.comp: rows of an F32, F16, Q8_0 or Q4_0 matrix (not a view), F32 out.
@@ -234,7 +232,7 @@ static bool supports_get_rows(const struct mg_tensor * t) {
                          a->type == MG_TYPE_Q4_0;
     return type_ok && a->view_src == NULL && a->nb[0] == mg_type_size(a->type) &&
            ids->type == MG_TYPE_I32 && fully_contiguous(ids) && t->type == MG_TYPE_F32 && fully_contiguous(t) &&
-           fits_groups(mg_nelements(t)) && fits_u32(a) && fits_u32(t);
+           fits_u32(a) && fits_u32(t);
 }
 
 static bool supports(const struct mg_tensor * t) {
@@ -247,7 +245,7 @@ static bool supports(const struct mg_tensor * t) {
         case VK_OP_CONT:                return supports_cont(t);
         case VK_OP_SET_ROWS:            return supports_set_rows(t);
         case VK_OP_GET_ROWS:            return supports_get_rows(t);
-        case VK_OP_RMS_NORM:            return supports_rowwise(t) && t->ne[1] * t->ne[2] * t->ne[3] <= 65535;
+        case VK_OP_RMS_NORM:            return supports_rowwise(t);
         case VK_OP_MUL_MAT:             return supports_mul_mat(t);
         case VK_OP_MUL_MAT_Q8_0:        return supports_mul_mat_packed(t, MG_TYPE_Q8_0, 32, 34);
         case VK_OP_MUL_MAT_F16:         return supports_mul_mat_packed(t, MG_TYPE_F16, 1, 2);
@@ -318,6 +316,7 @@ static void params_soft_max(const struct mg_tensor * t, const size_t * off, stru
     push(x, in_floats(off[3])), push_strides(x, t);
     push(x, in_floats(off[1])), push(x, mask != NULL ? (uint32_t) (mask->nb[1] / 4) : 0), push(x, mask != NULL);
     push_f32(x, mg_get_op_param_f32(t, 0));
+    push(x, (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]));
     x->groups = (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]);   // one workgroup per row
 }
 
@@ -332,6 +331,7 @@ static void params_cont(const struct mg_tensor * t, const size_t * off, struct v
 static void params_rms_norm(const struct mg_tensor * t, const size_t * off, struct vk_dispatch * x) {
     push(x, (uint32_t) t->ne[0]), push(x, in_floats(off[0])), push(x, in_floats(off[3]));
     push_f32(x, mg_get_op_param_f32(t, 0));   // eps
+    push(x, (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]));
     x->groups = (uint32_t) (t->ne[1] * t->ne[2] * t->ne[3]);   // one workgroup per row
 }
 
@@ -370,6 +370,17 @@ static void params_get_rows(const struct mg_tensor * t, const size_t * off, stru
     x->groups = groups_for(mg_nelements(t));
 }
 
+// A dispatch of n groups as x by y groups, neither over 65535 (Vulkan's
+// least maxComputeWorkGroupCount): y rows of x, as few rows as will do. The
+// shaders number the groups row by row (index.glsl) and those past n, fewer
+// than a row, return at once.
+static void spread_groups(struct vk_dispatch * x) {
+    const uint32_t n = x->groups;
+    if (n <= VK_MAX_GROUPS) return;   // one row (groups_y 0 is 1)
+    x->groups_y      = (n + VK_MAX_GROUPS - 1) / VK_MAX_GROUPS;
+    x->groups        = (n + x->groups_y - 1) / x->groups_y;
+}
+
 static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * off, struct vk_dispatch * x) {
     switch (op) {
         case VK_OP_ADD: case VK_OP_MUL: params_binary(t, off, x); break;
@@ -387,6 +398,7 @@ static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * 
             break;
         case VK_OP_COUNT:               break;
     }
+    spread_groups(x);
 }
 
 // ---------------------------------------------------------------------------

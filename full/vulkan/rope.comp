@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // rope.comp - RoPE for an F32 tensor a {ne0, heads, tokens, ne3}: within each
 // row, pair k of the first n_rot elements is turned by the angle
 // pos[token] * theta_scale^k * freq_scale (pos one I32 per token). NEOX pairs
@@ -16,6 +17,8 @@
 // to about 1e-6 relative (ggml-vulkan's rope_neox.comp uses pow per pair).
 layout(local_size_x = 256) in;
 
+#include "index.glsl"
+
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer P { int pos[]; };
 layout(std430, binding = 3) buffer D { float d[]; };   // may be a itself
@@ -31,7 +34,7 @@ layout(push_constant) uniform Params {
 
 void main() {
     const uint n_half = p.n_rot / 2u, per_row = p.ne0 - n_half;
-    const uint i = gl_GlobalInvocationID.x;
+    const uint i = invocation_index();
     if (i >= per_row * p.ne1 * p.ne2 * p.ne3) return;
     const uint k  = i % per_row;   // the pair, or (from n_half on) an element to copy
     const uint i1 = (i / per_row) % p.ne1;

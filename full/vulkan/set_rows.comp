@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // set_rows.comp - row r of F32 src into row idx[r] of dst, converted to dst's
 // type, F32 or F16: how K and V are stored into a cache in device memory
 // (MG_OP_SET_ROWS, ggml_set_rows; ggml-vulkan's copy_to_quant.comp family).
@@ -12,6 +13,8 @@
 // even as quants.c's mg_fp32_to_fp16 (and F16C) do: GLSL leaves
 // packHalf2x16's rounding to the driver.
 layout(local_size_x = 256) in;
+
+#include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer S { float s[]; };
 layout(std430, binding = 1) readonly buffer I { int idx[]; };
@@ -41,7 +44,7 @@ uint f32_to_f16(float f) {
 }
 
 void main() {
-    const uint i = gl_GlobalInvocationID.x;
+    const uint i = invocation_index();
     if (i >= p.n) return;
     const uint i0 = i % p.ne0, r = i / p.ne0;
     const uint i1 = r % p.ne1, i2 = (r / p.ne1) % p.ne2, i3 = r / (p.ne1 * p.ne2);

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // soft_max.comp - softmax(a * scale + mask) along each row of an F32 tensor
 // a {ne0, ne1, ne2, ne3}; row i1 of every matrix adds mask row i1 (an F32
 // {ne0, >= ne1}, the causal mask of attention), or nothing when has_mask is
@@ -8,6 +9,8 @@
 // combined in a fixed tree (the same order every run), as ggml-vulkan's
 // soft_max.comp does. The CPU sums in double: results agree to about 1e-6.
 layout(local_size_x = 256) in;
+
+#include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer M { float mask[]; };
@@ -19,6 +22,7 @@ layout(push_constant) uniform Params {
     uint  d_off, d_nb1, d_nb2, d_nb3;
     uint  m_off, m_nb1, has_mask;
     float scale;
+    uint  n_rows;   // ne1 * ne2 * ne3: a group per row, the groups past the last one idle (index.glsl)
 } p;
 
 shared float partial[256];
@@ -37,7 +41,8 @@ void reduce(uint tid, bool is_max) {
 }
 
 void main() {
-    const uint row = gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
+    const uint row = group_index(), tid = gl_LocalInvocationID.x;
+    if (row >= p.n_rows) return;   // the whole group: no barrier is left waiting
     const uint i1 = row % p.ne1, i2 = (row / p.ne1) % p.ne2, i3 = row / (p.ne1 * p.ne2);
     const uint ra = p.a_off + i1 * p.a_nb1 + i2 * p.a_nb2 + i3 * p.a_nb3;
     const uint rd = p.d_off + i1 * p.d_nb1 + i2 * p.d_nb2 + i3 * p.d_nb3;

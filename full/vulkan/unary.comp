@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // unary.comp - d = f(a) element by element for contiguous F32 tensors, one
 // invocation per element; compiled with -DOP_SILU for MG_OP_SILU, x / (1 + e^-x)
 // (ggml-vulkan's silu.comp), and with -DOP_SWIGLU for MG_OP_SWIGLU, silu(a) * b
@@ -6,6 +7,8 @@
 // driver's, not ggml's ggml_v_expf: results agree with the CPU's to a few
 // units in the last place.
 layout(local_size_x = 256) in;
+
+#include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };   // SWIGLU's b
@@ -19,7 +22,7 @@ layout(push_constant) uniform Params {
 } p;
 
 void main() {
-    const uint i = gl_GlobalInvocationID.x;
+    const uint i = invocation_index();
     if (i >= p.n) return;
     const float x = a[p.a_off + i];
 #if defined(OP_SILU)

@@ -202,6 +202,16 @@ static void run_op(mg_backend_dev_t dev, make_op_fn make_op, int n_in, const enu
     mg_free(ctx);
 }
 
+// on_dev[i] within rel of on_cpu[i] for every i, with one ck_assert naming
+// the first element off (a call per element costs seconds on 2^24 of them).
+static void expect_near(const float * on_dev, const float * on_cpu, size_t n, float rel) {
+    size_t bad = n;
+    for (size_t i = 0; i < n && bad == n; i++) {
+        if (!(fabsf(on_dev[i] - on_cpu[i]) <= rel * (1.0f + fabsf(on_cpu[i])))) bad = i;
+    }
+    ck_assert_msg(bad == n, "[%zu] device %.9g, CPU %.9g", bad, on_dev[bad < n ? bad : 0], on_cpu[bad < n ? bad : 0]);
+}
+
 // The device's result within rel of the CPU's, element by element, and the
 // same bits when the device runs it again (and when it runs it in place).
 static void expect_typed_like_cpu(make_op_fn make_op, int n_in, const enum mg_type * types, const int64_t ne[][4],
@@ -211,10 +221,7 @@ static void expect_typed_like_cpu(make_op_fn make_op, int n_in, const enum mg_ty
     run_op(vulkan_device(), make_op, n_in, types, ne, values, on_dev, out_n, false);
     run_op(vulkan_device(), make_op, n_in, types, ne, values, again, out_n, in_place);
     run_op(mg_backend_cpu_device(), make_op, n_in, types, ne, values, on_cpu, out_n, false);
-    for (size_t i = 0; i < out_n; i++) {
-        ck_assert_msg(fabsf(on_dev[i] - on_cpu[i]) <= rel * (1.0f + fabsf(on_cpu[i])), "[%zu] device %.9g, CPU %.9g", i,
-                      on_dev[i], on_cpu[i]);
-    }
+    expect_near(on_dev, on_cpu, out_n, rel);
     ck_assert_mem_eq(on_dev, again, out_n * sizeof(float));
     free(on_dev), free(again), free(on_cpu);
 }
@@ -307,6 +314,34 @@ START_TEST(test_swiglu_rope_soft_max_cont_like_the_cpu) {
     float *       c[1]       = {random_values(210, 9)};
     expect_like_cpu(make_cont, 1, ne_c, c, 210, 0.0f);
     free(ab[0]), free(ab[1]), free(rope_in[0]), free(sm[0]), free(mask), free(sm_long[0]), free(c[0]);
+}
+END_TEST
+
+// One device run (not two, as above: these are large) against the CPU's.
+static void expect_once_like_cpu(make_op_fn make_op, const int64_t ne[][4], float ** values, size_t out_n, float rel) {
+    float * on_dev = malloc(out_n * sizeof(float)), * on_cpu = malloc(out_n * sizeof(float));
+    run_op(vulkan_device(), make_op, 1, NULL, ne, values, on_dev, out_n, false);
+    run_op(mg_backend_cpu_device(), make_op, 1, NULL, ne, values, on_cpu, out_n, false);
+    expect_near(on_dev, on_cpu, out_n, rel);
+    free(on_dev), free(on_cpu);
+}
+
+// Dispatches of more than 65535 workgroups, the most a dimension is sure
+// to take, spread over x and y (ops_vulkan.c: spread_groups; index.glsl):
+// SILU of 65536 * 256 + 300 floats, an invocation per element, and RMS_NORM
+// and SOFT_MAX of 70,000 rows, a workgroup per row. Every element, the last
+// groups' included, must be the CPU's (a group the grid's numbering missed
+// would leave its elements unwritten).
+START_TEST(test_dispatches_beyond_65535_groups) {
+    const int64_t n_big        = 65536 * 256 + 300;
+    const int64_t ne_big[1][4] = {{n_big, 1, 1, 1}};
+    float *       big[1]       = {random_values((size_t) n_big, 10)};
+    expect_once_like_cpu(make_silu, ne_big, big, (size_t) n_big, 1e-6f);
+    const int64_t ne_rows[1][4] = {{8, 70000, 1, 1}};
+    float *       rows[1]       = {random_values(8 * 70000, 11)};
+    expect_once_like_cpu(make_rms_norm, ne_rows, rows, 8 * 70000, 1e-5f);
+    expect_once_like_cpu(make_soft_max_plain, ne_rows, rows, 8 * 70000, 1e-6f);
+    free(big[0]), free(rows[0]);
 }
 END_TEST
 
@@ -696,7 +731,7 @@ START_TEST(test_ngl_run_text) {
 }
 END_TEST
 
-// The demo model (Q8_0 matrices) with every layer and with one on the device:
+// The demo model (Q8_0 matrices) with every layer, two, one and none on the device:
 // make run's greedy text is the CPU's. The logits differ because the CPU
 // multiplies Q8_0 weights by activations quantized to Q8_0 and the shader by
 // F32 ones (each activation off by up to half a step, 1/254 of its block's
@@ -710,10 +745,15 @@ START_TEST(test_ngl_demo_model_q8_0) {
     struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, q8, "");
     struct mg_test_run g99 = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 99");
     struct mg_test_run g1  = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 1");
-    ck_assert_msg(cpu.status == 0 && g99.status == 0 && g1.status == 0, "%s\n%s\n%s", cpu.err, g99.err, g1.err);
+    struct mg_test_run g2  = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 2");
+    struct mg_test_run g0  = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 0");
+    ck_assert_msg(cpu.status == 0 && g99.status == 0 && g1.status == 0 && g2.status == 0 && g0.status == 0,
+                  "%s\n%s\n%s\n%s\n%s", cpu.err, g99.err, g1.err, g2.err, g0.err);
     ck_assert_str_eq(g99.out, cpu.out);
     ck_assert_str_eq(g1.out, cpu.out);
-    mg_test_run_free(&cpu), mg_test_run_free(&g99), mg_test_run_free(&g1);
+    ck_assert_str_eq(g2.out, cpu.out);
+    ck_assert_str_eq(g0.out, cpu.out);
+    mg_test_run_free(&cpu), mg_test_run_free(&g99), mg_test_run_free(&g1), mg_test_run_free(&g2), mg_test_run_free(&g0);
     size_t  n_cpu, n99, n99b;
     float * c   = logits_of(q8, "q8c.bin", "", &n_cpu);
     float * g   = logits_of(q8, "q8g.bin", "-ngl 99", &n99);
@@ -726,37 +766,113 @@ START_TEST(test_ngl_demo_model_q8_0) {
 }
 END_TEST
 
-// With every layer on the device, what the CPU still runs is what touches
-// host memory: GET_ROWS of the token embeddings and SET_ROWS into the KV
-// cache (MG_TRACE=sched lists each split's ops). The demo's output matrix is
-// its embeddings (tied), copied to the device for result_output.
-// Every op of a split's "(OP name, OP name, ...)" list in [ops, end) reads
-// or writes host memory.
-static bool only_host_memory_ops(const char * ops, const char * end) {
+// The scheduler's splits and copies for the demo model's prompt graph (5
+// tokens of '床前明月光', a 4-layer model: n_embd 256, K and V rows of 128
+// floats (2 KV heads of 64), the cache read over n_kv = 64 positions), as
+// MG_TRACE=sched prints them: "graph of N nodes: S splits, C copies, B bytes".
+// With each offloaded layer's KV cache on the device, SET_ROWS into it and
+// the attention over it run there too: no layer's K or V crosses to the CPU
+// and back (before: 18 splits, 19 copies, 353,044 bytes at -ngl 99; 7
+// splits, 9 copies, 99,220 bytes at -ngl 1).
+enum { DEMO_T = 5, DEMO_EMBD = 256, DEMO_EMBD_KV = 128, DEMO_N_KV = 64 };
+
+static void prompt_graph_counts(const char * err, int * splits, int * copies, long * bytes) {
+    const char * g = strstr(err, "] graph of ");
+    ck_assert_msg(g != NULL, "no scheduler trace in:\n%s", err);
+    int nodes;
+    ck_assert_int_eq(sscanf(g, "] graph of %d nodes: %d splits, %d copies, %ld bytes", &nodes, splits, copies, bytes),
+                     4);
+}
+
+// Every op of a split's "(OP name, OP name, ...)" list in [ops, end) is the
+// embeddings' row lookup, the one op left where its (host) memory is.
+static bool only_embedding_lookup(const char * ops, const char * end) {
     for (const char * op = ops; op != NULL && op < end;) {
-        if (strncmp(op, "GET_ROWS ", 9) != 0 && strncmp(op, "SET_ROWS ", 9) != 0) return false;
+        if (strncmp(op, "GET_ROWS inp_embd", 17) != 0) return false;
         const char * next = strstr(op, ", ");
         op = next != NULL ? next + 2 : NULL;
     }
     return true;
 }
 
-START_TEST(test_ngl_cpu_keeps_only_host_memory_ops) {
-    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "run -m '%s' -p '床前明月光' -n 2 --temp 0 -ngl 99 --trace sched",
-                                          mg_test_root("models/fortune-toy-q8_0.gguf"));
+START_TEST(test_ngl_demo_graph_splits) {
+    const char * cmd = "run -m '%s' -p '床前明月光' -n 2 --temp 0 %s --trace sched";
+    const char * q8  = mg_test_root("models/fortune-toy-q8_0.gguf");
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, cmd, q8, "-ngl 99");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    int cpu_splits = 0, graphs = 0;
+    int splits, copies, cpu_splits = 0, graphs = 0;
+    long bytes;
+    prompt_graph_counts(r.err, &splits, &copies, &bytes);
+    // -ngl 99: the lookup on the CPU, everything else one device split, whose
+    // inputs are the embeddings' rows, the positions, the K and V store
+    // indices (one per row, one per value) and the mask, 4 bytes each.
+    ck_assert_int_eq(splits, 2);
+    ck_assert_int_eq(copies, 5);
+    ck_assert_int_eq(bytes, 4L * DEMO_T * (DEMO_EMBD + 1 + 1 + DEMO_EMBD_KV + DEMO_N_KV));
     for (const char * g = strstr(r.err, "] graph of "); g != NULL; g = strstr(g + 1, "] graph of ")) graphs++;
     for (const char * line = strstr(r.err, ": CPU, nodes "); line != NULL; line = strstr(line + 1, ": CPU, nodes ")) {
         const char * ops = strchr(line, '('), * end = strchr(line, ')');
         ck_assert(ops != NULL && end != NULL && ops < end);
-        ck_assert_msg(only_host_memory_ops(ops + 1, end), "on the CPU: %.*s", (int) (end + 1 - line), line);
+        ck_assert_msg(only_embedding_lookup(ops + 1, end), "on the CPU: %.*s", (int) (end + 1 - line), line);
         cpu_splits++;
     }
-    // Per graph of the 4-layer model: the embeddings' lookup, then each layer's K and V stores.
-    ck_assert_int_gt(graphs, 0);
-    ck_assert_int_eq(cpu_splits, graphs * (1 + 4 * 2));
+    ck_assert_int_eq(graphs, 2);   // the prompt's and the decode step's
+    ck_assert_int_eq(cpu_splits, graphs);
     mg_test_run_free(&r);
+    // -ngl 1: layers 0-2 and the output on the CPU, layer 3 between them on
+    // the device. In: the residual's two halves (its ADD moved up to the
+    // device), the positions, the store indices, the mask; out: the last
+    // token's normed row for the output matrix.
+    r = mg_test_run_mg(dir, NULL, NULL, cmd, q8, "-ngl 1");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    prompt_graph_counts(r.err, &splits, &copies, &bytes);
+    ck_assert_int_eq(splits, 3);
+    ck_assert_int_eq(copies, 7);
+    ck_assert_int_eq(bytes, 4L * DEMO_T * (2 * DEMO_EMBD + 1 + 1 + DEMO_EMBD_KV + DEMO_N_KV) + 4L * DEMO_EMBD);
+    mg_test_run_free(&r);
+}
+END_TEST
+
+// Token by token (-b 1: a graph per token, reused, each storing its K and V
+// at the next cell of the device's cache and reading the cells before it):
+// the F32 model's logits within 1e-3 of the CPU's, as for the whole prompt
+// (measured 2.0e-5 with every layer on the device, 8.6e-6 with one).
+START_TEST(test_ngl_token_by_token) {
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny --type f32 --init scaled --untied "
+                                          "--seed 3 -o '%s'", mg_test_path_in(dir, "f32.gguf"));
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    mg_test_run_free(&r);
+    size_t n_cpu, n99, n1;
+    float * cpu = logits_with("b1_cpu.bin", "--kv-type f32 -b 1", &n_cpu);
+    float * g99 = logits_with("b1_g99.bin", "--kv-type f32 -b 1 -ngl 99", &n99);
+    float * g1  = logits_with("b1_g1.bin", "--kv-type f32 -b 1 -ngl 1", &n1);
+    ck_assert_uint_eq(n99, n_cpu);
+    ck_assert_uint_eq(n1, n_cpu);
+    ck_assert_uint_gt(n_cpu, 6400);   // every position's logits
+    ck_assert_msg(max_abs_diff(cpu, g99, n_cpu) <= 1e-3f, "-b 1 -ngl 99: %g", max_abs_diff(cpu, g99, n_cpu));
+    ck_assert_msg(max_abs_diff(cpu, g1, n_cpu) <= 1e-3f, "-b 1 -ngl 1: %g", max_abs_diff(cpu, g1, n_cpu));
+    free(cpu), free(g99), free(g1);
+}
+END_TEST
+
+// A context shift with the cache on the device: the CPU turns the keys (the
+// K-shift) in the host bytes the offloaded layers kept, the device's values
+// copied there and back (session.c, apply_k_shift). 60 tokens in a context
+// of 16 shift it 6 times; the text is the CPU's at -ngl 1 and 99 (a key
+// left unturned on the device, or turned from stale host bytes, changes it).
+START_TEST(test_ngl_context_shift_like_the_cpu) {
+    const char * q8  = mg_test_root("models/fortune-toy-q8_0.gguf");
+    const char * run = "run -m '%s' -p '床前明月光' -n 60 -c 16 --context-shift --temp 0 %s";
+    struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, q8, "");
+    struct mg_test_run g1  = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 1");
+    struct mg_test_run g99 = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 99");
+    ck_assert_msg(cpu.status == 0 && g1.status == 0 && g99.status == 0, "%s\n%s\n%s", cpu.err, g1.err, g99.err);
+    const char * shifts = "context shifts   =         6 ";
+    ck_assert_msg(strstr(cpu.err, shifts) != NULL && strstr(g1.err, shifts) != NULL && strstr(g99.err, shifts) != NULL,
+                  "%s\n%s\n%s", cpu.err, g1.err, g99.err);
+    ck_assert_str_eq(g1.out, cpu.out);
+    ck_assert_str_eq(g99.out, cpu.out);
+    mg_test_run_free(&cpu), mg_test_run_free(&g1), mg_test_run_free(&g99);
 }
 END_TEST
 
@@ -928,13 +1044,14 @@ Suite * mg_test_suite(void) {
     Suite * s = suite_create("vulkan");
     TCase * tc = MG_TCASE(s, "vulkan", test_device_in_the_registry, test_device_memory_round_trip,
                              test_copies_across_memories, test_add_and_mul_on_the_device,
-                             test_silu_rms_norm_mul_mat_like_the_cpu, test_swiglu_rope_soft_max_cont_like_the_cpu,
+                             test_silu_rms_norm_mul_mat_like_the_cpu, test_swiglu_rope_soft_max_cont_like_the_cpu, test_dispatches_beyond_65535_groups,
                              test_set_rows_like_the_cpu, test_get_rows_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
                              test_mul_mat_q4_0_like_dequantized, test_mul_mat_k_quants_like_dequantized,
                              test_ops_without_a_shader_are_refused,
                              test_scheduler_splits_between_device_and_cpu);
     tcase_set_timeout(tc, 120);
-    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_cpu_keeps_only_host_memory_ops,
+    TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_demo_graph_splits,
+                           test_ngl_token_by_token, test_ngl_context_shift_like_the_cpu,
                            test_ngl_f16_model,
                            test_ngl_k_quant_models, test_ngl_refusals);
     tcase_set_timeout(cli, 300);
