@@ -401,20 +401,6 @@ START_TEST(test_get_rows_like_the_cpu) {
 }
 END_TEST
 
-// Weights of a type (F16, Q8_0, Q4_0, Q4_K, Q6_K) a {K, M, 2} times F32 b
-// {K, N, 4} on the device, against a reference made here: a's rows
-// dequantized, b's rows quantized as the CPU quantizes activations for that
-// type and dequantized again (Q8_0 for Q8_0 and Q4_0 weights, Q8_K for the
-// K-quants; F16 weights: b as it is), then an F32 product summed in double.
-// The shaders do the same arithmetic (integer products of codes, exact, times
-// the scales), only summed in float in another order, so each element agrees
-// to 1e-5 of the sum of |a_k b_k|: K float additions of rounding 6e-8 each
-// could exceed that only in the worst case (K > 166, all errors one way);
-// random signs leave about sqrt(K) of them, under 2e-6 for K = 768. (Against
-// b not rounded, the quantized types are ~1e-2 off: what the rounding of the
-// activations costs.) For the quantized types, also the CPU backend's own
-// mul_mat on the same inputs: the shaders add their floats in the order of
-// the CPU's vec_dot functions, within 1e-6 (equal bits on lavapipe, measured).
 // One element of a quantized product against the CPU's scalar dot product
 // of weight row ra (of aq) and activation row rb (of bq, quantized by the
 // CPU): vec.c's mg_vec_dot_*, the float steps the shader copies. Q4_K's
@@ -441,6 +427,21 @@ static void expect_like_cpu_dot(enum mg_type type, int64_t K, const void * aq, c
     }
 }
 
+// Weights of a type (F16, Q8_0, Q4_0, Q4_K, Q6_K) a {K, M, 2} times F32 b
+// {K, N, 4} on the device, against a reference made here: a's rows
+// dequantized, b's rows quantized as the CPU quantizes activations for that
+// type and dequantized again (Q8_0 for Q8_0 and Q4_0 weights, Q8_K for the
+// K-quants; F16 weights: b as it is), then an F32 product summed in double.
+// The shaders do the same arithmetic (integer products of codes, exact, times
+// the scales), only summed in float in another order, so each element agrees
+// to 1e-5 of the sum of |a_k b_k|: K float additions of rounding 6e-8 each
+// could exceed that only in the worst case (K > 166, all errors one way);
+// random signs leave about sqrt(K) of them, under 2e-6 for K = 768. (Against
+// b not rounded, the quantized types are ~1e-2 off: what the rounding of the
+// activations costs.) For the quantized types, also each element against
+// the CPU's scalar dot product of the same blocks (expect_like_cpu_dot), and
+// the CPU backend's own mul_mat on the same inputs, whose SIMD kernels add
+// their floats in lanes of their own: within 1e-4.
 static void expect_like_dequantized(enum mg_type type, int64_t K, int64_t M, int64_t N, uint64_t seed) {
     mg_backend_dev_t    dev = vulkan_device();
     struct mg_context * ctx = mg_init((struct mg_init_params) {
