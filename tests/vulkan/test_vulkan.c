@@ -953,6 +953,10 @@ END_TEST
 // now and then into a code one apart; an op wrong on the device would move
 // the perplexity by far more. (Before the shaders rounded the activations,
 // they multiplied F32 ones, and Q6_K's perplexity was 0.4 % off the CPU's.)
+// Measured on 60 chunks (mg perplexity -f data/heldout/dhammapada.txt -c 256
+// -b 256 --chunks 60 -t 2, then with -ngl 99 on lavapipe), the CPU | device:
+// Q8_0 (the demo) 75.6980 | 75.6973, Q4_0 76.4272 | 76.4255, Q4_K_M
+// 76.2997 | 76.2410 (-0.08 %), Q6_K 76.1654 | 76.1041 (-0.08 %).
 // ---------------------------------------------------------------------------
 
 static int ppl_chunks(void) {
