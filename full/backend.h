@@ -223,4 +223,9 @@ const char * mg_backend_vulkan_status(void);
 // Graph computes on every Vulkan device so far that recorded a command
 // buffer, and that submitted one recorded before (the same graph again).
 void mg_backend_vulkan_graph_counts(int64_t * recorded, int64_t * reused);
+// What a Vulkan backend's quantized matmuls do first, on its own (for the
+// tests): x's F32 rows quantized into q's Q8_0 or Q8_K blocks as the CPU
+// quantizes activations (mg_quantize_row_q8_0, mg_quantize_row_q8_K), x and
+// q in the backend's device memory; false with the reason otherwise.
+bool mg_backend_vulkan_quantize(mg_backend_t backend, const struct mg_tensor * x, struct mg_tensor * q);
 #endif

@@ -388,7 +388,7 @@ static bool record_graph(struct vk_device * d, const struct mg_cgraph * g, struc
             .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
         VK_TRY(vkAllocateCommandBuffers(d->dev, &ai, &r->cmd), return false);
     }
-    const uint32_t                   sets = g->n_nodes > 0 ? (uint32_t) g->n_nodes : 1;
+    const uint32_t                   sets = g->n_nodes > 0 ? 2 * (uint32_t) g->n_nodes : 1;   // a quantized matmul: 2
     const VkDescriptorPoolSize       size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * VK_BINDINGS};
     const VkDescriptorPoolCreateInfo dp   = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = sets, .poolSizeCount = 1, .pPoolSizes = &size};
@@ -407,14 +407,41 @@ static bool record_graph(struct vk_device * d, const struct mg_cgraph * g, struc
     return true;
 }
 
+// The scratch buffer, at least size bytes: it only grows, and when it does
+// the recordings that name the old one are forgotten (they are not running:
+// every submit is waited for).
+static bool scratch_reserve(struct vk_device * d, size_t size) {
+    if (size <= d->scratch_size) return true;
+    forget_recordings(d);
+    if (d->scratch != VK_NULL_HANDLE) {
+        vkDestroyBuffer(d->dev, d->scratch, NULL);
+        vkFreeMemory(d->dev, d->scratch_mem, NULL);
+        d->scratch = VK_NULL_HANDLE, d->scratch_size = 0;
+    }
+    if (!make_buffer(d, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &d->scratch, &d->scratch_mem)) return false;
+    d->scratch_size = size;
+    return true;
+}
+
+// The most scratch any node of g uses (nodes run one after another).
+static size_t graph_scratch_bytes(const struct mg_cgraph * g) {
+    size_t most = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const size_t n = vk_op_scratch_bytes(g->nodes[i]);
+        most           = n > most ? n : most;
+    }
+    return most;
+}
+
 // The graph as recorded before if nothing in it changed, else recorded now;
 // one submit, one wait.
 static bool vk_backend_graph_compute(mg_backend_t backend, struct mg_cgraph * g) {
     struct vk_device * d = backend->device->context;
-    if (g->n_nodes > VK_MAX_SETS) {
-        mg_set_error("Vulkan: a graph of %d nodes (at most %d per compute)", g->n_nodes, VK_MAX_SETS);
+    if (2 * g->n_nodes > VK_MAX_SETS) {
+        mg_set_error("Vulkan: a graph of %d nodes (at most %d per compute)", g->n_nodes, VK_MAX_SETS / 2);
         return false;
     }
+    if (!scratch_reserve(d, graph_scratch_bytes(g))) return false;
     size_t     n_key = 0;
     uint64_t * key   = graph_key(g, &n_key);
     if (key == NULL) {
@@ -564,6 +591,33 @@ void mg_backend_vulkan_register_devices(void) {
 }
 
 const char * mg_backend_vulkan_status(void) { return vk_status; }
+
+// The activation quantizer of the quantized matmuls on its own: x's F32 rows
+// into q's Q8_0 or Q8_K blocks, both tensors in the backend's device memory,
+// recorded into a command buffer used once.
+bool mg_backend_vulkan_quantize(mg_backend_t backend, const struct mg_tensor * x, struct mg_tensor * q) {
+    struct vk_device * d = backend->device->context;
+    if (x->type != MG_TYPE_F32 || x->nb[0] != sizeof(float) || (q->type != MG_TYPE_Q8_0 && q->type != MG_TYPE_Q8_K) ||
+        !mg_is_contiguous(q) || mg_nelements(q) != mg_nelements(x) || x->ne[0] != q->ne[0] ||
+        x->ne[0] % mg_blck_size(q->type) != 0) {
+        mg_set_error("Vulkan: cannot quantize %s '%s' into %s '%s' (F32 rows into Q8_0 or Q8_K of the same shape)",
+                     mg_type_name(x->type), x->name, mg_type_name(q->type), q->name);
+        return false;
+    }
+    VkBuffer x_buf, q_buf;
+    size_t   off_x, off_q;
+    if (!vk_locate(d, x, &x_buf, &off_x) || !vk_locate(d, q, &q_buf, &off_q)) return false;
+    const VkDescriptorPoolSize       size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_BINDINGS};
+    const VkDescriptorPoolCreateInfo dp   = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = 1, .poolSizeCount = 1, .pPoolSizes = &size};
+    VK_TRY(vkCreateDescriptorPool(d->dev, &dp, NULL, &d->rec_pool), return false);
+    d->rec_cmd = d->cmd;
+    const bool ok = begin_commands(d) && vk_record_quantize(d, x, x_buf, off_x, q->type, q_buf, off_q) &&
+                    submit_and_wait(d);
+    vkDestroyDescriptorPool(d->dev, d->rec_pool, NULL);
+    d->rec_pool = VK_NULL_HANDLE;
+    return ok;
+}
 
 void mg_backend_vulkan_graph_counts(int64_t * recorded, int64_t * reused) {
     *recorded = 0, *reused = 0;

@@ -8,9 +8,13 @@
 //   byte  16: qs[128]           4-bit codes: sub-block j is chunk j/2 of 32
 //                               bytes, low nibbles for even j, high for odd
 //   weight 32j + l = (d * sc_j) * q - dmin * m_j
-// Each weight is decoded with that arithmetic, as mg_dequantize_row_q4_K does,
-// then multiplied by the F32 activation (the CPU quantizes b to Q8_K instead;
-// ggml-vulkan's mul_mat_vec_q4_k.comp factors the scale out of the sums).
+// The activations come quantized to Q8_K (quantize_q8_k.comp, as on the
+// CPU), and each super-block is the CPU's mg_vec_dot_q4_K_q8_K (vec.c):
+// integer sums sc_j * q * y in 8 lanes (element l of a chunk in lane l % 8),
+// the mins through the activations' 16-element sums, then in float
+// lanes += (dW * dA) * lane, sum -= (dminW * dA) * mins, and at the end
+// sum + lane 0 + ... + lane 7 (`precise`: nothing fused, as on the CPU).
+#define B_Q8
 #include "mul_mat_quant.glsl"
 
 // Sub-block j's 6-bit scale and min from the 12 bytes at s (mg_get_scale_min_k4):
@@ -22,20 +26,38 @@ uvec2 scale_min(uint s, uint j) {
                  (byte_at(s + j + 4u) >> 4) | ((byte_at(s + j) >> 6) << 4));
 }
 
+// Elements l .. l + 3 of chunk c (sub-blocks 2c, low nibbles, and 2c + 1,
+// high), their codes times their activation codes and sub-block scales.
+ivec4 chunk_terms(uint wa, uint wb, uint c, uint l, int sc_lo, int sc_hi) {
+    const uint  at = wa + 16u + 32u * c + l;
+    const ivec4 q  = ivec4(byte_at(at), byte_at(at + 1u), byte_at(at + 2u), byte_at(at + 3u));
+    return sc_lo * ((q & 15) * b_int8x4_at(wb + 4u + 64u * c + l)) +
+           sc_hi * ((q >> 4) * b_int8x4_at(wb + 4u + 64u * c + 32u + l));
+}
+
+// The 8 lanes as two vectors (lanes 0-3, 4-7; see mul_mat_q8_0.comp).
 float row_dot(uint ra, uint rb) {
-    float sum = 0.0;
+    precise vec4  lo = vec4(0.0), hi = vec4(0.0);
+    precise float sum = 0.0;
     for (uint ib = 0; ib < p.K / 256u; ib++) {
-        const uint  blk = ra + ib * 144u, kb = rb + ib * 256u;
-        const float d = half_at(blk), dmin = half_at(blk + 2u);
-        for (uint j = 0; j < 8u; j++) {
-            const uvec2 sm    = scale_min(blk + 4u, j);
-            const float dj    = d * float(sm.x), mj = dmin * float(sm.y);
-            const uint  qs    = blk + 16u + 32u * (j / 2u);
-            const uint  shift = 4u * (j % 2u);
-            for (uint l = 0; l < 32u; l++) {
-                sum += (dj * float((byte_at(qs + l) >> shift) & 15u) - mj) * b[kb + 32u * j + l];
+        const uint wa = ra + ib * 144u, wb = rb + ib * 292u;   // Q8_K: d, qs[256] at 4, bsums[16] at 260
+        ivec4      ilo = ivec4(0), ihi = ivec4(0);
+        for (uint c = 0; c < 4u; c++) {
+            const int sc_lo = int(scale_min(wa + 4u, 2u * c).x), sc_hi = int(scale_min(wa + 4u, 2u * c + 1u).x);
+            for (uint l = 0; l < 32u; l += 8u) {   // element l + i in lane i
+                ilo += chunk_terms(wa, wb, c, l, sc_lo, sc_hi);
+                ihi += chunk_terms(wa, wb, c, l + 4u, sc_lo, sc_hi);
             }
         }
+        int summ = 0;
+        for (uint j = 0; j < 16u; j++) summ += b_int16_at(wb + 260u + 2u * j) * int(scale_min(wa + 4u, j / 2u).y);
+        const float   dy = b_float_at(wb);
+        precise float d  = half_at(wa) * dy;
+        lo += d * vec4(ilo), hi += d * vec4(ihi);
+        precise float dmin = half_at(wa + 2u) * dy;
+        sum -= dmin * float(summ);
     }
+    sum += lo.x, sum += lo.y, sum += lo.z, sum += lo.w;
+    sum += hi.x, sum += hi.y, sum += hi.z, sum += hi.w;
     return sum;
 }

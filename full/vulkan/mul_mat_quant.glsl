@@ -8,18 +8,26 @@
 // and each type's dequant funcs).
 //
 // a is read by the byte (bytes.glsl); a_off and a's strides are in bytes.
+// With B_Q8 defined, b is not F32 but the activations quantized to the
+// weights' vec_dot_type by quantize_q8_0.comp or quantize_q8_k.comp (Q8_0 or
+// Q8_K blocks, the rows one after another), read by the byte as well, and
+// b_off and b's strides are in bytes too.
 layout(local_size_x = 256) in;
 
 #include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
+#ifdef B_Q8
+layout(std430, binding = 1) readonly buffer B { uint bq[]; };
+#else
 layout(std430, binding = 1) readonly buffer B { float b[]; };
+#endif
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
 
 layout(push_constant) uniform Params {
     uint K, M, N, ne2, ne3;               // d is {M, N, ne2, ne3}
     uint a_off, a_nb1, a_nb2, a_nb3;      // in bytes
-    uint b_off, b_nb1, b_nb2, b_nb3;      // in floats
+    uint b_off, b_nb1, b_nb2, b_nb3;      // in floats (B_Q8: in bytes)
     uint d_off, d_nb1, d_nb2, d_nb3;
     uint r2, r3;                          // b's matrices per a's, in dims 2 and 3
 } p;

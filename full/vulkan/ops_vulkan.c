@@ -12,7 +12,9 @@
 // operand broadcast), SILU, SWIGLU, RMS_NORM, ROPE (NEOX and NORMAL),
 // SOFT_MAX with a mask and a scale, CONT, and MUL_MAT with F32, F16, Q8_0,
 // Q4_0, Q4_K or Q6_K weights (F16 also for the attention over an F16 KV
-// cache), SET_ROWS into an F32 or F16 cache in device memory, and GET_ROWS
+// cache; for the quantized weights, the activations are first quantized as
+// the CPU quantizes them, into the device's scratch buffer: two dispatches,
+// record_mul_mat_q8), SET_ROWS into an F32 or F16 cache in device memory, and GET_ROWS
 // of F32, F16, Q8_0 and Q4_0 rows. The token embeddings stay in host memory
 // (offload.h), so the scheduler keeps their lookup on the CPU in a model's
 // graph; an offloaded layer's KV cache is in device memory
@@ -34,6 +36,7 @@ enum vk_op {
     VK_OP_ADD, VK_OP_MUL, VK_OP_SILU, VK_OP_SWIGLU, VK_OP_RMS_NORM, VK_OP_ROPE, VK_OP_SOFT_MAX, VK_OP_CONT,
     VK_OP_SET_ROWS, VK_OP_GET_ROWS,
     VK_OP_MUL_MAT, VK_OP_MUL_MAT_Q8_0, VK_OP_MUL_MAT_F16, VK_OP_MUL_MAT_Q4_0, VK_OP_MUL_MAT_Q4_K, VK_OP_MUL_MAT_Q6_K,
+    VK_OP_QUANTIZE_Q8_0, VK_OP_QUANTIZE_Q8_K,   // not an op of a node: the first half of a quantized MUL_MAT
     VK_OP_COUNT
 };
 static const char * const vk_op_shader[VK_OP_COUNT] = {
@@ -45,6 +48,7 @@ static const char * const vk_op_shader[VK_OP_COUNT] = {
     [VK_OP_MUL_MAT]      = "mul_mat.spv",      [VK_OP_MUL_MAT_Q8_0] = "mul_mat_q8_0.spv",
     [VK_OP_MUL_MAT_F16]  = "mul_mat_f16.spv",  [VK_OP_MUL_MAT_Q4_0] = "mul_mat_q4_0.spv",
     [VK_OP_MUL_MAT_Q4_K] = "mul_mat_q4_k.spv", [VK_OP_MUL_MAT_Q6_K] = "mul_mat_q6_k.spv",
+    [VK_OP_QUANTIZE_Q8_0] = "quantize_q8_0.spv", [VK_OP_QUANTIZE_Q8_K] = "quantize_q8_k.spv",
 };
 _Static_assert((int) VK_OP_COUNT <= (int) VK_MAX_PIPELINES, "struct vk_device has a pipeline per shader");
 
@@ -94,6 +98,17 @@ static int mul_mat_op(enum mg_type type) {
          : type == MG_TYPE_Q4_K ? VK_OP_MUL_MAT_Q4_K
          : type == MG_TYPE_Q6_K ? VK_OP_MUL_MAT_Q6_K
                                 : VK_OP_MUL_MAT;
+}
+
+// The type the CPU rounds a matmul's F32 activations to before it multiplies
+// them by weights of this type (vec.c's vec_dot_type, ggml's), for the types
+// with a shader here: Q8_0 for Q8_0 and Q4_0, Q8_K for the K-quants. F32 for
+// the rest: F32 weights, and F16 ones, whose shader keeps the activations F32
+// where the CPU rounds them to F16 (a difference test_ngl_f16_model measures).
+static enum mg_type activation_type(enum mg_type weights) {
+    return weights == MG_TYPE_Q8_0 || weights == MG_TYPE_Q4_0 ? MG_TYPE_Q8_0
+         : weights == MG_TYPE_Q4_K || weights == MG_TYPE_Q6_K ? MG_TYPE_Q8_K
+                                                              : MG_TYPE_F32;
 }
 
 // The shader of a node, or -1 if none runs it.
@@ -337,14 +352,23 @@ static void params_rms_norm(const struct mg_tensor * t, const size_t * off, stru
 
 // mul_mat.comp takes a's offset and strides in floats; the packed-weight
 // shaders (a_in_bytes) in bytes: Q8_0 rows of 34-byte blocks and F16 rows of
-// odd length need not start on a float.
-static void params_mul_mat(const struct mg_tensor * t, const size_t * off, bool a_in_bytes, struct vk_dispatch * x) {
+// odd length need not start on a float. Quantized activations (b_quantized:
+// at the scratch buffer's start, its rows packed by quantize_q8_*.comp) are
+// located in bytes too.
+static void params_mul_mat(const struct mg_tensor * t, const size_t * off, bool a_in_bytes, bool b_quantized,
+                           struct vk_dispatch * x) {
     const struct mg_tensor * a = t->src[0], * b = t->src[1];
     push(x, (uint32_t) a->ne[0]), push(x, (uint32_t) t->ne[0]), push(x, (uint32_t) t->ne[1]);
     push(x, (uint32_t) t->ne[2]), push(x, (uint32_t) t->ne[3]);
     push(x, a_in_bytes ? (uint32_t) off[0] : in_floats(off[0]));
     for (int i = 1; i < MG_MAX_DIMS; i++) push(x, (uint32_t) (a_in_bytes ? a->nb[i] : a->nb[i] / 4));
-    push(x, in_floats(off[1])), push_strides(x, b);
+    if (b_quantized) {
+        const size_t row = mg_row_size(activation_type(a->type), b->ne[0]);
+        push(x, 0), push(x, (uint32_t) row), push(x, (uint32_t) (row * b->ne[1]));
+        push(x, (uint32_t) (row * b->ne[1] * b->ne[2]));
+    } else {
+        push(x, in_floats(off[1])), push_strides(x, b);
+    }
     push(x, in_floats(off[3])), push_strides(x, t);
     push(x, (uint32_t) (b->ne[2] / a->ne[2])), push(x, (uint32_t) (b->ne[3] / a->ne[3]));
     x->groups = groups_for(mg_nelements(t));
@@ -381,6 +405,19 @@ static void spread_groups(struct vk_dispatch * x) {
     x->groups        = (n + x->groups_y - 1) / x->groups_y;
 }
 
+// quantize_q8_*.comp: x's rows (x F32 at off_x, rows contiguous) into
+// blocks of type at word q_word of the output: a pair of Q8_0 blocks or one
+// Q8_K block per invocation.
+static void params_quantize(const struct mg_tensor * x_t, size_t off_x, enum mg_type type, uint32_t q_word,
+                            struct vk_dispatch * x) {
+    push_shape(x, x_t);
+    push(x, in_floats(off_x)), push_strides(x, x_t);
+    push(x, q_word);
+    const int64_t blocks = mg_nelements(x_t) / mg_blck_size(type);
+    x->groups = groups_for(type == MG_TYPE_Q8_0 ? (blocks + 1) / 2 : blocks);
+    spread_groups(x);
+}
+
 static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * off, struct vk_dispatch * x) {
     switch (op) {
         case VK_OP_ADD: case VK_OP_MUL: params_binary(t, off, x); break;
@@ -391,12 +428,12 @@ static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * 
         case VK_OP_SET_ROWS:            params_set_rows(t, off, x); break;
         case VK_OP_GET_ROWS:            params_get_rows(t, off, x); break;
         case VK_OP_RMS_NORM:            params_rms_norm(t, off, x); break;
-        case VK_OP_MUL_MAT:             params_mul_mat(t, off, false, x); break;
-        case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_F16: case VK_OP_MUL_MAT_Q4_0: case VK_OP_MUL_MAT_Q4_K:
-        case VK_OP_MUL_MAT_Q6_K:
-            params_mul_mat(t, off, true, x);
+        case VK_OP_MUL_MAT:             params_mul_mat(t, off, false, false, x); break;
+        case VK_OP_MUL_MAT_F16:         params_mul_mat(t, off, true, false, x); break;
+        case VK_OP_MUL_MAT_Q8_0: case VK_OP_MUL_MAT_Q4_0: case VK_OP_MUL_MAT_Q4_K: case VK_OP_MUL_MAT_Q6_K:
+            params_mul_mat(t, off, true, true, x);
             break;
-        case VK_OP_COUNT:               break;
+        case VK_OP_QUANTIZE_Q8_0: case VK_OP_QUANTIZE_Q8_K: case VK_OP_COUNT: break;   // not a node's op
     }
     spread_groups(x);
 }
@@ -405,9 +442,40 @@ static void params_of(const struct mg_tensor * t, enum vk_op op, const size_t * 
 // A node into the command buffer
 // ---------------------------------------------------------------------------
 
+// The bytes of x's rows quantized to type as quantize_q8_*.comp writes them
+// (Q8_0 in whole pairs of blocks).
+static size_t quantized_bytes(const struct mg_tensor * x, enum mg_type type) {
+    const int64_t blocks = mg_nelements(x) / mg_blck_size(type);
+    return type == MG_TYPE_Q8_0 ? (size_t) ((blocks + 1) / 2) * 2 * 34 : (size_t) blocks * mg_type_size(type);
+}
+
+size_t vk_op_scratch_bytes(const struct mg_tensor * t) {
+    if (t->op != MG_OP_MUL_MAT || !supports(t)) return 0;
+    const enum mg_type type = activation_type(t->src[0]->type);
+    return type == MG_TYPE_F32 ? 0 : quantized_bytes(t->src[1], type);
+}
+
 bool vk_op_supported(const struct mg_tensor * t) {
     if (is_view_op(t->op)) return true;   // nothing to compute
     return supports(t);
+}
+
+// A MUL_MAT with quantized weights, as the CPU's mul_mat_init then its dot
+// products: b's rows quantized into the scratch buffer (which
+// backend_vulkan.c made at least vk_op_scratch_bytes large before recording),
+// then the product shader with the scratch buffer as its b. One scratch
+// buffer serves every matmul of the graph: the barrier after each dispatch
+// orders them (ggml-vulkan's prealloc_y).
+static bool record_mul_mat_q8(struct vk_device * d, const struct mg_tensor * t, VkBuffer * bufs, const size_t * off) {
+    const int op = op_of(t);
+    if (!vk_record_quantize(d, t->src[1], bufs[1], off[1], activation_type(t->src[0]->type), d->scratch, 0) ||
+        !load_pipeline(d, (enum vk_op) op)) {
+        return false;
+    }
+    bufs[1] = d->scratch;
+    struct vk_dispatch x = {.n_pc = 0};
+    params_of(t, (enum vk_op) op, off, &x);
+    return vk_dispatch(d, d->pipelines[op], bufs, &x);
 }
 
 // Bindings 0-2 the node's sources, 3 the node itself; a missing source gets
@@ -427,8 +495,21 @@ bool vk_op_record(struct vk_device * d, const struct mg_tensor * t, int i) {
         bufs[j] = bufs[3], off[j] = off[3];
         if (t->src[j] != NULL && !vk_locate(d, t->src[j], &bufs[j], &off[j])) return false;
     }
+    if (t->op == MG_OP_MUL_MAT && activation_type(t->src[0]->type) != MG_TYPE_F32) {
+        return record_mul_mat_q8(d, t, bufs, off);
+    }
     if (!load_pipeline(d, (enum vk_op) op)) return false;
     struct vk_dispatch x = {.n_pc = 0};
     params_of(t, (enum vk_op) op, off, &x);
+    return vk_dispatch(d, d->pipelines[op], bufs, &x);
+}
+
+bool vk_record_quantize(struct vk_device * d, const struct mg_tensor * x_t, VkBuffer x_buf, size_t off_x,
+                        enum mg_type type, VkBuffer q_buf, size_t off_q) {
+    const enum vk_op op = type == MG_TYPE_Q8_0 ? VK_OP_QUANTIZE_Q8_0 : VK_OP_QUANTIZE_Q8_K;
+    if (!load_pipeline(d, op)) return false;
+    const VkBuffer     bufs[VK_BINDINGS] = {x_buf, x_buf, x_buf, q_buf};
+    struct vk_dispatch x                 = {.n_pc = 0};
+    params_quantize(x_t, off_x, type, (uint32_t) (off_q / 4), &x);
     return vk_dispatch(d, d->pipelines[op], bufs, &x);
 }

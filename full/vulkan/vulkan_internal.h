@@ -28,7 +28,7 @@
 
 enum { VK_BINDINGS = 4 };           // src0, src1, src2, dst: one layout for every shader
 enum { VK_PUSH_BYTES = 128 };       // the minimum every device guarantees
-enum { VK_MAX_SETS = 4096 };        // descriptor sets (dispatches) per graph
+enum { VK_MAX_SETS = 8192 };        // descriptor sets (dispatches) per graph: at most 2 per node
 enum { VK_MAX_PIPELINES = 32 };     // one per shader (ops_vulkan.c's enum vk_op)
 enum { VK_MAX_RECORDINGS = 32 };    // graphs kept recorded per device (a -ngl 99 graph's device splits)
 
@@ -64,6 +64,9 @@ struct vk_device {
     VkDeviceMemory        staging_mem;
     void *                staging_map;
     size_t                staging_size;
+    VkBuffer              scratch;      // device memory for the quantized activations of a matmul
+    VkDeviceMemory        scratch_mem;
+    size_t                scratch_size;
     struct vk_recording   recordings[VK_MAX_RECORDINGS];
     int                   next_recording;           // the slot the next new graph takes
     int64_t               n_recorded, n_reused;     // graph computes that recorded, that reused
@@ -90,6 +93,18 @@ bool vk_locate(const struct vk_device * d, const struct mg_tensor * t, VkBuffer 
 // what this one wrote.
 bool vk_dispatch(struct vk_device * d, VkPipeline pipeline, const VkBuffer bufs[VK_BINDINGS],
                  const struct vk_dispatch * x);
+
+// ops_vulkan.c: the scratch bytes node t's dispatches use (quantized
+// activations), 0 for most; backend_vulkan.c makes the scratch buffer as
+// large as the largest node of a graph needs before recording it.
+size_t vk_op_scratch_bytes(const struct mg_tensor * t);
+
+// ops_vulkan.c: record the quantization of x's F32 rows (x_t, at byte off_x
+// of x_buf) into Q8_0 or Q8_K blocks at byte off_q of q_buf, in the CPU's
+// layout: the first half of a quantized matmul, and on its own for the tests
+// (mg_backend_vulkan_quantize).
+bool vk_record_quantize(struct vk_device * d, const struct mg_tensor * x_t, VkBuffer x_buf, size_t off_x,
+                        enum mg_type type, VkBuffer q_buf, size_t off_q);
 
 // ops_vulkan.c: does a shader run t (views: true, nothing to run)?
 bool vk_op_supported(const struct mg_tensor * t);
