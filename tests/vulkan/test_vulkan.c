@@ -851,6 +851,25 @@ START_TEST(test_ngl_run_text) {
 }
 END_TEST
 
+// mg's text with each of the -ngl flags given is the CPU's (no flag), every
+// run exits 0, and each run's stderr holds `must_say` (when not NULL) too.
+static void expect_text_like_the_cpu(const char * run, const char * model, const char * const * ngl, int n_ngl,
+                                     const char * must_say) {
+    struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, model, "");
+    ck_assert_msg(cpu.status == 0, "%s", cpu.err);
+    ck_assert_msg(must_say == NULL || strstr(cpu.err, must_say) != NULL, "no '%s' in:\n%s", must_say, cpu.err);
+    for (int i = 0; i < n_ngl; i++) {
+        struct mg_test_run gpu = mg_test_run_mg(dir, NULL, NULL, run, model, ngl[i]);
+        ck_assert_msg(gpu.status == 0, "%s: %s", ngl[i], gpu.err);
+        ck_assert_msg(must_say == NULL || strstr(gpu.err, must_say) != NULL, "%s: no '%s' in:\n%s", ngl[i], must_say,
+                      gpu.err);
+        ck_assert_msg(strcmp(gpu.out, cpu.out) == 0, "%s: the text differs from the CPU's:\n%s\n---\n%s", ngl[i],
+                      gpu.out, cpu.out);
+        mg_test_run_free(&gpu);
+    }
+    mg_test_run_free(&cpu);
+}
+
 // The demo model (Q8_0 matrices) with every layer, two, one and none on the device:
 // make run's greedy text is the CPU's. Both quantize the activations to
 // Q8_0 the same way (test_quantize_activations_like_the_cpu), but the float
@@ -864,18 +883,8 @@ END_TEST
 START_TEST(test_ngl_demo_model_q8_0) {
     const char * q8  = mg_test_root("models/fortune-toy-q8_0.gguf");
     const char * run = "run -m '%s' -p '床前明月光' -n 48 --temp 0 %s";
-    struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, q8, "");
-    struct mg_test_run g99 = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 99");
-    struct mg_test_run g1  = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 1");
-    struct mg_test_run g2  = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 2");
-    struct mg_test_run g0  = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 0");
-    ck_assert_msg(cpu.status == 0 && g99.status == 0 && g1.status == 0 && g2.status == 0 && g0.status == 0,
-                  "%s\n%s\n%s\n%s\n%s", cpu.err, g99.err, g1.err, g2.err, g0.err);
-    ck_assert_str_eq(g99.out, cpu.out);
-    ck_assert_str_eq(g1.out, cpu.out);
-    ck_assert_str_eq(g2.out, cpu.out);
-    ck_assert_str_eq(g0.out, cpu.out);
-    mg_test_run_free(&cpu), mg_test_run_free(&g99), mg_test_run_free(&g1), mg_test_run_free(&g2), mg_test_run_free(&g0);
+    const char * const ngl[] = {"-ngl 99", "-ngl 1", "-ngl 2", "-ngl 0"};
+    expect_text_like_the_cpu(run, q8, ngl, 4, NULL);
     size_t  n_cpu, n99, n99b;
     float * c   = logits_of(q8, "q8c.bin", "", &n_cpu);
     float * g   = logits_of(q8, "q8g.bin", "-ngl 99", &n99);
@@ -985,16 +994,8 @@ END_TEST
 START_TEST(test_ngl_context_shift_like_the_cpu) {
     const char * q8  = mg_test_root("models/fortune-toy-q8_0.gguf");
     const char * run = "run -m '%s' -p '床前明月光' -n 60 -c 16 --context-shift --temp 0 %s";
-    struct mg_test_run cpu = mg_test_run_mg(dir, NULL, NULL, run, q8, "");
-    struct mg_test_run g1  = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 1");
-    struct mg_test_run g99 = mg_test_run_mg(dir, NULL, NULL, run, q8, "-ngl 99");
-    ck_assert_msg(cpu.status == 0 && g1.status == 0 && g99.status == 0, "%s\n%s\n%s", cpu.err, g1.err, g99.err);
-    const char * shifts = "context shifts   =         6 ";
-    ck_assert_msg(strstr(cpu.err, shifts) != NULL && strstr(g1.err, shifts) != NULL && strstr(g99.err, shifts) != NULL,
-                  "%s\n%s\n%s", cpu.err, g1.err, g99.err);
-    ck_assert_str_eq(g1.out, cpu.out);
-    ck_assert_str_eq(g99.out, cpu.out);
-    mg_test_run_free(&cpu), mg_test_run_free(&g1), mg_test_run_free(&g99);
+    const char * const ngl[] = {"-ngl 1", "-ngl 99"};
+    expect_text_like_the_cpu(run, q8, ngl, 2, "context shifts   =         6 ");
 }
 END_TEST
 
