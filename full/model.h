@@ -137,6 +137,12 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
                                   struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
                                   struct mg_batch_inputs * in);
 
+//@+ full moe
+// After a batch's graph ran: print the routing of every MoE layer (the
+// "moe" trace category; nothing for a dense model or with the trace off).
+void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m);
+//@- full moe
+
 // Graph size and context size that mg_qwen3_build needs for this model.
 int    mg_qwen3_graph_size(const struct mg_model * m);
 size_t mg_qwen3_ctx_size(const struct mg_model * m);

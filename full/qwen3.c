@@ -788,6 +788,148 @@ static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_
 }
 //@- full fused-ops
 
+//@+ full moe
+#ifndef MG_MAX_EXPERTS
+#define MG_MAX_EXPERTS 512   // llama.cpp's LLAMA_MAX_EXPERTS
+#endif
+
+// The router's weights of each token's chosen experts: softmax over all
+// experts, the top n_used picked, their probabilities renormalised to sum to
+// 1 (qwen3moe's norm_w) and scaled where the file says so. Returns the
+// weights [1, n_used, T]; *selected gets the experts' ids [n_used, T]
+// (llama.cpp: the first half of build_moe_ffn, softmax gating).
+static struct mg_tensor * moe_route(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
+                                    const struct mg_layer * l, struct mg_tensor * cur, int il,
+                                    struct mg_tensor ** selected) {
+    const struct mg_model_hparams * hp = &m->hp;
+    const int64_t n_tokens = cur->ne[1];
+    struct mg_tensor * logits = mg_mul_mat(ctx, l->ffn_gate_inp, cur);   // [n_expert, T]
+    cb(logits, "ffn_moe_logits", il);
+    struct mg_tensor * probs = mg_soft_max(ctx, logits);                 // [n_expert, T]
+    cb(probs, "ffn_moe_probs", il);
+    *selected = mg_argsort_top_k(ctx, probs, hp->n_expert_used);        // [n_used, T]: a view of the sort
+    cb((*selected)->src[0], "ffn_moe_argsort", il);
+    cb(*selected, "ffn_moe_topk", il);
+    probs = mg_reshape_3d(ctx, probs, 1, hp->n_expert, n_tokens);        // [1, n_expert, T]: one row per expert
+    struct mg_tensor * weights = mg_get_rows(ctx, probs, *selected);    // [1, n_used, T]
+    cb(weights, "ffn_moe_weights", il);
+    if (hp->expert_weights_norm) {
+        weights = mg_reshape_2d(ctx, weights, hp->n_expert_used, n_tokens);      // [n_used, T]
+        struct mg_tensor * sum = mg_sum_rows(ctx, weights);                      // [1, T]
+        cb(sum, "ffn_moe_weights_sum", il);
+        sum = mg_clamp(ctx, sum, 6.103515625e-5f, INFINITY);   // F16's smallest normal: never divide by 0
+        cb(sum, "ffn_moe_weights_sum_clamped", il);
+        weights = mg_div(ctx, weights, sum);                                     // [n_used, T]
+        cb(weights, "ffn_moe_weights_norm", il);
+        weights = mg_reshape_3d(ctx, weights, 1, hp->n_expert_used, n_tokens);   // [1, n_used, T]
+    }
+    if (hp->expert_weights_scale != 0.0f && hp->expert_weights_scale != 1.0f) {
+        weights = mg_scale(ctx, weights, hp->expert_weights_scale);
+        cb(weights, "ffn_moe_weights_scaled", il);
+    }
+    mg_build_forward_expand(g, weights);   // ggml's order: the routing before the experts
+    if (mg_trace_on(MG_TRACE_MOE)) {       // kept after compute, for mg_moe_trace to read
+        (*selected)->src[0]->flags |= MG_TENSOR_FLAG_OUTPUT;
+        (weights->view_src ? weights->view_src : weights)->flags |= MG_TENSOR_FLAG_OUTPUT;
+    }
+    return weights;
+}
+
+// The mixture-of-experts feed-forward: each token through its n_used
+// experts' SwiGLU, the outputs weighted by the router and summed
+// (llama.cpp: llm_graph_context::build_moe_ffn with LLM_FFN_SILU, as
+// src/models/qwen3moe.cpp calls it). mul_mat_id reads only the chosen
+// experts' rows: a decode step touches n_used of n_expert experts.
+static struct mg_tensor * moe_feed_forward(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
+                                           const struct mg_layer * l, struct mg_tensor * cur, int il) {
+    const int64_t n_embd = cur->ne[0], n_tokens = cur->ne[1];
+    const int     n_used = m->hp.n_expert_used;
+    struct mg_tensor * selected;
+    struct mg_tensor * weights = moe_route(ctx, g, m, l, cur, il, &selected);   // [1, n_used, T]
+    cur = mg_reshape_3d(ctx, cur, n_embd, 1, n_tokens);                          // [E, 1, T]
+    struct mg_tensor * up = mg_mul_mat_id(ctx, l->ffn_up_exps, cur, selected);   // [F, n_used, T]
+    cb(up, "ffn_moe_up", il);
+    struct mg_tensor * gate = mg_mul_mat_id(ctx, l->ffn_gate_exps, cur, selected);   // [F, n_used, T]
+    cb(gate, "ffn_moe_gate", il);
+    struct mg_tensor * act = mg_swiglu(ctx, gate, up);                           // [F, n_used, T]
+    cb(act, "ffn_moe_swiglu", il);
+    struct mg_tensor * experts = mg_mul_mat_id(ctx, l->ffn_down_exps, act, selected);   // [E, n_used, T]
+    cb(experts, "ffn_moe_down", il);
+    experts = mg_mul(ctx, experts, weights);                                     // [E, n_used, T]
+    cb(experts, "ffn_moe_weighted", il);
+    mg_build_forward_expand(g, experts);
+    // Sum over the chosen experts: one [E, T] view per slot, added in slot order.
+    struct mg_tensor * slot[MG_MAX_EXPERTS];   // n_used <= n_expert <= MG_MAX_EXPERTS (the loader checks)
+    for (int i = 0; i < n_used; i++) {
+        slot[i] = mg_view_2d(ctx, experts, n_embd, n_tokens, experts->nb[2], (size_t) i * experts->nb[1]);
+        mg_build_forward_expand(g, slot[i]);
+    }
+    struct mg_tensor * out = slot[0];
+    for (int i = 1; i < n_used; i++) {
+        out = mg_add(ctx, out, slot[i]);
+        mg_build_forward_expand(g, out);
+    }
+    if (n_used == 1) out = mg_cont(ctx, out);   // a contiguous result, as the dense path gives
+    cb(out, "ffn_moe_out", il);
+    return out;   // [E, T]
+}
+
+static const struct mg_tensor * find_node(const struct mg_cgraph * g, const char * name) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (strcmp(mg_get_name(g->nodes[i]), name) == 0) return g->nodes[i];
+    }
+    return NULL;
+}
+
+// One layer's routing, from the graph just computed: each token's experts
+// with their weights, then how many tokens each expert took. The weights are
+// the tensor ffn_moe_weighted multiplied by (after normalising and scaling).
+static void trace_layer_routing(const struct mg_cgraph * g, const struct mg_model * m, int il) {
+    char name[64];
+    snprintf(name, sizeof(name), "ffn_moe_argsort-%d", il);
+    const struct mg_tensor * order = find_node(g, name);
+    snprintf(name, sizeof(name), "ffn_moe_weighted-%d", il);
+    const struct mg_tensor * weighted = find_node(g, name);
+    if (order == NULL || weighted == NULL) return;
+    const struct mg_tensor * w = weighted->src[1];   // [1, n_used, T]
+    const int n_used = m->hp.n_expert_used, n_tokens = (int) order->ne[1];
+    int count[MG_MAX_EXPERTS] = {0};
+    for (int t = 0; t < n_tokens; t++) {
+        char line[1024];
+        int  len = snprintf(line, sizeof(line), "layer %d token %d:", il, t);
+        for (int i = 0; i < n_used && len < (int) sizeof(line); i++) {
+            const int32_t e  = *(const int32_t *) ((const char *) order->data + (size_t) t * order->nb[1] +
+                                                   (size_t) i * order->nb[0]);
+            const float   we = *(const float *) ((const char *) w->data + (size_t) t * w->nb[2] + (size_t) i * w->nb[1]);
+            len += snprintf(line + len, sizeof(line) - (size_t) len, " %d (%.3f)", e, (double) we);
+            count[e]++;
+        }
+        mg_trace(MG_TRACE_MOE, "%s", line);
+    }
+    char line[4096];
+    int  len = snprintf(line, sizeof(line), "layer %d tokens per expert:", il);
+    for (int e = 0; e < m->hp.n_expert && len < (int) sizeof(line); e++) {
+        if (count[e] > 0) len += snprintf(line + len, sizeof(line) - (size_t) len, " %d:%d", e, count[e]);
+    }
+    mg_trace(MG_TRACE_MOE, "%s", line);
+}
+
+void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m) {
+    if (!mg_trace_on(MG_TRACE_MOE) || m->hp.arch != MG_ARCH_QWEN3MOE) return;
+    for (int il = 0; il < m->hp.n_layer; il++) trace_layer_routing(g, m, il);
+}
+
+// The layer's feed-forward: dense SwiGLU, or the experts for qwen3moe. Both
+// come back named: ffn_out (llama.cpp's build_ffn callers) or ffn_moe_out.
+static struct mg_tensor * layer_ffn(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
+                                    int il, struct mg_tensor * cur) {
+    if (m->hp.arch == MG_ARCH_QWEN3MOE) return moe_feed_forward(ctx, g, m, &m->layers[il], cur, il);
+    cur = feed_forward(ctx, &m->layers[il], cur, il);
+    cb(cur, "ffn_out", il);
+    return cur;
+}
+//@- full moe
+
 #if 0 //@old 09..09 v-idx
 static struct mg_tensor * input_v_idx(struct mg_context * ctx, const struct mg_kv_cache * kv, int n_tokens) {
     return input(ctx, MG_TYPE_I32, (int64_t) kv->head_dim * kv->n_head_kv * n_tokens, 0, "v_idxs");   // V transposed
@@ -830,8 +972,13 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
         // ... then a pre-norm feed-forward with a residual around it.
         cur = norm(ctx, ffn_inp, m->layers[il].ffn_norm, hp->rms_eps, il);
         cb(cur, "ffn_norm", il);
+#if 0 //@old 09..09 moe
         cur = feed_forward(ctx, &m->layers[il], cur, il);
         cb(cur, "ffn_out", il);
+#endif //@old moe
+        //@+ full moe
+        cur = layer_ffn(ctx, g, m, il, cur);
+        //@- full moe
         inp = mg_add(ctx, cur, ffn_inp);
         cb(inp, "l_out", il);
     }

@@ -32,6 +32,9 @@ static const struct {
     //@+ full trace-sched
     {MG_TRACE_SCHED,   "sched"},
     //@- full trace-sched
+    //@+ full moe
+    {MG_TRACE_MOE,     "moe"},
+    //@- full moe
 };
 enum { N_CATEGORIES = sizeof(categories) / sizeof(categories[0]) };
 

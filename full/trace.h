@@ -36,6 +36,9 @@ enum mg_trace_category {
     //@+ full trace-sched
     MG_TRACE_SCHED   = 1 << 9,   // the scheduler: backend per node, splits, copies between backends
     //@- full trace-sched
+    //@+ full moe
+    MG_TRACE_MOE     = 1 << 10,  // mixture of experts: each token's experts and weights, per layer
+    //@- full moe
 };
 
 // Turn categories on from a comma-separated list ("alloc,graph", "all", "");
