@@ -4,7 +4,7 @@
 #   tools/llama-ref/make_golden2.sh LLAMA_BUILD_BIN LLAMA_REF_BINARY [MG_BINARY]
 #
 # e.g. tools/llama-ref/make_golden2.sh ~/llama.cpp/build/bin ./llama_ref full/build/mg
-# Run from the root of the repository. Four shapes (SHAPES="tiny tiny2 tiny-llama tiny-qwen2" by default):
+# Run from the root of the repository. Five shapes (SHAPES="tiny tiny2 tiny-llama tiny-qwen2 tiny-qwen3moe" by default):
 #   tiny   the vendored master tests/fixtures/models/tiny-f32.gguf; prompts nihao fox long chat;
 #          goldens in golden2/tiny-TYPE/, checksums in golden2/models.tsv
 #   tiny2  the master made by `mg mkmodel --preset tiny2` (bit-reproducible: --rng sum4);
@@ -13,6 +13,8 @@
 #   tiny-llama, tiny-qwen2  the other architectures: masters by `mg mkmodel --preset tiny-llama`
 #          (tiny-qwen2), tiny2's prompts; checksums in
 #          golden2/models-tiny-llama.tsv (models-tiny-qwen2.tsv)
+#   tiny-qwen3moe  mixture of experts (`mg mkmodel --preset tiny-qwen3moe`), tiny2's
+#          prompts, six types: F32 F16 Q8_0 Q4_0 Q4_K_M Q5_K_M
 # The models are written to $TMP (default /tmp/golden2-models): only their checksums are
 # vendored, because `mg quantize` (and mg mkmodel) write byte-identical files (the test checks).
 #
@@ -32,10 +34,11 @@ BIN=$1
 REF=$2
 MG=${3:-full/build/mg}
 TMP=${TMP:-/tmp/golden2-models}
-SHAPES=${SHAPES:-tiny tiny2 tiny-llama tiny-qwen2}
+SHAPES=${SHAPES:-tiny tiny2 tiny-llama tiny-qwen2 tiny-qwen3moe}
 SET=${SET:-golden2}
 OUT=tests/fixtures/$SET
 TABLES=tests/fixtures/golden2
+TYPES_GIVEN=${TYPES:-}
 TYPES=${TYPES:-F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_NL}
 MODELS=${MODELS:-llama-quantize}
 mkdir -p "$TMP"
@@ -85,8 +88,15 @@ for shape in $SHAPES; do
         tiny-llama|tiny-qwen2)
             "$MG" mkmodel --preset "$shape" -o "$TMP/$shape-master.gguf" > /dev/null
             golden_set "$shape" "$TMP/$shape-master.gguf" "$TABLES/models-$shape.tsv" nihao fox digits chat ;;
+        tiny-qwen3moe)
+            # six types (the issue's floor, and test time): TYPES chooses others
+            "$MG" mkmodel --preset "$shape" -o "$TMP/$shape-master.gguf" > /dev/null
+            all_types=$TYPES
+            TYPES=${TYPES_GIVEN:-F32 F16 Q8_0 Q4_0 Q4_K_M Q5_K_M}
+            golden_set "$shape" "$TMP/$shape-master.gguf" "$TABLES/models-$shape.tsv" nihao fox digits chat
+            TYPES=$all_types ;;
         *)
-            echo "make_golden2.sh: unknown shape '$shape' (tiny, tiny2, tiny-llama, tiny-qwen2)" >&2
+            echo "make_golden2.sh: unknown shape '$shape' (tiny, tiny2, tiny-llama, tiny-qwen2, tiny-qwen3moe)" >&2
             exit 1 ;;
     esac
 done
