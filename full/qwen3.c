@@ -884,13 +884,19 @@ static const struct mg_tensor * find_node(const struct mg_cgraph * g, const char
 // One layer's routing, from the graph just computed: each token's experts
 // with their weights, then how many tokens each expert took. The weights are
 // the tensor ffn_moe_weighted multiplied by (after normalising and scaling).
-static void trace_layer_routing(const struct mg_cgraph * g, const struct mg_model * m, int il) {
+// The bytes of one expert's three matrices in layer il (its slices of the 3-D tensors).
+static size_t expert_bytes(const struct mg_layer * l) {
+    return l->ffn_gate_exps->nb[2] + l->ffn_up_exps->nb[2] + l->ffn_down_exps->nb[2];
+}
+
+// Returns how many distinct experts the batch used in layer il (0: no routing found).
+static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model * m, int il) {
     char name[64];
     snprintf(name, sizeof(name), "ffn_moe_argsort-%d", il);
     const struct mg_tensor * order = find_node(g, name);
     snprintf(name, sizeof(name), "ffn_moe_weighted-%d", il);
     const struct mg_tensor * weighted = find_node(g, name);
-    if (order == NULL || weighted == NULL) return;
+    if (order == NULL || weighted == NULL) return 0;
     const struct mg_tensor * w = weighted->src[1];   // [1, n_used, T]
     const int n_used = m->hp.n_expert_used, n_tokens = (int) order->ne[1];
     int count[MG_MAX_EXPERTS] = {0};
@@ -907,16 +913,30 @@ static void trace_layer_routing(const struct mg_cgraph * g, const struct mg_mode
         mg_trace(MG_TRACE_MOE, "%s", line);
     }
     char line[4096];
-    int  len = snprintf(line, sizeof(line), "layer %d tokens per expert:", il);
+    int  len = snprintf(line, sizeof(line), "layer %d tokens per expert:", il), n_distinct = 0;
     for (int e = 0; e < m->hp.n_expert && len < (int) sizeof(line); e++) {
-        if (count[e] > 0) len += snprintf(line + len, sizeof(line) - (size_t) len, " %d:%d", e, count[e]);
+        if (count[e] == 0) continue;
+        len += snprintf(line + len, sizeof(line) - (size_t) len, " %d:%d", e, count[e]);
+        n_distinct++;
     }
     mg_trace(MG_TRACE_MOE, "%s", line);
+    return n_distinct;
 }
 
+// Per layer the routing, then what it means for memory: mul_mat_id reads
+// only the chosen experts' rows, so a batch reads the experts it used, not
+// all of them (llama.cpp's ggml_compute_forward_mul_mat_id skips an expert
+// with no rows).
 void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m) {
     if (!mg_trace_on(MG_TRACE_MOE) || m->hp.arch != MG_ARCH_QWEN3MOE) return;
-    for (int il = 0; il < m->hp.n_layer; il++) trace_layer_routing(g, m, il);
+    size_t read = 0, all = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const size_t one = expert_bytes(&m->layers[il]);
+        read += (size_t) trace_layer_routing(g, m, il) * one;
+        all += (size_t) m->hp.n_expert * one;
+    }
+    mg_trace(MG_TRACE_MOE, "expert weights read by this batch: %zu of %zu bytes (%.1f%%); every other weight: %zu bytes",
+             read, all, all ? 100.0 * (double) read / (double) all : 0.0, m->n_weight_bytes - all);
 }
 
 // The layer's feed-forward: dense SwiGLU, or the experts for qwen3moe. Both
