@@ -478,7 +478,8 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                         // llama.cpp's gemm groups and a smaller one its gemv rest (repack.c).
                         if (a->repacked != NULL) {
                             MG_ASSERT(n_rows == MUL_MAT_TILE_ROWS);
-                            const size_t at = (size_t) i01 * a->nb[1];   // the group starts where row i01 did
+                            const size_t at = (size_t) i01 * a->nb[1] + (size_t) (i12 / r2) * a->nb[2] +
+                                              (size_t) (i13 / r3) * a->nb[3];   // the group starts where row i01 did
                             mg_repack_tile(a->type, a->ne[0], s + i01, s_stride, (const char *) a->repacked + at, y,
                                            y_stride, n_cols);
                             continue;
