@@ -1275,10 +1275,8 @@ void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t
 //@- 06 op-table
 
 //@+ 07 init-phase
+#if 0 //@old 07..09 init-ops
 bool mg_compute_needs_init(const struct mg_tensor * t) {
-    //@+ full moe
-    if (t->op == MG_OP_MUL_MAT_ID) return true;   // it always groups the picks by expert first
-    //@- full moe
     if (t->op != MG_OP_MUL_MAT) return false;
     const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(t->src[0]->type);
     return cpu != NULL && t->src[1]->type != cpu->vec_dot_type;
@@ -1286,10 +1284,22 @@ bool mg_compute_needs_init(const struct mg_tensor * t) {
 
 void mg_compute_forward_init(const struct mg_compute_params * p, struct mg_tensor * t) {
     if (t->op == MG_OP_MUL_MAT) mul_mat_init(p, t);
-    //@+ full moe
-    if (t->op == MG_OP_MUL_MAT_ID) mul_mat_id_init(p, t);
-    //@- full moe
 }
+#endif //@old init-ops
+//@+ full moe
+// full/ adds mul_mat_id, whose init also groups the picks by expert.
+bool mg_compute_needs_init(const struct mg_tensor * t) {
+    if (t->op == MG_OP_MUL_MAT_ID) return true;   // it always groups the picks by expert first
+    if (t->op != MG_OP_MUL_MAT) return false;
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(t->src[0]->type);
+    return cpu != NULL && t->src[1]->type != cpu->vec_dot_type;
+}
+
+void mg_compute_forward_init(const struct mg_compute_params * p, struct mg_tensor * t) {
+    if (t->op == MG_OP_MUL_MAT) mul_mat_init(p, t);
+    if (t->op == MG_OP_MUL_MAT_ID) mul_mat_id_init(p, t);
+}
+//@- full moe
 //@- 07 init-phase
 
 #if 0 //@old 03..04 naive-data
