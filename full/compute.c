@@ -478,7 +478,8 @@ static void mul_mat_tiled(const struct mg_compute_params * p, struct mg_tensor *
                         // llama.cpp's gemm groups and a smaller one its gemv rest (repack.c).
                         if (a->repacked != NULL) {
                             MG_ASSERT(n_rows == MUL_MAT_TILE_ROWS);
-                            const size_t at = (size_t) i01 * a->nb[1];   // the group starts where row i01 did
+                            const size_t at = (size_t) i01 * a->nb[1] + (size_t) (i12 / r2) * a->nb[2] +
+                                              (size_t) (i13 / r3) * a->nb[3];   // the group starts where row i01 did
                             mg_repack_tile(a->type, a->ne[0], s + i01, s_stride, (const char *) a->repacked + at, y,
                                            y_stride, n_cols);
                             continue;
@@ -599,6 +600,238 @@ static void forward_mul_mat(const struct mg_compute_params * p, struct mg_tensor
 }
 //@- full mul-mat-tiled
 
+//@+ full moe
+// ---------------------------------------------------------------------------
+// Mixture of experts: argsort, clamp, mul_mat_id
+// ---------------------------------------------------------------------------
+
+// Does index x come before index y in the row v (sorted ASC or DESC)?
+static bool argsort_before(const float * v, int32_t x, int32_t y, bool desc) {
+    return desc ? v[x] > v[y] : v[x] < v[y];
+}
+
+// idx[0..n) sorted by v: a bottom-up merge sort, ping-ponging between idx
+// and tmp. Ties keep the lower index first (a merge sort is stable, and idx
+// starts as 0..n-1). ggml sorts with std::sort, which leaves the order of
+// equal values unspecified: where a row has ties, llama.cpp may order them
+// either way; with none (the router's probabilities, in practice) both agree.
+static void argsort_row(const float * v, int32_t * idx, int32_t * tmp, int64_t n, bool desc) {
+    int32_t * from = idx, * to = tmp;
+    for (int64_t width = 1; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            const int64_t mid = min_i64(lo + width, n), hi = min_i64(lo + 2 * width, n);
+            int64_t       i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) to[k++] = argsort_before(v, from[j], from[i], desc) ? from[j++] : from[i++];
+            while (i < mid) to[k++] = from[i++];
+            while (j < hi) to[k++] = from[j++];
+        }
+        int32_t * swap = from;
+        from = to;
+        to   = swap;
+    }
+    if (from != idx) memcpy(idx, from, (size_t) n * sizeof(int32_t));
+}
+
+// Scratch of one share of argsort: a row's values and the merge's second buffer.
+size_t mg_argsort_work_size(const struct mg_tensor * t) {
+    return (size_t) t->ne[0] * (sizeof(float) + sizeof(int32_t));
+}
+
+// Per row: the indices 0..n-1 sorted by the row's values
+// (ggml_compute_forward_argsort_f32). The row is copied into this share's
+// slice of the work buffer first, so any strides will do.
+static void forward_argsort(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a    = dst->src[0];
+    const int64_t            n    = a->ne[0];
+    const bool               desc = mg_get_op_param_i32(dst, 0) == MG_SORT_ORDER_DESC;
+    const size_t             per  = (mg_argsort_work_size(dst) + MG_CACHE_LINE - 1) / MG_CACHE_LINE * MG_CACHE_LINE;
+    MG_ASSERT(dst->nb[0] == sizeof(int32_t) && p->wsize >= per * (size_t) p->nth);
+    float *   v   = (float *) ((char *) p->wdata + per * (size_t) p->ith);
+    int32_t * tmp = (int32_t *) (v + n);
+    int64_t   r0, r1;
+    mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(a, ir, &i1, &i2, &i3);
+        const char * ra  = row_ptr(a, i1, i2, i3);
+        int32_t *    idx = (int32_t *) row_ptr(dst, i1, i2, i3);
+        for (int64_t i0 = 0; i0 < n; i0++) {
+            v[i0]   = get_f32(ra, a, i0);
+            idx[i0] = (int32_t) i0;
+        }
+        argsort_row(v, idx, tmp, n, desc);
+    }
+}
+
+// min(max(x, lo), hi) as ggml_compute_forward_clamp_f32 writes it,
+// MAX(MIN(x, hi), lo): a NaN comes out as hi.
+static void forward_clamp(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a  = dst->src[0];
+    const float              lo = mg_get_op_param_f32(dst, 0), hi = mg_get_op_param_f32(dst, 1);
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(a, ir, &i1, &i2, &i3);
+        const char * ra = row_ptr(a, i1, i2, i3);
+        char *       rd = row_ptr(dst, i1, i2, i3);
+        for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
+            const float x = get_f32(ra, a, i0);
+            const float m = x < hi ? x : hi;
+            set_f32(rd, dst, i0, m > lo ? m : lo);
+        }
+    }
+}
+
+// mul_mat_id (ggml_compute_forward_mul_mat_id, ggml-cpu.c) in two phases, as
+// ggml does them. Init: every share converts its rows of b into the
+// weights' vec_dot_type (the same from_float as mul_mat's), and share 0
+// groups the picks by expert, so that each expert's weights are read once for
+// all the tokens that picked it. Forward: every expert with picks has its
+// rows split between the shares in whole tiles of 8; one row times one pick
+// is one vec_dot (ggml calls vec_dot with nrc = 1 here, for every type: no
+// tinyBLAS, no 4-column tiles), so each output has the bits of mul_mat of
+// that expert's matrix by that one column. With the weights repacked (3-D,
+// repack.c), the repacked gemv of llama.cpp's forward_mul_mat_id instead:
+// mg_repack_tile with one column, again what mul_mat gives for one column.
+//
+// The work buffer: the converted rows of b (when b is not already of the
+// vec_dot_type), then, from a cache line on, the grouping: n_as + 1 starts,
+// and the picks (i, t) of expert e at pairs starts[e] .. starts[e+1]-1.
+struct mul_mat_id_work {
+    size_t    b_bytes;   // converted rows of b, rounded up to a cache line (0: b is read as it is)
+    int32_t * starts;    // [n_as + 1]
+    int32_t * picks;     // [2 * n_used * T]: i, t of each pick, grouped by expert
+};
+
+static bool mul_mat_id_converts_b(const struct mg_tensor * t) {
+    return t->src[1]->type != mg_get_type_traits_cpu(t->src[0]->type)->vec_dot_type;
+}
+
+static size_t mul_mat_id_b_bytes(const struct mg_tensor * t) {
+    if (!mul_mat_id_converts_b(t)) return 0;
+    const enum mg_type vdt   = mg_get_type_traits_cpu(t->src[0]->type)->vec_dot_type;
+    const size_t       bytes = mg_row_size(vdt, t->src[1]->ne[0]) * (size_t) mg_nrows(t->src[1]);
+    return (bytes + MG_CACHE_LINE - 1) / MG_CACHE_LINE * MG_CACHE_LINE;
+}
+
+size_t mg_mul_mat_id_work_size(const struct mg_tensor * t) {
+    const int64_t n_as = t->src[0]->ne[2], n_picks = mg_nelements(t->src[2]);
+    return mul_mat_id_b_bytes(t) + (size_t) (n_as + 1 + 2 * n_picks) * sizeof(int32_t);
+}
+
+static struct mul_mat_id_work mul_mat_id_work_of(const struct mg_compute_params * p, const struct mg_tensor * t) {
+    MG_ASSERT(p->wsize >= mg_mul_mat_id_work_size(t) && "mul_mat_id: the plan's work buffer is too small");
+    struct mul_mat_id_work w = {.b_bytes = mul_mat_id_b_bytes(t)};
+    w.starts = (int32_t *) ((char *) p->wdata + w.b_bytes);
+    w.picks  = w.starts + t->src[0]->ne[2] + 1;
+    return w;
+}
+
+static int32_t mul_mat_id_pick(const struct mg_tensor * ids, int64_t i, int64_t t) {
+    return *(const int32_t *) ((const char *) ids->data + i * ids->nb[0] + t * ids->nb[1]);
+}
+
+// Share 0's part of init: a counting sort of the picks by expert, token by
+// token (ggml's matrix_rows, in the same order).
+static void mul_mat_id_group(const struct mg_tensor * dst, const struct mul_mat_id_work * w) {
+    const struct mg_tensor * ids  = dst->src[2];
+    const int64_t            n_as = dst->src[0]->ne[2];
+    memset(w->starts, 0, (size_t) (n_as + 1) * sizeof(int32_t));
+    for (int64_t t = 0; t < ids->ne[1]; t++) {
+        for (int64_t i = 0; i < ids->ne[0]; i++) {
+            const int32_t e = mul_mat_id_pick(ids, i, t);
+            if (e < 0 || e >= n_as) {
+                mg_abort(__FILE__, __LINE__, "mul_mat_id: ids[%lld, %lld] = %d is not an expert of %s (0..%lld)",
+                         (long long) i, (long long) t, e, dst->src[0]->name, (long long) n_as - 1);
+            }
+            w->starts[e + 1]++;
+        }
+    }
+    for (int64_t e = 0; e < n_as; e++) w->starts[e + 1] += w->starts[e];
+    // Fill each expert's range; starts[e] walks forward and ends at its end,
+    // which is where expert e+1 began, so shifting back restores them.
+    for (int64_t t = 0; t < ids->ne[1]; t++) {
+        for (int64_t i = 0; i < ids->ne[0]; i++) {
+            const int32_t at   = w->starts[mul_mat_id_pick(ids, i, t)]++;
+            w->picks[2 * at]     = (int32_t) i;
+            w->picks[2 * at + 1] = (int32_t) t;
+        }
+    }
+    for (int64_t e = n_as; e > 0; e--) w->starts[e] = w->starts[e - 1];
+    w->starts[0] = 0;
+}
+
+static void mul_mat_id_init(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor *          as  = dst->src[0];
+    const struct mg_tensor *          b   = dst->src[1];
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(as->type);
+    MG_ASSERT(cpu != NULL && cpu->vec_dot != NULL && "mul_mat_id: no dot product for this weight type");
+    const struct mul_mat_id_work w = mul_mat_id_work_of(p, dst);
+    if (p->ith == 0) mul_mat_id_group(dst, &w);
+    if (!mul_mat_id_converts_b(dst)) return;
+    MG_ASSERT(b->nb[0] == sizeof(float));
+    const size_t row_size = mg_row_size(cpu->vec_dot_type, b->ne[0]);
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(b), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(b, ir, &i1, &i2, &i3);
+        cpu->from_float((const float *) row_ptr(b, i1, i2, i3), (char *) p->wdata + (size_t) ir * row_size, b->ne[0]);
+    }
+}
+
+// Column (i % n_b, t) of b in the vec_dot_type: converted in the work
+// buffer, or b's own row.
+static const char * mul_mat_id_b_row(const struct mg_compute_params * p, const struct mg_tensor * b,
+                                     enum mg_type vec_dot_type, int64_t i, int64_t t) {
+    const int64_t i11 = i % b->ne[1];
+    if (b->type == vec_dot_type) return row_ptr(b, i11, t, 0);
+    return (const char *) p->wdata + (size_t) (t * b->ne[1] + i11) * mg_row_size(vec_dot_type, b->ne[0]);
+}
+
+// Rows [r0, r1) of expert e (whole tiles of 8, but the last) times one
+// column y: s[i01] for each row, one column at a time, as mul_mat_tiled does
+// for a single column.
+static void mul_mat_id_rows(const struct mg_tensor * as, const struct mg_type_traits_cpu * cpu, int64_t e,
+                            int64_t r0, int64_t r1, const char * y, float * s) {
+    for (int64_t i01 = r0; i01 < r1; i01 += MUL_MAT_TILE_ROWS) {
+        const int n_rows = (int) min_i64(r1 - i01, MUL_MAT_TILE_ROWS);
+        if (as->repacked != NULL) {
+            MG_ASSERT(n_rows == MUL_MAT_TILE_ROWS);
+            const size_t at = (size_t) e * as->nb[2] + (size_t) i01 * as->nb[1];   // where the group's rows were
+            mg_repack_tile(as->type, as->ne[0], s + i01, 1, (const char *) as->repacked + at, y, 1, 1);
+            continue;
+        }
+        cpu->vec_dot_tile(as->ne[0], s + i01, 1, row_ptr(as, i01, e, 0), as->nb[1], n_rows, y, 1, 1);
+    }
+}
+
+static void forward_mul_mat_id(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor *          as  = dst->src[0];
+    const struct mg_tensor *          b   = dst->src[1];
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(as->type);
+    MG_ASSERT(as->nb[0] == mg_type_size(as->type) && "mul_mat_id: rows of as must be contiguous");
+    MG_ASSERT(dst->nb[0] == sizeof(float));
+    const struct mul_mat_id_work w = mul_mat_id_work_of(p, dst);
+    int64_t r0, r1;
+    mul_mat_share(as->ne[1], p, &r0, &r1);
+    const size_t  tile  = MUL_MAT_TILE_ROWS * mg_row_size(as->type, as->ne[0]);
+    const int64_t block = MUL_MAT_TILE_ROWS * (tile < MUL_MAT_BLOCK_BYTES ? (int64_t) (MUL_MAT_BLOCK_BYTES / tile) : 1);
+    for (int64_t e = 0; e < as->ne[2]; e++) {
+        // A block of the expert's rows stays in cache while every pick of it passes.
+        for (int64_t ib = r0; ib < r1; ib += block) {
+            const int64_t ie = min_i64(ib + block, r1);
+            for (int32_t k = w.starts[e]; k < w.starts[e + 1]; k++) {
+                const int64_t i = w.picks[2 * k], t = w.picks[2 * k + 1];
+                const char *  y = mul_mat_id_b_row(p, b, cpu->vec_dot_type, i, t);
+                mul_mat_id_rows(as, cpu, e, ib, ie, y, (float *) row_ptr(dst, i, t, 0));
+            }
+        }
+    }
+}
+//@- full moe
+
 // ---------------------------------------------------------------------------
 // Copies and lookups
 // ---------------------------------------------------------------------------
@@ -688,6 +921,7 @@ static void forward_copy(const struct mg_compute_params * p, struct mg_tensor * 
 }
 //@- full contiguous-rows
 
+#if 0 //@old 03..09 get-rows
 // Row ids[k] of a, decoded to F32, becomes row k of dst: the embedding lookup.
 static void forward_get_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
     const struct mg_tensor *      a   = dst->src[0];
@@ -702,6 +936,27 @@ static void forward_get_rows(const struct mg_compute_params * p, struct mg_tenso
         tt->to_float(row_ptr(a, row, 0, 0), (float *) row_ptr(dst, k, 0, 0), a->ne[0]);
     }
 }
+#endif //@old get-rows
+//@+ full moe
+// Row ids[k, j, l] of a's matrix (j, l), decoded to F32, becomes row (k, j, l)
+// of dst (ggml_compute_forward_get_rows): with 1-D ids, the embedding
+// lookup; with ids {n_used, T} and a {1, n_expert, T}, each token's picked
+// expert weights.
+static void forward_get_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor *      a   = dst->src[0];
+    const struct mg_tensor *      ids = dst->src[1];
+    const struct mg_type_traits * tt  = mg_get_type_traits(a->type);
+    MG_ASSERT(tt->to_float != NULL && a->nb[0] == tt->type_size);
+    int64_t k0, k1;
+    mg_split_rows(mg_nelements(ids), p->ith, p->nth, &k0, &k1);
+    for (int64_t k = k0; k < k1; k++) {
+        const int64_t i = k % ids->ne[0], j = k / ids->ne[0] % ids->ne[1], l = k / (ids->ne[0] * ids->ne[1]);
+        const int32_t row = *(const int32_t *) ((const char *) ids->data + i * ids->nb[0] + j * ids->nb[1] + l * ids->nb[2]);
+        MG_ASSERT(row >= 0 && row < a->ne[1] && "get_rows: row index out of range");
+        tt->to_float(row_ptr(a, row, j, l), (float *) row_ptr(dst, i, j, l), a->ne[0]);
+    }
+}
+//@- full moe
 
 //@+ 06 attention-ops
 // ---------------------------------------------------------------------------
@@ -951,7 +1206,12 @@ static void forward_nothing(const struct mg_compute_params * p, struct mg_tensor
 }
 
 static int64_t weight_rows(const struct mg_tensor * t) { return t->src[0]->ne[1]; }   // mul_mat: rows of a
+#if 0 //@old 06..09 index-count
 static int64_t index_count(const struct mg_tensor * t) { return t->src[1]->ne[0]; }   // get_rows: one row per index
+#endif //@old index-count
+//@+ full moe
+static int64_t index_count(const struct mg_tensor * t) { return mg_nelements(t->src[1]); }   // get_rows: one row per index
+//@- full moe
 //@+ 09 set-rows
 static int64_t source_rows(const struct mg_tensor * t) { return mg_nrows(t->src[0]); }   // set_rows: rows of src
 //@- 09 set-rows
@@ -992,6 +1252,11 @@ static const struct op_kernel op_kernels[MG_OP_COUNT] = {
     [MG_OP_SWIGLU]     = {mg_compute_forward_swiglu, mg_nrows},
     [MG_OP_FLASH_ATTN] = {mg_compute_forward_flash_attn, mg_flash_attn_n_blocks},
     //@- full fused-ops
+    //@+ full moe
+    [MG_OP_ARGSORT]    = {forward_argsort, mg_nrows},
+    [MG_OP_CLAMP]      = {forward_clamp, mg_nrows},
+    [MG_OP_MUL_MAT_ID] = {forward_mul_mat_id, mg_nrows},   // splits each expert's rows itself
+    //@- full moe
 };
 
 static const struct op_kernel * op_kernel_of(const struct mg_tensor * t) {
@@ -1010,6 +1275,7 @@ void mg_compute_forward(const struct mg_compute_params * p, struct mg_tensor * t
 //@- 06 op-table
 
 //@+ 07 init-phase
+#if 0 //@old 07..09 init-ops
 bool mg_compute_needs_init(const struct mg_tensor * t) {
     if (t->op != MG_OP_MUL_MAT) return false;
     const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(t->src[0]->type);
@@ -1019,6 +1285,21 @@ bool mg_compute_needs_init(const struct mg_tensor * t) {
 void mg_compute_forward_init(const struct mg_compute_params * p, struct mg_tensor * t) {
     if (t->op == MG_OP_MUL_MAT) mul_mat_init(p, t);
 }
+#endif //@old init-ops
+//@+ full moe
+// full/ adds mul_mat_id, whose init also groups the picks by expert.
+bool mg_compute_needs_init(const struct mg_tensor * t) {
+    if (t->op == MG_OP_MUL_MAT_ID) return true;   // it always groups the picks by expert first
+    if (t->op != MG_OP_MUL_MAT) return false;
+    const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(t->src[0]->type);
+    return cpu != NULL && t->src[1]->type != cpu->vec_dot_type;
+}
+
+void mg_compute_forward_init(const struct mg_compute_params * p, struct mg_tensor * t) {
+    if (t->op == MG_OP_MUL_MAT) mul_mat_init(p, t);
+    if (t->op == MG_OP_MUL_MAT_ID) mul_mat_id_init(p, t);
+}
+//@- full moe
 //@- 07 init-phase
 
 #if 0 //@old 03..04 naive-data

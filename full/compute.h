@@ -53,6 +53,11 @@ void mg_compute_forward_flash_attn(const struct mg_compute_params * params, stru
 size_t mg_flash_attn_work_size(const struct mg_tensor * t);   // scratch bytes per share
 int64_t mg_flash_attn_n_blocks(const struct mg_tensor * t);   // blocks of query rows sharing a KV head
 //@- full fused-ops
+//@+ full moe
+// Scratch of the MoE ops (compute.c), for the plan: argsort's per share, mul_mat_id's in all.
+size_t mg_argsort_work_size(const struct mg_tensor * t);
+size_t mg_mul_mat_id_work_size(const struct mg_tensor * t);
+//@- full moe
 
 // Compute t and everything it depends on, giving results their data from ctx.
 void mg_compute(struct mg_context * ctx, struct mg_tensor * t);

@@ -67,6 +67,11 @@ const char * mg_op_dot_colour(enum mg_op op) {
         case MG_OP_SWIGLU:     return "#9fc5e8";
         case MG_OP_FLASH_ATTN: return "#ffe599";
         //@- full fused-ops
+        //@+ full moe
+        case MG_OP_CLAMP:      return "#9fc5e8";
+        case MG_OP_ARGSORT:    return "#ffffff";
+        case MG_OP_MUL_MAT_ID: return "#f6b26b";   // mul_mat per expert
+        //@- full moe
         case MG_OP_COUNT:     break;
     }
     return NULL;   // MG_OP_COUNT, or a value outside the enum

@@ -192,6 +192,11 @@ static const bool op_can_inplace[MG_OP_COUNT] = {
     [MG_OP_SWIGLU]     = false,   // two inputs; ggml's list has no GLU op either
     [MG_OP_FLASH_ATTN] = false,   // reads all of K and V for every output
     //@- full fused-ops
+    //@+ full moe
+    [MG_OP_ARGSORT]    = false,   // I32 result, and each output reads the whole row
+    [MG_OP_CLAMP]      = false,   // could, but ggml_op_can_inplace does not list it: same plans as llama.cpp
+    [MG_OP_MUL_MAT_ID] = false,   // as mul_mat
+    //@- full moe
 };
 
 bool mg_op_can_inplace(enum mg_op op) {

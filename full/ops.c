@@ -204,6 +204,7 @@ struct mg_tensor * mg_cast(struct mg_context * ctx, struct mg_tensor * a, enum m
 }
 //@- full shift
 
+#if 0 //@old 03..09 get-rows
 struct mg_tensor * mg_get_rows(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * ids) {
     MG_ASSERT(ids->type == MG_TYPE_I32 && ids->ne[1] == 1 && ids->ne[2] == 1 && ids->ne[3] == 1);
     MG_ASSERT(a->ne[2] == 1 && a->ne[3] == 1);
@@ -214,6 +215,21 @@ struct mg_tensor * mg_get_rows(struct mg_context * ctx, struct mg_tensor * a, st
     t->src[1] = ids;
     return t;
 }
+#endif //@old get-rows
+//@+ full moe
+// ggml_get_rows' shape rule: ids {k, m, l} picks rows of a's matrices
+// {n, rows, m, l}; the result is {n, k, m, l}.
+struct mg_tensor * mg_get_rows(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * ids) {
+    MG_ASSERT(ids->type == MG_TYPE_I32 && ids->ne[3] == 1);
+    MG_ASSERT(a->ne[2] == ids->ne[1] && a->ne[3] == ids->ne[2] && "one matrix of a per column of ids");
+    const int64_t ne[4] = {a->ne[0], ids->ne[0], ids->ne[1], ids->ne[2]};
+    struct mg_tensor * t = mg_new_node(ctx, MG_TYPE_F32, 4, ne);
+    t->op     = MG_OP_GET_ROWS;
+    t->src[0] = a;
+    t->src[1] = ids;
+    return t;
+}
+//@- full moe
 
 //@+ 06 attention-ops
 struct mg_tensor * mg_soft_max_ext(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * mask,
@@ -293,3 +309,49 @@ struct mg_tensor * mg_flash_attn(struct mg_context * ctx, struct mg_tensor * q, 
     return t;
 }
 //@- full fused-ops
+
+//@+ full moe
+struct mg_tensor * mg_argsort(struct mg_context * ctx, struct mg_tensor * a, enum mg_sort_order order) {
+    MG_ASSERT(a->type == MG_TYPE_F32 && a->ne[0] <= INT32_MAX);
+    MG_ASSERT((order == MG_SORT_ORDER_ASC || order == MG_SORT_ORDER_DESC) && "argsort: order must be ASC or DESC");
+    struct mg_tensor * t = mg_new_node(ctx, MG_TYPE_I32, 4, a->ne);
+    t->op     = MG_OP_ARGSORT;
+    t->src[0] = a;
+    mg_set_op_param_i32(t, 0, (int32_t) order);
+    return t;
+}
+
+// ggml_argsort_top_k: the whole row is sorted, the view keeps the first k.
+struct mg_tensor * mg_argsort_top_k(struct mg_context * ctx, struct mg_tensor * a, int k) {
+    MG_ASSERT(k >= 1 && a->ne[0] >= k && "top_k: k must be between 1 and the row length");
+    struct mg_tensor * sorted = mg_argsort(ctx, a, MG_SORT_ORDER_DESC);
+    return mg_view_4d(ctx, sorted, k, sorted->ne[1], sorted->ne[2], sorted->ne[3], sorted->nb[1], sorted->nb[2],
+                      sorted->nb[3], 0);
+}
+
+struct mg_tensor * mg_clamp(struct mg_context * ctx, struct mg_tensor * a, float min, float max) {
+    struct mg_tensor * t = unary_op(ctx, MG_OP_CLAMP, a, false);
+    mg_set_op_param_f32(t, 0, min);
+    mg_set_op_param_f32(t, 1, max);
+    return t;
+}
+
+// ggml_mul_mat_id's shape rules: as is a stack of matrices, b and ids have
+// one plane / one column per token, and b's rows repeat over the picks.
+struct mg_tensor * mg_mul_mat_id(struct mg_context * ctx, struct mg_tensor * as, struct mg_tensor * b,
+                                 struct mg_tensor * ids) {
+    MG_ASSERT(!mg_is_transposed(as) && as->ne[3] == 1 && "mul_mat_id: as must be {K, N, n_as}");
+    MG_ASSERT(b->type == MG_TYPE_F32 && b->ne[3] == 1 && "mul_mat_id: b must be F32 {K, n_b, T}");
+    MG_ASSERT(ids->type == MG_TYPE_I32 && ids->ne[2] == 1 && ids->ne[3] == 1 && "mul_mat_id: ids must be I32 {n_used, T}");
+    MG_ASSERT(ids->ne[1] == b->ne[2] && "mul_mat_id: one column of ids per token (b->ne[2])");
+    MG_ASSERT(as->ne[0] == b->ne[0] && "mul_mat_id multiplies over ne[0]: both rows must have the same length");
+    MG_ASSERT(b->ne[1] >= 1 && ids->ne[0] % b->ne[1] == 0 && "mul_mat_id: b->ne[1] must divide n_used");
+    const int64_t ne[4] = {as->ne[1], ids->ne[0], b->ne[2], 1};
+    struct mg_tensor * t = mg_new_node(ctx, MG_TYPE_F32, 4, ne);
+    t->op     = MG_OP_MUL_MAT_ID;
+    t->src[0] = as;
+    t->src[1] = b;
+    t->src[2] = ids;
+    return t;
+}
+//@- full moe

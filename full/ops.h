@@ -79,6 +79,11 @@ struct mg_tensor * mg_cast(struct mg_context * ctx, struct mg_tensor * a, enum m
 
 // Rows of a picked by the I32 indices in ids: {n, rows} x {k} -> {n, k} (F32).
 // This is the embedding lookup, and it decodes quantized rows on the way.
+//@+ full moe
+// In full/, as in ggml, a and ids may have more dimensions: {n, rows, m} x
+// I32 {k, m} -> {n, k, m}, row ids[i, j] of a's matrix j (how a MoE layer
+// picks each token's expert weights out of {1, n_expert, T}).
+//@- full moe
 struct mg_tensor * mg_get_rows(struct mg_context * ctx, struct mg_tensor * a, struct mg_tensor * ids);
 
 //@+ 06 attention-ops
@@ -129,3 +134,34 @@ struct mg_tensor * mg_swiglu(struct mg_context * ctx, struct mg_tensor * a, stru
 struct mg_tensor * mg_flash_attn(struct mg_context * ctx, struct mg_tensor * q, struct mg_tensor * k,
                                  struct mg_tensor * v, struct mg_tensor * mask, float scale);
 //@- full fused-ops
+
+//@+ full moe
+// The ops of a mixture-of-experts FFN (Qwen3-MoE): the router picks, per
+// token, the n_used experts with the largest probabilities (argsort, top_k),
+// and mul_mat_id multiplies each token by only the weight matrices it picked.
+
+enum mg_sort_order {
+    MG_SORT_ORDER_ASC  = 0,   // ggml's values (GGML_SORT_ORDER_ASC, _DESC)
+    MG_SORT_ORDER_DESC = 1,
+};
+
+// Per row of a (F32), the I32 indices 0..n-1 in the order that sorts the row:
+// {n, rows...} -> I32 {n, rows...} (ggml_argsort).
+struct mg_tensor * mg_argsort(struct mg_context * ctx, struct mg_tensor * a, enum mg_sort_order order);
+
+// The indices of the k largest values of each row, largest first: argsort
+// DESC, then a view of the first k of each row, {k, rows...} (ggml_argsort_top_k).
+// The result is that view; its src[0] / view_src is the whole argsort.
+struct mg_tensor * mg_argsort_top_k(struct mg_context * ctx, struct mg_tensor * a, int k);
+
+// Every element of a (F32) limited to [min, max] (ggml_clamp).
+struct mg_tensor * mg_clamp(struct mg_context * ctx, struct mg_tensor * a, float min, float max);
+
+// One matrix per expert, each token multiplied by the ones its ids pick
+// (ggml_mul_mat_id). as: the experts' weights {K, N, n_as} (any type mul_mat
+// takes), b: F32 activations {K, n_b, T} with n_b 1 (the same row for every
+// pick) or n_used, ids: I32 {n_used, T}, each in 0..n_as-1. The result is
+// F32 {N, n_used, T}: column (i, t) = as[:, :, ids[i, t]] x b[:, i % n_b, t].
+struct mg_tensor * mg_mul_mat_id(struct mg_context * ctx, struct mg_tensor * as, struct mg_tensor * b,
+                                 struct mg_tensor * ids);
+//@- full moe

@@ -64,6 +64,17 @@ static size_t flash_attn_work_size(const struct mg_tensor * node, int n_tasks) {
     return (size_t) n_tasks * ((mg_flash_attn_work_size(node) + MG_CACHE_LINE - 1) / MG_CACHE_LINE * MG_CACHE_LINE);
 }
 //@- full fused-ops
+//@+ full moe
+static size_t argsort_work_size(const struct mg_tensor * node, int n_tasks) {
+    // Per share: a copy of the row and the merge sort's second buffer, on its own cache lines.
+    return (size_t) n_tasks * ((mg_argsort_work_size(node) + MG_CACHE_LINE - 1) / MG_CACHE_LINE * MG_CACHE_LINE);
+}
+
+static size_t mul_mat_id_work_size(const struct mg_tensor * node, int n_tasks) {
+    MG_UNUSED(n_tasks);   // b's rows converted once, and the picks grouped once, for all shares
+    return mg_mul_mat_id_work_size(node);
+}
+//@- full moe
 
 typedef size_t (*work_size_fn)(const struct mg_tensor * node, int n_tasks);
 
@@ -73,6 +84,10 @@ static const work_size_fn work_size_of_op[MG_OP_COUNT] = {
     //@+ full fused-ops
     [MG_OP_FLASH_ATTN] = flash_attn_work_size,
     //@- full fused-ops
+    //@+ full moe
+    [MG_OP_ARGSORT]    = argsort_work_size,
+    [MG_OP_MUL_MAT_ID] = mul_mat_id_work_size,
+    //@- full moe
 };
 
 size_t mg_node_work_size(const struct mg_tensor * node, int n_tasks) {

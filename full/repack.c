@@ -97,10 +97,16 @@ enum { TILE_ROWS = 8, GROUP_BYTES = TILE_ROWS * sizeof(struct mg_block_q4_0) };
 static_assert(GROUP_BYTES == 144, "8 Q4_0 blocks are 144 bytes");
 
 // Can t be cut into groups: of the type, rows of whole blocks (block_elems
-// each), a multiple of 8 of them, 2-D, no gaps between rows, and loaded.
+// each), a multiple of 8 of them per matrix, 2-D or a 3-D stack of matrices
+// (a MoE layer's experts, {K, N, n_expert}), no gaps between rows or
+// matrices, and loaded. A stack is repacked as ne[1] * ne[2] rows: with
+// ne[1] % 8 == 0 no group of 8 crosses from one expert into the next, so
+// expert e's groups start at e * nb[2], where its rows did (llama.cpp's
+// repack buffer takes 3-D weights too, for MUL_MAT_ID: repack.cpp, supports_op).
 static bool fits_groups(const struct mg_tensor * t, enum mg_type type, int64_t block_elems) {
-    return t->type == type && t->ne[0] % block_elems == 0 && t->ne[1] % TILE_ROWS == 0 && t->ne[2] == 1 &&
-           t->ne[3] == 1 && t->nb[1] == mg_row_size(t->type, t->ne[0]) && t->data != NULL;
+    return t->type == type && t->ne[0] % block_elems == 0 && t->ne[1] % TILE_ROWS == 0 && t->ne[3] == 1 &&
+           t->nb[1] == mg_row_size(t->type, t->ne[0]) && t->nb[2] == t->nb[1] * (size_t) t->ne[1] &&
+           t->data != NULL;
 }
 
 bool mg_repack_q4_0_fits(const struct mg_tensor * t) {
@@ -550,9 +556,10 @@ bool mg_repack_fits(const struct mg_tensor * t) {
 
 void mg_repack(void * dst, const struct mg_tensor * t) {
     MG_ASSERT(mg_repack_q4_0_fits(t) || mg_repack_q4_K_fits(t) || mg_repack_q2_K_fits(t));
-    if (t->type == MG_TYPE_Q4_K) mg_repack_q4_K(dst, t->data, t->ne[0], t->ne[1]);
-    else if (t->type == MG_TYPE_Q2_K) mg_repack_q2_K(dst, t->data, t->ne[0], t->ne[1]);
-    else mg_repack_q4_0(dst, t->data, t->ne[0], t->ne[1]);
+    const int64_t rows = t->ne[1] * t->ne[2];   // every matrix of a 3-D stack, one after another
+    if (t->type == MG_TYPE_Q4_K) mg_repack_q4_K(dst, t->data, t->ne[0], rows);
+    else if (t->type == MG_TYPE_Q2_K) mg_repack_q2_K(dst, t->data, t->ne[0], rows);
+    else mg_repack_q4_0(dst, t->data, t->ne[0], rows);
 }
 
 // The SIMD kernels (vec_simd.c) where the build has them; for the K-quants,

@@ -22,8 +22,10 @@
 
 #include "tensor.h"
 
-// Does t qualify: Q4_0, 2-D and contiguous, rows a multiple of 8, row length
-// a multiple of 32. Says nothing about whether repacking is switched on.
+// Does t qualify: Q4_0, 2-D (or a 3-D stack of experts' matrices) and
+// contiguous, rows a multiple of 8, row length a multiple of 32. Says nothing
+// about whether repacking is switched on. A 3-D stack is repacked as
+// ne[1] * ne[2] rows; expert e's copy starts at e * nb[2] (read by mul_mat_id).
 bool mg_repack_q4_0_fits(const struct mg_tensor * t);
 
 // Does this build's mul_mat read the repacked layouts? Not the scalar build

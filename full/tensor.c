@@ -256,6 +256,11 @@ static const char * const op_names[MG_OP_COUNT] = {
     [MG_OP_SWIGLU]     = "SWIGLU",
     [MG_OP_FLASH_ATTN] = "FLASH_ATTN",
     //@- full fused-ops
+    //@+ full moe
+    [MG_OP_ARGSORT]    = "ARGSORT",
+    [MG_OP_CLAMP]      = "CLAMP",
+    [MG_OP_MUL_MAT_ID] = "MUL_MAT_ID",
+    //@- full moe
 };
 
 static const char * const op_symbols[MG_OP_COUNT] = {
@@ -293,6 +298,11 @@ static const char * const op_symbols[MG_OP_COUNT] = {
     [MG_OP_SWIGLU]     = "silu(x)*y",
     [MG_OP_FLASH_ATTN] = "flash_attn(q,k,v)",
     //@- full fused-ops
+    //@+ full moe
+    [MG_OP_ARGSORT]    = "argsort(x)",
+    [MG_OP_CLAMP]      = "clamp(x)",
+    [MG_OP_MUL_MAT_ID] = "X[ids]^T Y",
+    //@- full moe
 };
 
 #if 0 //@old 01..02 op-count
@@ -308,7 +318,7 @@ static_assert(MG_OP_COUNT == 23, "a new op needs a name and a symbol above, then
 static_assert(MG_OP_COUNT == 24, "a new op needs a name and a symbol above, then the number on this line raised to the new MG_OP_COUNT");
 #endif //@old op-count
 //@+ full op-count
-static_assert(MG_OP_COUNT == 26, "a new op needs a name and a symbol above, then the number on this line raised to the new MG_OP_COUNT");
+static_assert(MG_OP_COUNT == 29, "a new op needs a name and a symbol above, then the number on this line raised to the new MG_OP_COUNT");
 //@- full op-count
 
 const char * mg_op_name(enum mg_op op) {

@@ -170,6 +170,11 @@ enum mg_op {
     MG_OP_SWIGLU,       // silu(src[0]) * src[1] in one pass
     MG_OP_FLASH_ATTN,   // softmax(Q K^T * scale + mask) V with an online softmax
     //@- full fused-ops
+    //@+ full moe
+    MG_OP_ARGSORT,      // per row, the I32 indices that sort it
+    MG_OP_CLAMP,        // min(max(x, lo), hi)
+    MG_OP_MUL_MAT_ID,   // each token's rows times the weight matrices its ids pick (mixture of experts)
+    //@- full moe
 
     MG_OP_COUNT,
 };

@@ -241,11 +241,14 @@ static bool supports_set_rows(const struct mg_tensor * t) {
 }
 
 // get_rows.comp: rows of an F32, F16, Q8_0 or Q4_0 matrix (not a view), F32 out.
+// One matrix and one list of ids: the 3-D lookups of a MoE layer (ids
+// {n_used, T} into {1, n_expert, T}) stay on the CPU.
 static bool supports_get_rows(const struct mg_tensor * t) {
     const struct mg_tensor * a = t->src[0], * ids = t->src[1];
     const bool type_ok = a->type == MG_TYPE_F32 || a->type == MG_TYPE_F16 || a->type == MG_TYPE_Q8_0 ||
                          a->type == MG_TYPE_Q4_0;
-    return type_ok && a->view_src == NULL && a->nb[0] == mg_type_size(a->type) &&
+    const bool one_matrix = a->ne[2] == 1 && a->ne[3] == 1 && ids->ne[1] == 1 && ids->ne[2] == 1;
+    return type_ok && one_matrix && a->view_src == NULL && a->nb[0] == mg_type_size(a->type) &&
            ids->type == MG_TYPE_I32 && fully_contiguous(ids) && t->type == MG_TYPE_F32 && fully_contiguous(t) &&
            fits_u32(a) && fits_u32(t);
 }

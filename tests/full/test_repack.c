@@ -7,7 +7,8 @@
 //
 // - the layout: repacking and unpacking give back the original blocks, and a
 //   group holds the bytes where repack.c's drawing puts them;
-// - which tensors qualify (rows % 8 == 0, Q4_0, Q4_K or Q2_K, 2-D), and which do not;
+// - which tensors qualify (rows % 8 == 0, Q4_0, Q4_K or Q2_K, 2-D or a 3-D
+//   stack of experts), and which do not;
 // - the repacked tile (SIMD, or the reference in the scalar build) against
 //   the reference (mg_repack_tile_ref), to the bit, for 1 to 4 columns;
 // - mul_mat with the weight's repacked copy against the reference tiles
@@ -172,7 +173,11 @@ START_TEST(test_fits) {
     ck_assert(!mg_repack_q4_0_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 64, 45)));   // rows not a multiple of 8
     ck_assert(!mg_repack_q4_0_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 64, 4)));
     ck_assert(!mg_repack_q4_0_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q8_0, 64, 16)));   // not Q4_0
-    ck_assert(!mg_repack_q4_0_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_0, 64, 16, 2)));   // not 2-D
+    ck_assert(mg_repack_q4_0_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_0, 64, 16, 2)));    // a stack of experts
+    ck_assert(!mg_repack_q4_0_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_0, 64, 12, 2)));   // a group would cross experts
+    ck_assert(!mg_repack_q4_0_fits(mg_new_tensor_4d(ctx, MG_TYPE_Q4_0, 64, 16, 2, 2)));   // 4-D
+    struct mg_tensor * deep = mg_new_tensor_3d(ctx, MG_TYPE_Q4_0, 64, 24, 2);
+    ck_assert(!mg_repack_q4_0_fits(mg_view_3d(ctx, deep, 64, 16, 2, deep->nb[1], deep->nb[2], 0)));   // experts with gaps
     struct mg_tensor * wide = mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 128, 16);
     ck_assert(!mg_repack_q4_0_fits(mg_view_2d(ctx, wide, 64, 16, wide->nb[1], 0)));   // rows with gaps
     ck_assert(mg_repack_q4_K_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 768, 16)));
@@ -191,7 +196,8 @@ START_TEST(test_fits_at_level) {
     ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 256, 8)));
     ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_0, 64, 16)));
     ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q4_K, 256, 12)));       // rows not a multiple of 8
-    ck_assert(!mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_K, 256, 16, 2)));   // not 2-D
+    ck_assert(mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_K, 256, 16, 2)));    // a stack of experts (MUL_MAT_ID)
+    ck_assert(!mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q4_K, 256, 4, 4)));    // a group would cross experts
     ck_assert(!mg_repack_fits(mg_view_2d(ctx, wide_k, 256, 16, wide_k->nb[1], 0)));   // rows with gaps
     ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q2_K, 256, 20)));      // rows not a multiple of 8
     ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q3_K, 256, 16)));      // repacked by neither
@@ -208,7 +214,7 @@ START_TEST(test_fits_at_level) {
     ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q8_0, 64, 16)));
     ck_assert(!mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q6_K, 256, 16)));
     ck_assert(mg_repack_fits(mg_new_tensor_2d(ctx, MG_TYPE_Q2_K, 768, 8)) == MG_REPACK_Q2_K);   // AVX-512 only
-    ck_assert(!mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q2_K, 256, 16, 2)));   // not 2-D
+    ck_assert(mg_repack_fits(mg_new_tensor_3d(ctx, MG_TYPE_Q2_K, 256, 16, 2)) == MG_REPACK_Q2_K);   // experts too
 #endif
     mg_free(ctx);
 }
