@@ -31,10 +31,14 @@ struct mg_vocab;
 //          per-pair frequency factors (rope_freqs.weight)
 //   qwen2  NEOX RoPE (pairs i, i + D/2); q/k/v biases
 //   qwen3  NEOX RoPE; an RMS norm on every head of Q and K
+//   qwen3moe  qwen3's attention; the feed-forward is a mixture of experts:
+//          a router picks n_expert_used of n_expert SwiGLU blocks per token
+//          (llama.cpp: src/models/qwen3moe.cpp, build_moe_ffn)
 enum mg_arch {
     MG_ARCH_LLAMA,
     MG_ARCH_QWEN2,
     MG_ARCH_QWEN3,
+    MG_ARCH_QWEN3MOE,
 };
 //@- full arch
 
@@ -55,6 +59,16 @@ struct mg_model_hparams {
     float rope_freq_base;    // qwen3.rope.freq_base
     float rope_freq_scale;   // 1 / qwen3.rope.scaling.factor for linear scaling, else 1
     float rms_eps;           // qwen3.attention.layer_norm_rms_epsilon
+    //@+ full moe
+    // Mixture of experts (qwen3moe; 0 / false for the dense architectures).
+    int   n_expert;              // qwen3moe.expert_count: experts per layer (llama.cpp's LLAMA_MAX_EXPERTS: 512)
+    int   n_expert_used;         // qwen3moe.expert_used_count: experts each token goes through (1..n_expert)
+    int   n_ff_exp;              // qwen3moe.expert_feed_forward_length: F_exp, one expert's width
+                                 // (absent: n_ff / n_expert_used, as llama.cpp)
+    float expert_weights_scale;  // qwen3moe.expert_weights_scale: the chosen experts' weights times this (0: not scaled)
+    bool  expert_weights_norm;   // the chosen experts' weights renormalised to sum 1 (qwen3moe: always,
+                                 // as qwen3moe.cpp passes norm_w = true to build_moe_ffn)
+    //@- full moe
 };
 
 // One transformer block. Shapes in ggml order: {row length, rows}.
@@ -75,6 +89,14 @@ struct mg_layer {
     struct mg_tensor * bk;          // {D*Hkv} or NULL
     struct mg_tensor * bv;          // {D*Hkv} or NULL
     //@- full arch
+    //@+ full moe
+    // qwen3moe's experts (NULL for the dense architectures), 3-D: one {E, F_exp}
+    // or {F_exp, E} matrix per expert, stacked along ne[2] (llama.cpp's layout).
+    struct mg_tensor * ffn_gate_inp;    // {E, n_expert}: the router, F32 (llama-quantize never quantizes it)
+    struct mg_tensor * ffn_gate_exps;   // {E, F_exp, n_expert}
+    struct mg_tensor * ffn_up_exps;     // {E, F_exp, n_expert}
+    struct mg_tensor * ffn_down_exps;   // {F_exp, E, n_expert}
+    //@- full moe
 };
 
 struct mg_model {

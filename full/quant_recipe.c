@@ -134,11 +134,12 @@ bool mg_quant_allows(const struct mg_gguf_tensor_info * t) {
 }
 
 // ---------------------------------------------------------------------------
-// The mixes (llama-quant.cpp, llama_tensor_get_type_impl), for a dense model
-// without an importance matrix. Rules for other ftypes (IQ2/IQ3, ...), for
-// experts (n_expert == 8), Falcon and LLaMA-70B are left out: none of them can
-// apply to a TYPE above and a Qwen3 model. ggml-org/llama.cpp master and the
-// fixtures' llama.cpp (unslothai fork, d32676d7) have the same rules here.
+// The mixes (llama-quant.cpp, llama_tensor_get_type_impl), without an
+// importance matrix, for dense models and mixtures of experts (qwen3moe).
+// Rules for other ftypes (IQ2/IQ3, MXFP4_MOE, ...), Falcon and LLaMA-70B are
+// left out: none of them can apply to a TYPE above and a Qwen3 model.
+// ggml-org/llama.cpp master and the fixtures' llama.cpp (unslothai fork,
+// d32676d7) have the same rules here.
 // ---------------------------------------------------------------------------
 
 // llama-quant.cpp, tensor_category / tensor_get_category (the categories some
@@ -148,8 +149,9 @@ enum category {
     CAT_TOKEN_EMBD,
     CAT_OUTPUT,
     CAT_ATTN_V,        // also the fused attn_qkv and attn_kv_b: category_is_attn_v
+    CAT_ATTN_K,
     CAT_ATTN_OUTPUT,
-    CAT_FFN_DOWN,
+    CAT_FFN_DOWN,      // also the experts' ffn_down_exps
 };
 
 static enum category category_of(const char * name) {
@@ -160,6 +162,7 @@ static enum category category_of(const char * name) {
     if (strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight") || strstr(name, "attn_v.weight")) {
         return CAT_ATTN_V;
     }
+    if (strstr(name, "attn_k.weight")) return CAT_ATTN_K;
     if (strstr(name, "attn_output.weight")) return CAT_ATTN_OUTPUT;
     if (strstr(name, "ffn_down")) return CAT_FFN_DOWN;
     return CAT_OTHER;
@@ -181,8 +184,12 @@ static enum mg_type output_rule(enum mg_type type, int64_t ne0) {
 }
 
 // attn_v is small (n_head_kv heads, not n_head) and its rounding goes straight
-// into every attention output, so the mixes spend bits there.
+// into every attention output, so the mixes spend bits there; a model of 8
+// experts keeps attn_v and attn_k in Q8_0 whatever the mix ("for the
+// 8-expert model, bumping this to Q8_0 trades just ~128MB", llama-quant.cpp:
+// the attention is a small part of such a model).
 static enum mg_type attn_v_rule(const struct mg_quant_mix * s, enum mg_type type, int i) {
+    if (s->n_expert == 8) return MG_TYPE_Q8_0;
     switch (s->ftype) {
         case MG_FTYPE_Q2_K:   return s->n_gqa >= 4 ? MG_TYPE_Q4_K : MG_TYPE_Q3_K;
         case MG_FTYPE_Q3_K_M: return i < 2 ? MG_TYPE_Q5_K : MG_TYPE_Q4_K;
@@ -211,7 +218,26 @@ static enum mg_type ffn_down_rule(const struct mg_quant_mix * s, enum mg_type ty
     }
 }
 
+static enum mg_type attn_k_rule(const struct mg_quant_mix * s, enum mg_type type) {
+    return s->n_expert == 8 ? MG_TYPE_Q8_0 : type;
+}
+
+// With 8 experts, attn_output gets Q5_K in the low mixes (the ftypes
+// llama-quant.cpp lists there; Q3_K_L is not among them and keeps Q3_K).
+static enum mg_type attn_output_rule_8_experts(const struct mg_quant_mix * s, enum mg_type type) {
+    switch (s->ftype) {
+        case MG_FTYPE_Q2_K:
+        case MG_FTYPE_Q3_K_S:
+        case MG_FTYPE_Q3_K_M:
+        case MG_FTYPE_IQ4_NL:
+        case MG_FTYPE_Q4_K_S:
+        case MG_FTYPE_Q4_K_M: return MG_TYPE_Q5_K;
+        default:              return type;
+    }
+}
+
 static enum mg_type attn_output_rule(const struct mg_quant_mix * s, enum mg_type type) {
+    if (s->n_expert == 8) return attn_output_rule_8_experts(s, type);
     switch (s->ftype) {
         case MG_FTYPE_Q2_K:   return MG_TYPE_Q3_K;
         case MG_FTYPE_Q3_K_M: return MG_TYPE_Q4_K;
@@ -220,13 +246,24 @@ static enum mg_type attn_output_rule(const struct mg_quant_mix * s, enum mg_type
     }
 }
 
+static int layer_of(const char * name);
+
+// The layer of the i-th ffn_down: i itself in a dense model (one per layer,
+// in writing order); with experts, the number in its name, as llama-quant.cpp's
+// layer_info reads it ("experts in the FFN of Mixtral-8x7B are not
+// consecutive" in some files, so counting does not work there).
+static int ffn_down_layer(const struct mg_quant_mix * s, const char * name, int i) {
+    return s->n_expert > 1 ? layer_of(name) : i;
+}
+
 // One tensor through the rules; tensors must come in writing order (the counters).
 static enum mg_type mix_type(struct mg_quant_mix * s, const struct mg_gguf_tensor_info * t, enum mg_type type) {
     const enum category cat = category_of(t->name);
     if (cat == CAT_OUTPUT || (cat == CAT_TOKEN_EMBD && s->tied_embeddings)) return output_rule(type, t->ne[0]);
     switch (cat) {
         case CAT_ATTN_V:      return attn_v_rule(s, type, s->i_attn_v++);
-        case CAT_FFN_DOWN:    return ffn_down_rule(s, type, s->i_ffn_down++);
+        case CAT_ATTN_K:      return attn_k_rule(s, type);
+        case CAT_FFN_DOWN:    return ffn_down_rule(s, type, ffn_down_layer(s, t->name, s->i_ffn_down++));
         case CAT_ATTN_OUTPUT: return attn_output_rule(s, type);
         default:              return type;
     }
@@ -265,7 +302,7 @@ int mg_quant_tensor_order(const char * a, const char * b) {
     return strcmp(a, b);
 }
 
-// n_layer and n_gqa from the hyper-parameters, as llama_model's hparams has them.
+// n_layer, n_gqa and n_expert from the hyper-parameters, as llama_model's hparams has them.
 static void read_hparams(const struct mg_gguf * g, struct mg_quant_mix * s) {
     const char * arch = "";
     uint64_t     arch_len = 0;
@@ -280,6 +317,8 @@ static void read_hparams(const struct mg_gguf * g, struct mg_quant_mix * s) {
     snprintf(key, sizeof(key), "%.*s.attention.head_count_kv", a, arch);
     if (!mg_gguf_get_u32(g, key, &n_head_kv)) n_head_kv = n_head;   // llama.cpp's default
     s->n_gqa = n_head_kv > 0 ? (int) (n_head / n_head_kv) : 1;
+    snprintf(key, sizeof(key), "%.*s.expert_count", a, arch);   // read for every architecture, as llama.cpp does
+    if (mg_gguf_find_key(g, key) >= 0 && mg_gguf_get_u32(g, key, &v)) s->n_expert = (int) v;
     mg_clear_error();
 }
 

@@ -68,6 +68,7 @@ struct mg_quant_mix {
     bool       tied_embeddings;   // no output.weight: token_embd is the output matrix too
     int        n_gqa;             // n_head / n_head_kv
     int        n_layer;
+    int        n_expert;          // ARCH.expert_count (0: a dense model); some rules are for n_expert == 8
     int        n_attn_v, i_attn_v;
     int        i_ffn_down;
 };

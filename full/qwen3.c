@@ -93,9 +93,11 @@ static const struct {
     {"llama", MG_ARCH_LLAMA, MG_ROPE_NORMAL},
     {"qwen2", MG_ARCH_QWEN2, MG_ROPE_NEOX},
     {"qwen3", MG_ARCH_QWEN3, MG_ROPE_NEOX},
+    {"qwen3moe", MG_ARCH_QWEN3MOE, MG_ROPE_NEOX},
 };
 
-// A Llama file with experts is Mixtral's layout (ffn_gate_inp, ffn_*_exps): not built yet.
+// A dense architecture's file with experts is another model's layout
+// (Mixtral is "llama" with ffn_gate_inp and ffn_*_exps): not built.
 static bool check_no_experts(const struct mg_gguf * g, const struct mg_model_hparams * hp) {
     int n_expert = 0;
     if (!get_u32_as_int(g, hp, "expert_count", false, 0, &n_expert)) return false;
@@ -107,18 +109,77 @@ static bool check_no_experts(const struct mg_gguf * g, const struct mg_model_hpa
     return true;
 }
 
+// llama.cpp's LLAMA_MAX_EXPERTS (src/llama-hparams.h): the most experts a layer may have.
+enum { MAX_EXPERTS = 512 };
+
+// An expert count: a u32 in 1..limit, or an error naming the file, the key and what is wrong.
+static bool get_expert_count(const struct mg_gguf * g, const struct mg_model_hparams * hp, const char * suffix,
+                             int limit, const char * limit_what, int * out) {
+    char     key[96];
+    uint32_t v;
+    arch_key(key, sizeof(key), hp, suffix);
+    if (mg_gguf_find_key(g, key) < 0) {
+        mg_set_error("%s: metadata key '%s' is missing (a %s model needs it)", mg_gguf_path(g), key, hp->arch_name);
+        return false;
+    }
+    if (!mg_gguf_get_u32(g, key, &v)) return false;   // the getter says why
+    if (v == 0 || v > (uint32_t) limit) {
+        mg_set_error("%s: metadata '%s' = %u must be in 1..%d (%s)", mg_gguf_path(g), key, v, limit, limit_what);
+        return false;
+    }
+    *out = (int) v;
+    return true;
+}
+
+// qwen3moe's experts: how many, how many each token uses, how wide
+// (llama.cpp: llama_model_base::load_hparams reads expert_count and
+// expert_used_count for every architecture and asserts 0 < used <= count <=
+// LLAMA_MAX_EXPERTS; llama_model_qwen3moe::load_arch_hparams reads
+// expert_feed_forward_length, n_ff / n_expert_used when it is absent or 0).
+static bool load_expert_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp) {
+    int n_ff_exp = 0;
+    if (!get_expert_count(g, hp, "expert_count", MAX_EXPERTS, "llama.cpp's LLAMA_MAX_EXPERTS is 512", &hp->n_expert) ||
+        !get_expert_count(g, hp, "expert_used_count", hp->n_expert, "at most expert_count", &hp->n_expert_used) ||
+        !get_u32_as_int(g, hp, "feed_forward_length", true, 0, &hp->n_ff)) {
+        return false;
+    }
+    char key[96];
+    arch_key(key, sizeof(key), hp, "expert_feed_forward_length");
+    uint32_t v = 0;
+    if (mg_gguf_find_key(g, key) >= 0 && !mg_gguf_get_u32(g, key, &v)) return false;
+    if (v > (1u << 24)) {
+        mg_set_error("%s: metadata '%s' = %u is out of range", mg_gguf_path(g), key, v);
+        return false;
+    }
+    n_ff_exp = v > 0 ? (int) v : hp->n_ff / hp->n_expert_used;
+    if (n_ff_exp == 0) {
+        mg_set_error("%s: no '%s', and feed_forward_length %d / expert_used_count %d is 0", mg_gguf_path(g), key,
+                     hp->n_ff, hp->n_expert_used);
+        return false;
+    }
+    hp->n_ff_exp = n_ff_exp;
+    if (!get_f32(g, hp, "expert_weights_scale", false, 0.0f, &hp->expert_weights_scale)) return false;
+    if (!(hp->expert_weights_scale >= 0.0f) || isinf(hp->expert_weights_scale)) {
+        mg_set_error("%s: metadata '%s.expert_weights_scale' = %g must be a finite number >= 0", mg_gguf_path(g),
+                     hp->arch_name, (double) hp->expert_weights_scale);
+        return false;
+    }
+    hp->expert_weights_norm = true;   // qwen3moe.cpp passes norm_w = true to build_moe_ffn, whatever the file says
+    return true;
+}
+
 static bool find_arch(const struct mg_gguf * g, const char * arch, uint64_t arch_len, struct mg_model_hparams * hp) {
     for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
         if (arch_len == strlen(archs[i].name) && memcmp(arch, archs[i].name, arch_len) == 0) {
             snprintf(hp->arch_name, sizeof(hp->arch_name), "%s", archs[i].name);
             hp->arch      = archs[i].arch;
             hp->rope_type = archs[i].rope_type;
+            if (hp->arch == MG_ARCH_QWEN3MOE) return load_expert_hparams(g, hp);
             return check_no_experts(g, hp);
         }
     }
-    const bool moe = arch_len == 8 && memcmp(arch, "qwen3moe", 8) == 0;
-    mg_set_error("%s: architecture '%.*s' is not supported%s (this engine runs llama, qwen2, qwen3)", mg_gguf_path(g),
-                 (int) (arch_len < 64 ? arch_len : 64), arch, moe ? " yet: mixture-of-experts is not built" : "");
+    mg_set_error("%s: architecture '%.*s' is not supported (this engine runs llama, qwen2, qwen3, qwen3moe)",
+                 mg_gguf_path(g), (int) (arch_len < 64 ? arch_len : 64), arch);
     return false;
 }
 
@@ -223,6 +284,7 @@ static bool aligned_in_place(const struct mg_gguf * g, const struct mg_gguf_tens
     return false;
 }
 
+#if 0 //@old 09..09 load-3d
 // Find a tensor by name, check it, and make a header that points into the file.
 static struct mg_tensor * load_tensor(struct mg_model * m, const char * name, int64_t ne0, int64_t ne1,
                                       enum tensor_use use, bool required) {
@@ -263,6 +325,57 @@ static struct mg_tensor * load_tensor(struct mg_model * m, const char * name, in
     m->n_weight_bytes += mg_nbytes(t);
     return t;
 }
+#endif //@old load-3d
+//@+ full moe
+// Find a tensor by name, check it, and make a header that points into the
+// file. Up to three dimensions: ne1 = 0 for a vector, ne2 = 0 for a matrix,
+// and a 3-D tensor is a stack of ne2 matrices (qwen3moe's experts, llama.cpp's
+// {n_embd, n_ff_exp, n_expert}).
+static struct mg_tensor * load_tensor_3d(struct mg_model * m, const char * name, int64_t ne0, int64_t ne1, int64_t ne2,
+                                         enum tensor_use use, bool required) {
+    const char * path = mg_gguf_path(m->gguf);
+    const struct mg_gguf_tensor_info * info = mg_gguf_find_tensor(m->gguf, name);
+    if (info == NULL) {
+        if (required) mg_set_error("%s: tensor '%s' is missing", path, name);
+        return NULL;
+    }
+    const int64_t want_ne[3] = {ne0, ne1 > 0 ? ne1 : 1, ne2 > 0 ? ne2 : 1};
+    const int     n_dims     = ne2 > 0 ? 3 : ne1 > 0 ? 2 : 1;
+    bool shape_ok = info->n_dims <= n_dims;
+    for (int i = 0; i < MG_MAX_DIMS; i++) shape_ok = shape_ok && info->ne[i] == (i < 3 ? want_ne[i] : 1);
+    if (!shape_ok) {
+        mg_set_error("%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld, 1]", path, name,
+                     (long long) info->ne[0], (long long) info->ne[1], (long long) info->ne[2],
+                     (long long) info->ne[3], (long long) want_ne[0], (long long) want_ne[1], (long long) want_ne[2]);
+        return NULL;
+    }
+    const char * type_name = mg_gguf_ggml_type_name(info->type);
+    const bool   known     = mg_type_is_supported(info->type);
+    bool usable = known;
+    if (known && use == USE_NORM)   usable = info->type == MG_TYPE_F32;
+    if (known && use == USE_MATMUL) usable = mg_get_type_traits_cpu((enum mg_type) info->type) != NULL;
+    if (known && use == USE_LOOKUP) usable = mg_get_type_traits((enum mg_type) info->type)->to_float != NULL;
+    if (!usable) {
+        mg_set_error("%s: tensor '%s' has type %s (%d), which this engine cannot use for %s", path, name,
+                     type_name ? type_name : "unknown", info->type,
+                     use == USE_NORM ? "a norm (F32 only)" : use == USE_MATMUL ? "a matrix multiply" : "a lookup");
+        return NULL;
+    }
+    if (!aligned_in_place(m->gguf, info)) return NULL;
+    struct mg_tensor * t = mg_new_tensor(m->ctx, (enum mg_type) info->type, n_dims, want_ne);
+    MG_ASSERT(t != NULL);
+    mg_set_name(t, name);
+    t->data = (void *) info->data;   // the bytes stay in the mapping
+    m->n_params += mg_nelements(t);   // every dimension: an expert stack counts all its experts
+    m->n_weight_bytes += mg_nbytes(t);
+    return t;
+}
+
+static struct mg_tensor * load_tensor(struct mg_model * m, const char * name, int64_t ne0, int64_t ne1,
+                                      enum tensor_use use, bool required) {
+    return load_tensor_3d(m, name, ne0, ne1, 0, use, required);
+}
+//@- full moe
 
 #if 0 //@old 09..09 one-arch
 // Qwen3 normalises each head of Q and K (an RMS norm over D) before RoPE.
@@ -286,14 +399,15 @@ static bool load_layer_vector(struct mg_model * m, struct mg_tensor ** t, int il
     return *t != NULL || (!required && mg_gguf_find_tensor(m->gguf, name) == NULL);
 }
 
-// The attention tensors the architectures differ in. Only Qwen3 normalises
+// The attention tensors the architectures differ in. Only Qwen3 (and qwen3moe) normalises
 // each head of Q and K (an RMS norm over D) before RoPE; the q/k/v biases
 // are optional for every architecture, as llama.cpp's create_tensor_qkv has
 // them (TENSOR_NOT_REQUIRED), and Qwen2's files have them.
 static bool load_head_tensors(struct mg_model * m, struct mg_layer * l, int il) {
     const int64_t D = m->hp.head_dim, H = m->hp.n_head, Hkv = m->hp.n_head_kv;
-    if (m->hp.arch == MG_ARCH_QWEN3 && (!load_layer_vector(m, &l->q_norm, il, "attn_q_norm.weight", D, true) ||
-                                        !load_layer_vector(m, &l->k_norm, il, "attn_k_norm.weight", D, true))) {
+    const bool qk_norm = m->hp.arch == MG_ARCH_QWEN3 || m->hp.arch == MG_ARCH_QWEN3MOE;
+    if (qk_norm && (!load_layer_vector(m, &l->q_norm, il, "attn_q_norm.weight", D, true) ||
+                    !load_layer_vector(m, &l->k_norm, il, "attn_k_norm.weight", D, true))) {
         return false;
     }
     return load_layer_vector(m, &l->bq, il, "attn_q.bias", D * H, false) &&
@@ -302,6 +416,7 @@ static bool load_head_tensors(struct mg_model * m, struct mg_layer * l, int il) 
 }
 //@- full arch
 
+#if 0 //@old 09..09 dense-ffn
 static bool load_layer(struct mg_model * m, int il) {
     const struct mg_model_hparams * hp = &m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff, D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv;
@@ -323,6 +438,49 @@ static bool load_layer(struct mg_model * m, int il) {
 #undef LOAD
     return true;
 }
+#endif //@old dense-ffn
+//@+ full moe
+// qwen3moe's feed-forward: the router and three stacks of n_expert matrices
+// (llama.cpp: llama_model_qwen3moe::load_arch_tensors), where the dense
+// architectures have ffn_gate, ffn_up and ffn_down.
+static bool load_experts(struct mg_model * m, struct mg_layer * l, int il) {
+    const struct mg_model_hparams * hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff_exp, X = hp->n_expert;
+    char name[MG_MAX_NAME];
+    snprintf(name, sizeof(name), "blk.%d.ffn_gate_inp.weight", il);
+    if ((l->ffn_gate_inp = load_tensor(m, name, E, X, USE_MATMUL, true)) == NULL) return false;
+    snprintf(name, sizeof(name), "blk.%d.ffn_gate_exps.weight", il);
+    if ((l->ffn_gate_exps = load_tensor_3d(m, name, E, F, X, USE_MATMUL, true)) == NULL) return false;
+    snprintf(name, sizeof(name), "blk.%d.ffn_up_exps.weight", il);
+    if ((l->ffn_up_exps = load_tensor_3d(m, name, E, F, X, USE_MATMUL, true)) == NULL) return false;
+    snprintf(name, sizeof(name), "blk.%d.ffn_down_exps.weight", il);
+    return (l->ffn_down_exps = load_tensor_3d(m, name, F, E, X, USE_MATMUL, true)) != NULL;
+}
+
+// With qwen3moe's experts in place of the dense feed-forward.
+static bool load_layer(struct mg_model * m, int il) {
+    const struct mg_model_hparams * hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff, D = hp->head_dim, H = hp->n_head, Hkv = hp->n_head_kv;
+    struct mg_layer * l = &m->layers[il];
+    char name[MG_MAX_NAME];
+#define LOAD(field, suffix, ne0, ne1, use)                                          \
+    snprintf(name, sizeof(name), "blk.%d." suffix ".weight", il);                 \
+    if ((l->field = load_tensor(m, name, ne0, ne1, use, true)) == NULL) return false
+    LOAD(attn_norm, "attn_norm",   E,     0,     USE_NORM);
+    LOAD(wq,        "attn_q",      E,     D * H, USE_MATMUL);
+    LOAD(wk,        "attn_k",      E,     D * Hkv, USE_MATMUL);
+    LOAD(wv,        "attn_v",      E,     D * Hkv, USE_MATMUL);
+    LOAD(wo,        "attn_output", D * H, E,     USE_MATMUL);
+    if (!load_head_tensors(m, l, il)) return false;
+    LOAD(ffn_norm,  "ffn_norm",    E,     0,     USE_NORM);
+    if (hp->n_expert > 0) return load_experts(m, l, il);
+    LOAD(ffn_gate,  "ffn_gate",    E,     F,     USE_MATMUL);
+    LOAD(ffn_up,    "ffn_up",      E,     F,     USE_MATMUL);
+    LOAD(ffn_down,  "ffn_down",    F,     E,     USE_MATMUL);
+#undef LOAD
+    return true;
+}
+//@- full moe
 
 //@+ full arch
 // Llama 3's RoPE frequency factors: one tensor for all layers (llama.cpp
@@ -435,7 +593,11 @@ static int matmul_weights(struct mg_model * m, struct mg_tensor ** out) {
     for (int il = 0; il < m->hp.n_layer; il++) {
         struct mg_layer * l = &m->layers[il];
         struct mg_tensor * w[] = {l->wq, l->wk, l->wv, l->wo, l->ffn_gate, l->ffn_up, l->ffn_down};
-        for (size_t k = 0; k < sizeof(w) / sizeof(w[0]); k++) out[n++] = w[k];
+        // qwen3moe has no dense feed-forward (NULL); its expert stacks stay as
+        // they are in the file: the mul_mat_id kernels read the plain blocks.
+        for (size_t k = 0; k < sizeof(w) / sizeof(w[0]); k++) {
+            if (w[k] != NULL) out[n++] = w[k];
+        }
     }
     out[n++] = m->output;
     return n;
@@ -482,6 +644,7 @@ static size_t optional_tensors(const struct mg_model_hparams * hp) {
 #endif //@old one-arch
 //@+ full arch
 static int tensors_per_layer(const struct mg_model_hparams * hp) {
+    if (hp->arch == MG_ARCH_QWEN3MOE) return 12;   // qwen3's attention 8, the router and 3 expert stacks
     return hp->arch == MG_ARCH_QWEN3 ? 11 : 9;   // llama and qwen2: no q/k norms (the biases are optional)
 }
 
@@ -580,9 +743,21 @@ void mg_model_free(struct mg_model * m) {   // with the repacked copies
 // [D, H, T] = T tokens of H heads of D; Hkv KV heads, E = n_embd, F = n_ff, n_kv cached.
 // ---------------------------------------------------------------------------
 
+#if 0 //@old 09..09 moe-graph-size
 int mg_qwen3_graph_size(const struct mg_model * m) {
     return 64 * m->hp.n_layer + 256;   // about 40 nodes and views per layer, with room to spare
 }
+#endif //@old moe-graph-size
+//@+ full moe
+// A mixture-of-experts layer adds the router (matmul, softmax, top-k, the
+// chosen weights and their renormalisation), the experts' mul_mat_id nodes and
+// their views, and one add per chosen expert to sum them (llama.cpp's
+// build_moe_ffn): about 2 * n_expert_used + 30 nodes more.
+int mg_qwen3_graph_size(const struct mg_model * m) {
+    const int per_layer = 64 + (m->hp.n_expert > 0 ? 2 * m->hp.n_expert_used + 30 : 0);
+    return per_layer * m->hp.n_layer + 256;   // about 40 nodes and views per dense layer, with room to spare
+}
+//@- full moe
 
 size_t mg_qwen3_ctx_size(const struct mg_model * m) {
     const int size = mg_qwen3_graph_size(m);

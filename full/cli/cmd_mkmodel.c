@@ -1,5 +1,5 @@
 //@file full
-// cmd_mkmodel.c - mg mkmodel: a llama, qwen2 or qwen3 GGUF with random weights and a
+// cmd_mkmodel.c - mg mkmodel: a llama, qwen2, qwen3 or qwen3moe GGUF with random weights and a
 // real vocabulary (MiniMind's by default, or any byte-level BPE tokenizer.json
 // folder: hf_tokenizer.c), written by our own GGUF writer. For tests and
 // benchmarks: speed depends on the shapes and types, not on the values.
@@ -20,11 +20,14 @@
 #endif
 
 static const char * usage =
-    "usage: mg mkmodel [--preset NAME] [--arch NAME] [--n-layer N --n-embd N ...] [--type TYPE] [--seed N]\n"
+    "usage: mg mkmodel [--preset NAME] [--arch NAME] [--n-layer N --n-embd N ...] [--n-expert N --n-expert-used N\n"
+    "                  --n-ff-exp N] [--type TYPE] [--seed N]\n"
     "                  [--vocab DIR] [--untied] [--pre NAME] [--rng NAME] [--init NAME] -o OUT.gguf\n"
     "\n"
-    "--arch writes a llama, qwen2 or qwen3 model (default: the preset's, else qwen3): qwen3 has q/k norms,\n"
-    "qwen2 q/k/v biases, llama neither (and RoPE on pairs (2i, 2i+1) instead of NEOX's (i, i + D/2)).\n"
+    "--arch writes a llama, qwen2, qwen3 or qwen3moe model (default: the preset's, else qwen3): qwen3 has q/k\n"
+    "norms, qwen2 q/k/v biases, llama neither (and RoPE on pairs (2i, 2i+1) instead of NEOX's (i, i + D/2));\n"
+    "qwen3moe is qwen3 with a mixture of experts for its feed-forward: a router (ffn_gate_inp, F32) picks\n"
+    "--n-expert-used of --n-expert SwiGLU experts of width --n-ff-exp (default n_ff / n_expert_used) per token.\n"
     "Presets (qwen3 unless said; rope base 1e6, RMS eps 1e-6 unless said; the vocabulary comes from --vocab):\n"
     "  tiny        2 layers, n_embd 256, 4 heads / 2 KV heads of 64, n_ff 768, context 512, tied (the test fixtures')\n"
     "  tiny2       2 layers, n_embd 512, 8 heads / 2 KV heads of 64, n_ff 1408, context 512, untied, --pre qwen2,\n"
@@ -41,6 +44,11 @@ static const char * usage =
     "                rope base 1e5, RMS eps 1e-5 (SmolLM2-135M's config.json)\n"
     "  qwen2.5-0.5b  qwen2: 24 layers, n_embd 896, 14 heads / 2 KV heads of 64, n_ff 4864, context 32768, tied,\n"
     "                q/k/v biases (Qwen2.5-0.5B's config.json)\n"
+    "  tiny-qwen3moe  qwen3moe: 2 layers, n_embd 512, 8 heads / 2 KV heads of 64, 8 experts of width 256, 2 used,\n"
+    "                n_ff 512, context 512, untied, qwen2 pre, sum4, scaled: a golden shape (every row a multiple\n"
+    "                of 256, every row count of 8, so every K-quant and repacking applies)\n"
+    "  qwen3-30b-a3b qwen3moe: 48 layers, n_embd 2048, 32 heads / 4 KV heads of 128, 128 experts of width 768,\n"
+    "                8 used, n_ff 6144, context 40960, untied (Qwen3-30B-A3B's config.json)\n"
     "The shape flags override the preset's values (--n-layer 2 cuts a real shape down to fit); without --preset, --n-layer, --n-embd, --n-head and --n-ff\n"
     "are needed (--n-head-kv defaults to --n-head, --head-dim to n_embd / n_head, --n-ctx to 4096).\n"
     "Weights are random from the seed, with mean 0; --init picks their sizes:\n"
@@ -71,24 +79,33 @@ struct preset {
     const char * arch;     // general.architecture: "llama", "qwen2", or NULL: qwen3
     float        rope_base, rms_eps;   // 0: 1e6 and 1e-6
     int          llama3_ctx;           // > 0: Llama 3's rope_freqs.weight, for this original context
+    int          n_expert, n_expert_used, n_ff_exp;   // qwen3moe's experts (0: a dense model)
 };
 
 static const struct preset presets[] = {
-    {"tiny",       2,  256,  4,  2, 64,  768,  512,   false, NULL,    "box-muller", "flat", NULL, 0, 0, 0},
+    {"tiny",       2,  256,  4,  2, 64,  768,  512,   false, NULL,    "box-muller", "flat", NULL, 0, 0, 0, 0, 0, 0},
     // The second shape of the goldens: wider, GQA 4:1, its own output matrix,
     // the qwen2 pre-tokenizer; n_ff 1408 (not a multiple of 256) sends
     // ffn_down through llama-quantize's fallback types in the K-quant mixes.
     // Bit-reproducible (sum4), so the test makes its master instead of vendoring 49 MB.
-    {"tiny2",      2,  512,  8,  2, 64,  1408, 512,   true,  "qwen2", "sum4",       "scaled", NULL, 0, 0, 0},
-    {"minimind",   8,  768,  8,  4, 96,  2432, 32768, false, NULL,    "box-muller", "flat", NULL, 0, 0, 0},
-    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, false, NULL,    "box-muller", "flat", NULL, 0, 0, 0},   // Qwen3-0.6B's config.json
+    {"tiny2",      2,  512,  8,  2, 64,  1408, 512,   true,  "qwen2", "sum4",       "scaled", NULL, 0, 0, 0, 0, 0, 0},
+    {"minimind",   8,  768,  8,  4, 96,  2432, 32768, false, NULL,    "box-muller", "flat", NULL, 0, 0, 0, 0, 0, 0},
+    {"qwen3-0.6b", 28, 1024, 16, 8, 128, 3072, 40960, false, NULL,    "box-muller", "flat", NULL, 0, 0, 0, 0, 0, 0},   // Qwen3-0.6B's config.json
     // The golden shapes of the other architectures (tests/full/test_golden2.c).
-    {"tiny-llama", 2,  512,  8,  2, 64,  1408, 512,   true,  "qwen2", "sum4", "scaled", "llama", 5e5f, 1e-5f, 8192},
-    {"tiny-qwen2", 2,  512,  8,  4, 64,  1408, 512,   false, "qwen2", "sum4", "scaled", "qwen2", 1e6f, 1e-6f, 0},
+    {"tiny-llama", 2,  512,  8,  2, 64,  1408, 512,   true,  "qwen2", "sum4", "scaled", "llama", 5e5f, 1e-5f, 8192, 0, 0, 0},
+    {"tiny-qwen2", 2,  512,  8,  4, 64,  1408, 512,   false, "qwen2", "sum4", "scaled", "qwen2", 1e6f, 1e-6f, 0, 0, 0, 0},
     // The real shapes, from their config.json (cut down with --n-layer).
-    {"llama3.2-1b",  16, 2048, 32, 8, 64, 8192, 131072, false, NULL, "box-muller", "flat", "llama", 5e5f, 1e-5f, 8192},
-    {"smollm2-135m", 30, 576,  9,  3, 64, 1536, 8192,   false, NULL, "box-muller", "flat", "llama", 1e5f, 1e-5f, 0},
-    {"qwen2.5-0.5b", 24, 896,  14, 2, 64, 4864, 32768,  false, NULL, "box-muller", "flat", "qwen2", 1e6f, 1e-6f, 0},
+    {"llama3.2-1b",  16, 2048, 32, 8, 64, 8192, 131072, false, NULL, "box-muller", "flat", "llama", 5e5f, 1e-5f, 8192, 0, 0, 0},
+    {"smollm2-135m", 30, 576,  9,  3, 64, 1536, 8192,   false, NULL, "box-muller", "flat", "llama", 1e5f, 1e-5f, 0, 0, 0, 0},
+    {"qwen2.5-0.5b", 24, 896,  14, 2, 64, 4864, 32768,  false, NULL, "box-muller", "flat", "qwen2", 1e6f, 1e-6f, 0, 0, 0, 0},
+    // qwen3moe: tiny2's attention, 8 experts of 256 (2 used) in place of its
+    // feed-forward; every row 256 or 512 wide and every row count a multiple
+    // of 8, so the K-quants, the repacked layouts and llama-quantize's
+    // n_expert == 8 rules all apply. Bit-reproducible (sum4), like tiny2.
+    {"tiny-qwen3moe", 2, 512, 8, 2, 64, 512, 512, true, "qwen2", "sum4", "scaled", "qwen3moe", 1e6f, 1e-6f, 0, 8, 2, 256},
+    // Qwen3-30B-A3B's config.json (num_experts 128, num_experts_per_tok 8, moe_intermediate_size 768).
+    {"qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 40960, true, NULL, "box-muller", "flat", "qwen3moe", 1e6f, 1e-6f, 0,
+     128, 8, 768},
 };
 enum { N_PRESETS = sizeof(presets) / sizeof(presets[0]) };
 
@@ -171,25 +188,26 @@ static bool counted(struct model_writer * mw, uint64_t bytes) {
     return mw->count_only;
 }
 
-// A {ne0, ne1} matrix of random weights, in the requested type when its rows
-// split into blocks. wide: token_embd or output, whose rows are read whole as
-// an embedding or as one logit each (--init scaled gives them 0.25).
-static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0, int64_t ne1, bool wide) {
-    // scaled: a layer keeps its input's size (std 1/sqrt(fan-in): sqrtf and the division round correctly)
-    const float std = !mw->scaled ? 0.02f : wide ? 0.25f : 1.0f / sqrtf((float) ne0);
-    enum mg_type type = mw->type;
+// n_dims {ne0, ne1, ne2} random weights of standard deviation std, in type
+// when its rows split into blocks (else q8_0, else f16): a matrix (ne2 1,
+// n_dims 2) or a stack of ne2 matrices (qwen3moe's experts, n_dims 3).
+static bool add_weights(struct model_writer * mw, const char * name, int n_dims, const int64_t ne[3], float std,
+                        enum mg_type type) {
+    const int64_t ne0 = ne[0], rows = ne[1] * ne[2];
     if (ne0 % mg_blck_size(type) != 0) type = MG_TYPE_Q8_0;
     if (ne0 % mg_blck_size(type) != 0) type = MG_TYPE_F16;
     const struct mg_type_traits * tt = mg_get_type_traits(type);
     const size_t row_size = mg_row_size(type, ne0);
-    if (counted(mw, (uint64_t) row_size * (uint64_t) ne1)) return true;
-    char *  data = malloc(row_size * (size_t) ne1);
+    if (counted(mw, (uint64_t) row_size * (uint64_t) rows)) return true;
+    char *  data = malloc(row_size * (size_t) rows);
     float * row  = malloc((size_t) ne0 * sizeof(float));
     if (data == NULL || row == NULL) {
         fprintf(stderr, "mg mkmodel: out of memory for %s\n", mg_quote(name));
+        free(data);
+        free(row);
         return false;
     }
-    for (int64_t r = 0; r < ne1; r++) {
+    for (int64_t r = 0; r < rows; r++) {
         for (int64_t i = 0; i < ne0; i++) row[i] = rng_weight(&mw->rng, std);
         if (type == MG_TYPE_F32) {
             memcpy(data + (size_t) r * row_size, row, row_size);
@@ -199,8 +217,20 @@ static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0,
     }
     free(row);
     mw->buffers[mw->n_buffers++] = data;
-    const int64_t ne[2] = {ne0, ne1};
-    return mg_gguf_writer_add_tensor(mw->w, name, type, 2, ne, data);
+    return mg_gguf_writer_add_tensor(mw->w, name, type, n_dims, ne, data);
+}
+
+// The standard deviation of a layer's weights with rows of ne0: flat 0.02;
+// scaled 1/sqrt(fan-in), so a layer keeps its input's size (sqrtf and the
+// division round correctly). wide: token_embd or output, whose rows are read
+// whole as an embedding or as one logit each (scaled: 0.25).
+static float weight_std(const struct model_writer * mw, int64_t ne0, bool wide) {
+    return !mw->scaled ? 0.02f : wide ? 0.25f : 1.0f / sqrtf((float) ne0);
+}
+
+// A {ne0, ne1} matrix of random weights in the requested type.
+static bool add_matrix(struct model_writer * mw, const char * name, int64_t ne0, int64_t ne1, bool wide) {
+    return add_weights(mw, name, 2, (const int64_t[3]) {ne0, ne1, 1}, weight_std(mw, ne0, wide), mw->type);
 }
 
 // The n floats of a 1-D F32 tensor, to be filled and handed to add_vector; NULL after saying why.
@@ -253,6 +283,11 @@ static bool add_hparams(struct mg_gguf_writer * w, const struct preset * p, enum
     ok = ok && mg_gguf_writer_set_f32(w, key(k, sizeof(k), p, "rope.freq_base"), p->rope_base > 0 ? p->rope_base : 1e6f);
     ok = ok && mg_gguf_writer_set_f32(w, key(k, sizeof(k), p, "attention.layer_norm_rms_epsilon"),
                                       p->rms_eps > 0 ? p->rms_eps : 1e-6f);
+    if (p->n_expert > 0) {   // the keys llama.cpp's qwen3moe loader reads (llama_model_base::load_hparams, qwen3moe.cpp)
+        ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "expert_count"), (uint32_t) p->n_expert);
+        ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "expert_used_count"), (uint32_t) p->n_expert_used);
+        ok = ok && mg_gguf_writer_set_u32(w, key(k, sizeof(k), p, "expert_feed_forward_length"), (uint32_t) p->n_ff_exp);
+    }
     ok = ok && mg_gguf_writer_set_u32(w, "general.file_type", file_type_of(type));
     if (mg_get_type_traits(type)->is_quantized) ok = ok && mg_gguf_writer_set_u32(w, "general.quantization_version", 2);
     return ok;
@@ -306,6 +341,26 @@ static const char * layer_bias(char * buf, size_t size, int il, const char * wha
     return buf;
 }
 
+// qwen3moe's feed-forward: the router, F32 as llama.cpp's converter keeps it
+// (ffn_gate_inp), then the experts' three stacks (llama.cpp's names and
+// shapes: llama_model_qwen3moe::load_arch_tensors). The router's weights are
+// 2/sqrt(E) whatever --init says: its logits then have a standard deviation
+// near 2, so the softmax over the experts is far from flat and the top-k
+// choice is clear.
+static bool add_experts(struct model_writer * mw, const struct preset * p, int il) {
+    const int64_t E = p->n_embd, F = p->n_ff_exp, X = p->n_expert;
+    char n[MG_MAX_NAME];
+    bool ok = add_weights(mw, layer_tensor(n, sizeof(n), il, "ffn_gate_inp"), 2, (const int64_t[3]) {E, X, 1},
+                          2.0f / sqrtf((float) E), MG_TYPE_F32);
+    ok = ok && add_weights(mw, layer_tensor(n, sizeof(n), il, "ffn_gate_exps"), 3, (const int64_t[3]) {E, F, X},
+                           weight_std(mw, E, false), mw->type);
+    ok = ok && add_weights(mw, layer_tensor(n, sizeof(n), il, "ffn_up_exps"), 3, (const int64_t[3]) {E, F, X},
+                           weight_std(mw, E, false), mw->type);
+    ok = ok && add_weights(mw, layer_tensor(n, sizeof(n), il, "ffn_down_exps"), 3, (const int64_t[3]) {F, E, X},
+                           weight_std(mw, F, false), mw->type);
+    return ok;
+}
+
 static bool add_tensors(struct model_writer * mw, const struct preset * p, int64_t n_vocab) {
     const int64_t E = p->n_embd, F = p->n_ff, D = p->head_dim, H = p->n_head, Hkv = p->n_head_kv;
     const char *  arch = arch_of(p);
@@ -323,11 +378,15 @@ static bool add_tensors(struct model_writer * mw, const struct preset * p, int64
             ok = ok && add_bias(mw, layer_bias(n, sizeof(n), il, "attn_v"), D * Hkv);
         }
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "attn_output"), D * H, E, false);
-        if (strcmp(arch, "qwen3") == 0) {   // Qwen3's per-head norms of Q and K
+        if (strcmp(arch, "qwen3") == 0 || strcmp(arch, "qwen3moe") == 0) {   // Qwen3's per-head norms of Q and K
             ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_q_norm"), D);
             ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "attn_k_norm"), D);
         }
         ok = ok && add_norm(mw, layer_tensor(n, sizeof(n), il, "ffn_norm"), E);
+        if (p->n_expert > 0) {
+            ok = ok && add_experts(mw, p, il);
+            continue;
+        }
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_gate"), E, F, false);
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_up"), E, F, false);
         ok = ok && add_matrix(mw, layer_tensor(n, sizeof(n), il, "ffn_down"), F, E, false);
@@ -339,19 +398,46 @@ static bool add_tensors(struct model_writer * mw, const struct preset * p, int64
 
 #define UNSET INT_MIN   // a shape flag not given
 
+// qwen3moe needs its experts (from the preset or the flags), the dense
+// architectures have none; an expert width not given is n_ff / n_expert_used,
+// as llama.cpp's qwen3moe loader takes it. False after printing why.
+static bool choose_experts(const char * cmd, struct preset * shape) {
+    const bool moe = shape->arch != NULL && strcmp(shape->arch, "qwen3moe") == 0;
+    if (!moe) {
+        if (shape->n_expert > 0 || shape->n_expert_used > 0 || shape->n_ff_exp > 0) {
+            fprintf(stderr, "mg %s: --n-expert, --n-expert-used and --n-ff-exp are for --arch qwen3moe, not %s\n", cmd,
+                    arch_of(shape));
+            return false;
+        }
+        shape->n_expert = shape->n_expert_used = shape->n_ff_exp = 0;
+        return true;
+    }
+    if (shape->n_expert == UNSET || shape->n_expert == 0 || shape->n_expert_used == UNSET ||
+        shape->n_expert_used == 0) {
+        fprintf(stderr, "mg %s: --arch qwen3moe needs --n-expert and --n-expert-used (or --preset tiny-qwen3moe)\n",
+                cmd);
+        return false;
+    }
+    if ((shape->n_ff_exp == UNSET || shape->n_ff_exp == 0) && shape->n_expert_used > 0) {
+        shape->n_ff_exp = shape->n_ff / shape->n_expert_used;
+    }
+    return true;
+}
+
 // The shape: the preset's, each field a flag gave replaced; without a
 // preset the four main flags are required. False after printing why.
 static bool choose_shape(const char * cmd, const char * preset_name, const struct preset * flags,
                          struct preset * shape) {
     static const struct preset none = {"custom", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, 4096, false, NULL, "box-muller",
-                                       "flat", NULL, 0.0f, 0.0f, 0};
+                                       "flat", NULL, 0.0f, 0.0f, 0, 0, 0, 0};
     const struct preset * base = preset_name ? NULL : &none;
     for (size_t i = 0; preset_name && i < N_PRESETS; i++) {
         if (strcmp(preset_name, presets[i].name) == 0) base = &presets[i];
     }
     if (base == NULL) {
         fprintf(stderr, "mg %s: --preset '%s': not a preset (tiny, tiny2, minimind, qwen3-0.6b, tiny-llama, tiny-qwen2, "
-                        "llama3.2-1b, smollm2-135m, qwen2.5-0.5b)\n", cmd, mg_quote(preset_name));
+                        "llama3.2-1b, smollm2-135m, qwen2.5-0.5b, tiny-qwen3moe, qwen3-30b-a3b)\n", cmd,
+                mg_quote(preset_name));
         return false;
     }
     *shape = *base;
@@ -363,7 +449,6 @@ static bool choose_shape(const char * cmd, const char * preset_name, const struc
     TAKE_FLAG(head_dim);
     TAKE_FLAG(n_ff);
     TAKE_FLAG(n_ctx);
-#undef TAKE_FLAG
     shape->untied = shape->untied || flags->untied;
     if (flags->pre != NULL) shape->pre = flags->pre;
     if (flags->rng != NULL) shape->rng = flags->rng;
@@ -371,7 +456,12 @@ static bool choose_shape(const char * cmd, const char * preset_name, const struc
     if (flags->arch != NULL && strcmp(flags->arch, arch_of(shape)) != 0) {
         shape->arch       = strcmp(flags->arch, "qwen3") == 0 ? NULL : flags->arch;
         shape->llama3_ctx = 0;   // another architecture than the preset's: no Llama 3 factors
+        shape->n_expert = shape->n_expert_used = shape->n_ff_exp = 0;   // nor the preset's experts
     }
+    TAKE_FLAG(n_expert);
+    TAKE_FLAG(n_expert_used);
+    TAKE_FLAG(n_ff_exp);
+#undef TAKE_FLAG
     if (preset_name == NULL &&
         (shape->n_layer == UNSET || shape->n_embd == UNSET || shape->n_head == UNSET || shape->n_ff == UNSET)) {
         fprintf(stderr, "mg %s: give --preset tiny|tiny2|minimind|qwen3-0.6b, or --n-layer, --n-embd, --n-head and "
@@ -380,6 +470,22 @@ static bool choose_shape(const char * cmd, const char * preset_name, const struc
     }
     if (shape->n_head_kv == UNSET) shape->n_head_kv = shape->n_head;
     if (shape->head_dim == UNSET && shape->n_head > 0) shape->head_dim = shape->n_embd / shape->n_head;
+    return choose_experts(cmd, shape);
+}
+
+// The experts' sizes: as llama.cpp's loader takes them (1 <= used <= count <= LLAMA_MAX_EXPERTS, 512).
+static bool check_experts(const char * cmd, const struct preset * p) {
+    const struct { const char * flag; int value, limit; } sizes[] = {
+        {"--n-expert", p->n_expert, 512}, {"--n-expert-used", p->n_expert_used, p->n_expert},
+        {"--n-ff-exp", p->n_ff_exp, 262144},
+    };
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        if (sizes[i].value < 1 || sizes[i].value > sizes[i].limit) {
+            fprintf(stderr, "mg %s: %s %d: must be in 1..%d%s\n", cmd, sizes[i].flag, sizes[i].value, sizes[i].limit,
+                    i == 1 ? " (--n-expert)" : i == 0 ? " (llama.cpp's LLAMA_MAX_EXPERTS)" : "");
+            return false;
+        }
+    }
     return true;
 }
 
@@ -400,11 +506,13 @@ static bool check_shape(const char * cmd, const struct preset * p) {
         fprintf(stderr, "mg %s: --n-head %d is not a multiple of --n-head-kv %d\n", cmd, p->n_head, p->n_head_kv);
         return false;
     }
-    if (p->arch != NULL && strcmp(p->arch, "llama") != 0 && strcmp(p->arch, "qwen2") != 0) {
-        fprintf(stderr, "mg %s: --arch '%s': not an architecture mkmodel writes (llama, qwen2, qwen3)\n", cmd,
-                mg_quote(p->arch));
+    if (p->arch != NULL && strcmp(p->arch, "llama") != 0 && strcmp(p->arch, "qwen2") != 0 &&
+        strcmp(p->arch, "qwen3moe") != 0) {
+        fprintf(stderr, "mg %s: --arch '%s': not an architecture mkmodel writes (llama, qwen2, qwen3, qwen3moe)\n",
+                cmd, mg_quote(p->arch));
         return false;
     }
+    if (p->n_expert > 0 && !check_experts(cmd, p)) return false;
     if (p->arch != NULL && strcmp(p->arch, "qwen2") == 0 && p->head_dim * p->n_head != p->n_embd) {
         // llama.cpp's qwen2 loader makes attn_q and attn_output n_embd x n_embd
         fprintf(stderr, "mg %s: qwen2 needs --head-dim x --n-head = --n-embd (%d x %d != %d)\n", cmd, p->head_dim,
@@ -523,11 +631,12 @@ int cmd_mkmodel(int argc, char ** argv) {
     const char * preset_name = NULL, * type_name = "f32", * out = NULL, * vocab_dir = MG_DATA_DIR "/minimind";
     uint64_t seed = 1;
     struct preset flags = {"flags", UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, UNSET, false, NULL, NULL, NULL, NULL,
-                           0.0f, 0.0f, 0};
+                           0.0f, 0.0f, 0, UNSET, UNSET, UNSET};
     const struct cli_option opts[] = {
         {NULL, "--preset", CLI_STRING, &preset_name, "tiny, tiny2, minimind, qwen3-0.6b, tiny-llama, tiny-qwen2, "
-                                                     "llama3.2-1b, smollm2-135m, qwen2.5-0.5b"},
-        {NULL, "--arch", CLI_STRING, &flags.arch, "llama, qwen2 or qwen3 (default: the preset's, else qwen3)"},
+                                                     "llama3.2-1b, smollm2-135m, qwen2.5-0.5b, tiny-qwen3moe, "
+                                                     "qwen3-30b-a3b"},
+        {NULL, "--arch", CLI_STRING, &flags.arch, "llama, qwen2, qwen3 or qwen3moe (default: the preset's, else qwen3)"},
         {NULL, "--n-layer", CLI_INT, &flags.n_layer, "layers"},
         {NULL, "--n-embd", CLI_INT, &flags.n_embd, "embedding width"},
         {NULL, "--n-head", CLI_INT, &flags.n_head, "query heads"},
@@ -535,6 +644,9 @@ int cmd_mkmodel(int argc, char ** argv) {
         {NULL, "--head-dim", CLI_INT, &flags.head_dim, "width of one head"},
         {NULL, "--n-ff", CLI_INT, &flags.n_ff, "feed-forward width"},
         {NULL, "--n-ctx", CLI_INT, &flags.n_ctx, "context length written to the file"},
+        {NULL, "--n-expert", CLI_INT, &flags.n_expert, "qwen3moe: experts per layer"},
+        {NULL, "--n-expert-used", CLI_INT, &flags.n_expert_used, "qwen3moe: experts each token goes through"},
+        {NULL, "--n-ff-exp", CLI_INT, &flags.n_ff_exp, "qwen3moe: one expert's width (default n_ff / n_expert_used)"},
         {NULL, "--type", CLI_STRING, &type_name, "type of the matrices (default f32)"},
         {"-s", "--seed", CLI_U64, &seed, "random seed (default 1)"},
         {"-o", "--output", CLI_OUT_FILE, &out, "the GGUF file to write"},
