@@ -13,6 +13,9 @@
 //@- full repack
 #include "vec.h"
 #include "vocab.h"
+//@+ full moe
+#include "trace.h"
+//@- full moe
 
 #include <math.h>
 //@+ full prefault
@@ -1034,7 +1037,7 @@ static struct mg_tensor * moe_feed_forward(struct mg_context * ctx, struct mg_cg
     cb(experts, "ffn_moe_weighted", il);
     mg_build_forward_expand(g, experts);
     // Sum over the chosen experts: one [E, T] view per slot, added in slot order.
-    struct mg_tensor * slot[MG_MAX_EXPERTS];   // n_used <= n_expert <= MG_MAX_EXPERTS (the loader checks)
+    struct mg_tensor * slot[MG_MAX_EXPERTS] = {NULL};   // n_used <= n_expert <= MG_MAX_EXPERTS (the loader checks)
     for (int i = 0; i < n_used; i++) {
         slot[i] = mg_view_2d(ctx, experts, n_embd, n_tokens, experts->nb[2], (size_t) i * experts->nb[1]);
         mg_build_forward_expand(g, slot[i]);
