@@ -9,6 +9,7 @@
 #include "gguf_writer.h"
 #include "model.h"
 #include "ops.h"
+#include "repack.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -199,13 +200,22 @@ START_TEST(test_qwen3moe_hparams_and_tensors) {
 END_TEST
 
 // The model as mg_model_load_from_file gives it to the engine (repacking on):
-// the absent dense matrices are skipped, the expert stacks left in the file.
+// the absent dense matrices are skipped; the attention's Q4_0 matrices are
+// repacked, and the expert stacks wherever repack.c takes 3-D weights.
 START_TEST(test_qwen3moe_loads_with_repacking) {
     struct mg_model * m = mg_model_load_from_file(mkmodel("moe-q.gguf", "--preset tiny-qwen3moe --n-layer 1 --type q4_0"),
                                                   mg_model_default_params());
     ck_assert_msg(m != NULL, "%s", mg_last_error());
-    ck_assert_int_eq(m->layers[0].ffn_gate_exps->type, MG_TYPE_Q4_0);
-    ck_assert_ptr_null(m->layers[0].ffn_gate_exps->repacked);
+    const struct mg_layer * l = &m->layers[0];
+    ck_assert_int_eq(l->ffn_gate_exps->type, MG_TYPE_Q4_0);
+    const struct mg_tensor * w[] = {l->wq, l->ffn_gate_inp, l->ffn_gate_exps, l->ffn_up_exps, l->ffn_down_exps};
+    for (int i = 0; i < 5; i++) {
+        const bool want = mg_repack_available() && mg_repack_fits(w[i]);
+        ck_assert_msg((w[i]->repacked != NULL) == want, "%s: repacked %d, fits %d", w[i]->name, w[i]->repacked != NULL,
+                      want);
+    }
+    ck_assert_ptr_null(l->ffn_gate_inp->repacked);   // F32: read as it is
+    if (mg_repack_available()) ck_assert_ptr_nonnull(l->wq->repacked);
     mg_model_free(m);
 }
 END_TEST
