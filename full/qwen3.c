@@ -595,9 +595,11 @@ static int matmul_weights(struct mg_model * m, struct mg_tensor ** out) {
     int n = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         struct mg_layer * l = &m->layers[il];
-        struct mg_tensor * w[] = {l->wq, l->wk, l->wv, l->wo, l->ffn_gate, l->ffn_up, l->ffn_down};
-        // qwen3moe has no dense feed-forward (NULL); its expert stacks stay as
-        // they are in the file: the mul_mat_id kernels read the plain blocks.
+        // qwen3moe has its experts' stacks where the others have a dense
+        // feed-forward (NULL); a stack is repacked where repack.c takes 3-D
+        // weights, as llama.cpp's CPU_REPACK buffer takes them for MUL_MAT_ID.
+        struct mg_tensor * w[] = {l->wq,       l->wk,     l->wv,           l->wo,          l->ffn_gate,
+                                  l->ffn_up,   l->ffn_down, l->ffn_gate_exps, l->ffn_up_exps, l->ffn_down_exps};
         for (size_t k = 0; k < sizeof(w) / sizeof(w[0]); k++) {
             if (w[k] != NULL) out[n++] = w[k];
         }
@@ -611,7 +613,7 @@ static size_t align_64(size_t bytes) {
 }
 
 static void repack_weights(struct mg_model * m) {
-    struct mg_tensor ** w = malloc((7 * (size_t) m->hp.n_layer + 1) * sizeof(*w));
+    struct mg_tensor ** w = malloc((10 * (size_t) m->hp.n_layer + 1) * sizeof(*w));   // matmul_weights' at most
     MG_ASSERT(w != NULL);
     const int n     = matmul_weights(m, w);
     size_t    total = 0;

@@ -70,6 +70,47 @@ START_TEST(test_every_type_is_llama_quantize_s) {
 END_TEST
 
 // ---------------------------------------------------------------------------
+// A mixture of experts: mg mkmodel --preset tiny-qwen3moe (bit-reproducible),
+// quantized, against llama-quantize's files of the same master
+// (golden2/models-tiny-qwen3moe.tsv: all 13 types, compared with cmp when it
+// was recorded). The types here cover every rule llama-quantize has for 8
+// experts (attn_v and attn_k in Q8_0, attn_output in Q5_K, ffn_down_exps as
+// ffn_down) and every 3-D quantizer family; 57 MB each, so not all 13.
+// ---------------------------------------------------------------------------
+
+static char moe_dir[64], moe_master[1100];
+
+static void setup_moe_master(void) {
+    mg_test_make_dir(moe_dir, sizeof(moe_dir), "model_quantize_moe");
+    snprintf(moe_master, sizeof(moe_master), "%s", mg_test_path_in(moe_dir, "tiny-qwen3moe-f32.gguf"));
+    struct mg_test_run r = mg_test_run_mg(moe_dir, NULL, NULL, "mkmodel --preset tiny-qwen3moe -o '%s'", moe_master);
+    ck_assert_msg(r.status == 0, "mkmodel --preset tiny-qwen3moe: %s", r.err);
+    mg_test_run_free(&r);
+}
+
+static void teardown_moe_master(void) {
+    mg_test_remove_dir(moe_dir);
+}
+
+static const char * const moe_types[] = {"f32", "q8_0", "q4_0", "q2_k", "q3_k_m", "q4_k_m", "iq4_nl"};
+
+START_TEST(test_qwen3moe_is_llama_quantize_s) {
+    const char * type = moe_types[_i];
+    char         got[65], want[65];
+    if (_i == 0) {   // the master itself, as mg mkmodel draws it (sum4: the same bytes on every machine)
+        file_sha256(moe_master, got);
+    } else {
+        const struct mg_quantize_params p   = params_for(type, 1 + _i % 2);
+        const char *                    out = mg_test_path_in(dir, "moe.gguf");
+        ck_assert_msg(mg_model_quantize(moe_master, out, &p), "%s: %s", type, mg_last_error());
+        file_sha256(out, got);
+    }
+    mg_test_recorded_sha256("golden2/models-tiny-qwen3moe.tsv", type, want);
+    ck_assert_msg(strcmp(got, want) == 0, "tiny-qwen3moe %s: sha256 %s, llama-quantize's file has %s", type, got, want);
+}
+END_TEST
+
+// ---------------------------------------------------------------------------
 // The progress reports, against the file written
 // ---------------------------------------------------------------------------
 
@@ -288,6 +329,11 @@ Suite * mg_test_suite(void) {
     tcase_add_loop_test(tc, test_every_type_is_llama_quantize_s, 0, (int) (sizeof(types) / sizeof(types[0])));
     suite_add_tcase(s, tc);
     in_own_dir(tc, 300);
+    TCase * moe = tcase_create("qwen3moe");
+    tcase_add_unchecked_fixture(moe, setup_moe_master, teardown_moe_master);   // one master for every type
+    tcase_add_loop_test(moe, test_qwen3moe_is_llama_quantize_s, 0, (int) (sizeof(moe_types) / sizeof(moe_types[0])));
+    suite_add_tcase(s, moe);
+    in_own_dir(moe, 300);
     in_own_dir(MG_TCASE(s, "reports", test_progress_is_the_file, test_dry_run_writes_nothing, test_same_output_twice,
                         test_inputs_do_not_pile_up), 120);
     in_own_dir(MG_TCASE(s, "refusals", test_bad_parameters, test_bad_paths, test_requantize_needs_allowing), 120);
