@@ -1064,13 +1064,19 @@ static const struct mg_tensor * find_node(const struct mg_cgraph * g, const char
 // One layer's routing, from the graph just computed: each token's experts
 // with their weights, then how many tokens each expert took. The weights are
 // the tensor ffn_moe_weighted multiplied by (after normalising and scaling).
+// The batch's token count: the columns of the first layer's routing.
+static int64_t find_layer_tokens(const struct mg_cgraph * g) {
+    const struct mg_tensor * order = find_node(g, "ffn_moe_argsort-0");
+    return order != NULL ? order->ne[1] : 0;
+}
+
 // The bytes of one expert's three matrices in layer il (its slices of the 3-D tensors).
 static size_t expert_bytes(const struct mg_layer * l) {
     return l->ffn_gate_exps->nb[2] + l->ffn_up_exps->nb[2] + l->ffn_down_exps->nb[2];
 }
 
 // Returns how many distinct experts the batch used in layer il (0: no routing found).
-static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model * m, int il) {
+static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model * m, int il, int pos0) {
     char name[64];
     snprintf(name, sizeof(name), "ffn_moe_argsort-%d", il);
     const struct mg_tensor * order = find_node(g, name);
@@ -1079,10 +1085,12 @@ static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model
     if (order == NULL || weighted == NULL) return 0;
     const struct mg_tensor * w = weighted->src[1];   // [1, n_used, T]
     const int n_used = m->hp.n_expert_used, n_tokens = (int) order->ne[1];
+    // The last layer routes only the tokens whose logits are wanted: the last ones.
+    const int first = pos0 + (int) find_layer_tokens(g) - n_tokens;
     int count[MG_MAX_EXPERTS] = {0};
     for (int t = 0; t < n_tokens; t++) {
         char line[1024];
-        int  len = snprintf(line, sizeof(line), "layer %d token %d:", il, t);
+        int  len = snprintf(line, sizeof(line), "layer %d pos %d:", il, first + t);
         for (int i = 0; i < n_used && len < (int) sizeof(line); i++) {
             const int32_t e  = *(const int32_t *) ((const char *) order->data + (size_t) t * order->nb[1] +
                                                    (size_t) i * order->nb[0]);
@@ -1107,16 +1115,24 @@ static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model
 // only the chosen experts' rows, so a batch reads the experts it used, not
 // all of them (llama.cpp's ggml_compute_forward_mul_mat_id skips an expert
 // with no rows).
-void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m) {
+void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m, int pos0) {
     if (!mg_trace_on(MG_TRACE_MOE) || m->hp.arch != MG_ARCH_QWEN3MOE) return;
     size_t read = 0, all = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const size_t one = expert_bytes(&m->layers[il]);
-        read += (size_t) trace_layer_routing(g, m, il) * one;
+        read += (size_t) trace_layer_routing(g, m, il, pos0) * one;
         all += (size_t) m->hp.n_expert * one;
     }
-    mg_trace(MG_TRACE_MOE, "expert weights read by this batch: %zu of %zu bytes (%.1f%%); every other weight: %zu bytes",
-             read, all, all ? 100.0 * (double) read / (double) all : 0.0, m->n_weight_bytes - all);
+    // Beside the experts, a batch reads every other matrix whole, and of
+    // token_embd only its tokens' rows (get_rows), unless it is the output too.
+    const int64_t n_tokens = find_layer_tokens(g);
+    const size_t embd_all  = mg_nbytes(m->tok_embd);
+    const size_t embd_read = m->output == m->tok_embd ? embd_all : (size_t) n_tokens * m->tok_embd->nb[1];
+    const size_t rest      = m->n_weight_bytes - all - embd_all + embd_read;
+    mg_trace(MG_TRACE_MOE, "experts: this batch read %zu of their %zu bytes (%.1f%%)", read, all,
+             all ? 100.0 * (double) read / (double) all : 0.0);
+    mg_trace(MG_TRACE_MOE, "weights read: %zu bytes (experts %zu + the rest %zu); a dense model of the same size: %zu",
+             read + rest, read, rest, all + rest);
 }
 
 // The layer's feed-forward: dense SwiGLU, or the experts for qwen3moe. Both

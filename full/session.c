@@ -459,7 +459,7 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
     const double t1 = mg_time_ms();
     if (!run_graph(s, logits_dst)) return false;
     //@+ full moe
-    mg_moe_trace(s->graph, s->model);
+    mg_moe_trace(s->graph, s->model, pos0);
     //@- full moe
     s->stats.t_build_ms += t1 - t0;
     s->stats.t_compute_ms += mg_time_ms() - t1;
