@@ -160,10 +160,11 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
                                   struct mg_batch_inputs * in);
 
 //@+ full moe
-// After the graph of a batch at positions pos0.. ran: print the routing of
-// every MoE layer, token by token, and the bytes of weights the batch read
-// (the "moe" trace category; nothing for a dense model or with the trace off).
-void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m, int pos0);
+// After the graph of a batch ran: print the routing of every MoE layer,
+// token by token (pos: each token's position), and the bytes of weights the
+// batch read (the "moe" trace category; nothing for a dense model or with
+// the trace off).
+void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m, const int32_t * pos);
 //@- full moe
 
 // Graph size and context size that mg_qwen3_build needs for this model.

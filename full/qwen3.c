@@ -1076,7 +1076,7 @@ static size_t expert_bytes(const struct mg_layer * l) {
 }
 
 // Returns how many distinct experts the batch used in layer il (0: no routing found).
-static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model * m, int il, int pos0) {
+static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model * m, int il, const int32_t * pos) {
     char name[64];
     snprintf(name, sizeof(name), "ffn_moe_argsort-%d", il);
     const struct mg_tensor * order = find_node(g, name);
@@ -1086,11 +1086,11 @@ static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model
     const struct mg_tensor * w = weighted->src[1];   // [1, n_used, T]
     const int n_used = m->hp.n_expert_used, n_tokens = (int) order->ne[1];
     // The last layer routes only the tokens whose logits are wanted: the last ones.
-    const int first = pos0 + (int) find_layer_tokens(g) - n_tokens;
+    const int first = (int) find_layer_tokens(g) - n_tokens;
     int count[MG_MAX_EXPERTS] = {0};
     for (int t = 0; t < n_tokens; t++) {
         char line[1024];
-        int  len = snprintf(line, sizeof(line), "layer %d pos %d:", il, first + t);
+        int  len = snprintf(line, sizeof(line), "layer %d pos %d:", il, pos[first + t]);
         for (int i = 0; i < n_used && len < (int) sizeof(line); i++) {
             const int32_t e  = *(const int32_t *) ((const char *) order->data + (size_t) t * order->nb[1] +
                                                    (size_t) i * order->nb[0]);
@@ -1115,12 +1115,12 @@ static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model
 // only the chosen experts' rows, so a batch reads the experts it used, not
 // all of them (llama.cpp's ggml_compute_forward_mul_mat_id skips an expert
 // with no rows).
-void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m, int pos0) {
+void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m, const int32_t * pos) {
     if (!mg_trace_on(MG_TRACE_MOE) || m->hp.arch != MG_ARCH_QWEN3MOE) return;
     size_t read = 0, all = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const size_t one = expert_bytes(&m->layers[il]);
-        read += (size_t) trace_layer_routing(g, m, il, pos0) * one;
+        read += (size_t) trace_layer_routing(g, m, il, pos) * one;
         all += (size_t) m->hp.n_expert * one;
     }
     // Beside the experts, a batch reads every other matrix whole, and of
@@ -1160,6 +1160,7 @@ static struct mg_tensor * input_v_idx(struct mg_context * ctx, const struct mg_k
 //@- full flash-attn
 
 //@+ 09 build
+#if 0 //@old 09..09 build-dense
 struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                   struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
                                   struct mg_batch_inputs * in) {
@@ -1188,13 +1189,8 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
         // ... then a pre-norm feed-forward with a residual around it.
         cur = norm(ctx, ffn_inp, m->layers[il].ffn_norm, hp->rms_eps, il);
         cb(cur, "ffn_norm", il);
-#if 0 //@old 09..09 moe
         cur = feed_forward(ctx, &m->layers[il], cur, il);
         cb(cur, "ffn_out", il);
-#endif //@old moe
-        //@+ full moe
-        cur = layer_ffn(ctx, g, m, il, cur);
-        //@- full moe
         inp = mg_add(ctx, cur, ffn_inp);
         cb(inp, "l_out", il);
     }
@@ -1206,4 +1202,58 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
     mg_build_forward_expand(g, cur);
     return cur;
 }
+#endif //@old build-dense
+//@+ full moe
+// One block, as the body of each of llama.cpp's src/models/<arch>.cpp loops:
+// pre-norm attention and a residual, then the architecture's pre-norm
+// feed-forward (layer_ffn) and a residual. last_only: the layer whose
+// output only the last token's logits read (llama.cpp's inp_out_ids).
+static struct mg_tensor * build_layer(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
+                                      struct mg_kv_cache * kv, int il, struct mg_tensor * inp, int n_tokens,
+                                      int n_kv, bool last_only, const struct mg_batch_inputs * in) {
+    const struct mg_model_hparams * hp = &m->hp;
+    struct mg_tensor * cur = norm(ctx, inp, m->layers[il].attn_norm, hp->rms_eps, il);
+    cb(cur, "attn_norm", il);
+    cur = attention(ctx, g, m, kv, il, cur, n_tokens, n_kv, in);
+    if (last_only) {
+        cur = mg_view_2d(ctx, cur, hp->n_embd, 1, cur->nb[1], (size_t) (n_tokens - 1) * cur->nb[1]);   // [E, 1]
+        inp = mg_view_2d(ctx, inp, hp->n_embd, 1, inp->nb[1], (size_t) (n_tokens - 1) * inp->nb[1]);   // [E, 1]
+    }
+    struct mg_tensor * ffn_inp = mg_add(ctx, cur, inp);
+    cb(ffn_inp, "ffn_inp", il);
+    cur = norm(ctx, ffn_inp, m->layers[il].ffn_norm, hp->rms_eps, il);
+    cb(cur, "ffn_norm", il);
+    cur = layer_ffn(ctx, g, m, il, cur);
+    cur = mg_add(ctx, cur, ffn_inp);
+    cb(cur, "l_out", il);
+    return cur;
+}
+
+// full/'s builder: chapter 09's, a build_layer per layer, so that every
+// architecture's feed-forward (dense or experts) has its place.
+struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
+                                  struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
+                                  struct mg_batch_inputs * in) {
+    const struct mg_model_hparams * hp = &m->hp;
+    in->tokens = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_tokens");   // [T]
+    in->pos    = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_pos");      // [T]
+    in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");   // [n_kv, T]
+    in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");       // [T]
+    in->v_idx  = input_v_idx(ctx, kv, n_tokens);                     // [D*Hkv*T]
+
+    struct mg_tensor * inp = mg_get_rows(ctx, m->tok_embd, in->tokens);   // [E, T]
+    cb(inp, "inp_embd", -1);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const bool last_only = il == hp->n_layer - 1 && !all_logits && n_tokens > 1;
+        inp = build_layer(ctx, g, m, kv, il, inp, n_tokens, n_kv, last_only, in);   // [E, T], or [E, 1]
+    }
+    struct mg_tensor * cur = norm(ctx, inp, m->output_norm, hp->rms_eps, -1);
+    cb(cur, "result_norm", -1);
+    cur = mg_mul_mat(ctx, m->output, cur);   // [n_vocab, T], or [n_vocab, 1] for the last token only
+    cb(cur, "result_output", -1);
+    cur->flags |= MG_TENSOR_FLAG_OUTPUT;
+    mg_build_forward_expand(g, cur);
+    return cur;
+}
+//@- full moe
 //@- 09 build

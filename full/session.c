@@ -421,6 +421,7 @@ static bool run_graph(struct mg_session * s, float * logits_dst) {
                                   : mg_backend_graph_plan_compute(s->cpu, s->cpu_plan))) {
         return false;
     }
+    mg_moe_trace(s->graph, s->model, s->ub.pos);   // with --trace moe, the experts each token went through
     mg_backend_tensor_get(s->logits_out, logits_dst, 0, mg_nbytes(s->logits_out));
     return true;
 }
@@ -458,9 +459,6 @@ static bool decode_batch(struct mg_session * s, const int32_t * tokens, int n_to
     set_inputs(s, tokens, n_tokens);
     const double t1 = mg_time_ms();
     if (!run_graph(s, logits_dst)) return false;
-    //@+ full moe
-    mg_moe_trace(s->graph, s->model, pos0);
-    //@- full moe
     s->stats.t_build_ms += t1 - t0;
     s->stats.t_compute_ms += mg_time_ms() - t1;
     return true;
