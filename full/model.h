@@ -41,6 +41,11 @@ enum mg_arch {
     MG_ARCH_QWEN3MOE,
 };
 //@- full arch
+//@+ full moe
+// The most experts a layer may have (llama.cpp's LLAMA_MAX_EXPERTS, src/llama-hparams.h):
+// the loader refuses a file with more, so per-expert arrays can be this long.
+#define MG_MAX_EXPERTS 512
+//@- full moe
 
 struct mg_model_hparams {
     char  arch_name[16];     // general.architecture: the prefix of every key below ("qwen3")
@@ -65,7 +70,7 @@ struct mg_model_hparams {
     int   n_expert_used;         // qwen3moe.expert_used_count: experts each token goes through (1..n_expert)
     int   n_ff_exp;              // qwen3moe.expert_feed_forward_length: F_exp, one expert's width
                                  // (absent: n_ff / n_expert_used, as llama.cpp)
-    float expert_weights_scale;  // qwen3moe.expert_weights_scale: the chosen experts' weights times this (0: not scaled)
+    float expert_weights_scale;  // qwen3moe.expert_weights_scale: the chosen experts' weights times it (0: none)
     bool  expert_weights_norm;   // the chosen experts' weights renormalised to sum 1 (qwen3moe: always,
                                  // as qwen3moe.cpp passes norm_w = true to build_moe_ffn)
     //@- full moe

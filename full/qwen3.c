@@ -112,9 +112,6 @@ static bool check_no_experts(const struct mg_gguf * g, const struct mg_model_hpa
     return true;
 }
 
-// llama.cpp's LLAMA_MAX_EXPERTS (src/llama-hparams.h): the most experts a layer may have.
-enum { MAX_EXPERTS = 512 };
-
 // An expert count: a u32 in 1..limit, or an error naming the file, the key and what is wrong.
 static bool get_expert_count(const struct mg_gguf * g, const struct mg_model_hparams * hp, const char * suffix,
                              int limit, const char * limit_what, int * out) {
@@ -141,7 +138,8 @@ static bool get_expert_count(const struct mg_gguf * g, const struct mg_model_hpa
 // expert_feed_forward_length, n_ff / n_expert_used when it is absent or 0).
 static bool load_expert_hparams(const struct mg_gguf * g, struct mg_model_hparams * hp) {
     int n_ff_exp = 0;
-    if (!get_expert_count(g, hp, "expert_count", MAX_EXPERTS, "llama.cpp's LLAMA_MAX_EXPERTS is 512", &hp->n_expert) ||
+    if (!get_expert_count(g, hp, "expert_count", MG_MAX_EXPERTS, "llama.cpp's LLAMA_MAX_EXPERTS is 512",
+                          &hp->n_expert) ||
         !get_expert_count(g, hp, "expert_used_count", hp->n_expert, "at most expert_count", &hp->n_expert_used) ||
         !get_u32_as_int(g, hp, "feed_forward_length", true, 0, &hp->n_ff)) {
         return false;
