@@ -70,7 +70,7 @@ struct mg_model_hparams {
     int   n_expert_used;         // qwen3moe.expert_used_count: experts each token goes through (1..n_expert)
     int   n_ff_exp;              // qwen3moe.expert_feed_forward_length: F_exp, one expert's width
                                  // (absent: n_ff / n_expert_used, as llama.cpp)
-    float expert_weights_scale;  // qwen3moe.expert_weights_scale: the chosen experts' weights times it (0: none)
+    float expert_weights_scale;  // the chosen experts' weights times it (0: none); qwen3moe: always 0, as llama.cpp
     bool  expert_weights_norm;   // the chosen experts' weights renormalised to sum 1 (qwen3moe: always,
                                  // as qwen3moe.cpp passes norm_w = true to build_moe_ffn)
     //@- full moe

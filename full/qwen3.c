@@ -159,13 +159,11 @@ static bool load_expert_hparams(const struct mg_gguf * g, struct mg_model_hparam
         return false;
     }
     hp->n_ff_exp = n_ff_exp;
-    if (!get_f32(g, hp, "expert_weights_scale", false, 0.0f, &hp->expert_weights_scale)) return false;
-    if (!(hp->expert_weights_scale >= 0.0f) || isinf(hp->expert_weights_scale)) {
-        mg_set_error("%s: metadata '%s.expert_weights_scale' = %g must be a finite number >= 0", mg_gguf_path(g),
-                     hp->arch_name, (double) hp->expert_weights_scale);
-        return false;
-    }
-    hp->expert_weights_norm = true;   // qwen3moe.cpp passes norm_w = true to build_moe_ffn, whatever the file says
+    // As qwen3moe.cpp builds it, whatever the file says: norm_w = true, and
+    // hparams.expert_weights_scale, a key its load_arch_hparams never reads
+    // (other MoE architectures do), so 0: not scaled.
+    hp->expert_weights_norm  = true;
+    hp->expert_weights_scale = 0.0f;
     return true;
 }
 
