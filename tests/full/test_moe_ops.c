@@ -13,7 +13,8 @@
 //   a double-precision product of the decoded weights;
 // - the same with the experts' weights repacked (Q4_0, Q4_K, Q2_K where
 //   this build repacks them, repack.c): to the bit the repacked mul_mat of
-//   the expert's matrix, repacked on its own, times one column;
+//   the expert's matrix, repacked on its own, times one column; and a plain
+//   mul_mat of a repacked 3-D stack finds each expert's groups;
 // - mul_mat_id against llama.cpp's own (tests/fixtures/moe/mul_mat_id.bin,
 //   made by tools/llama-ref/mul_mat_id_ref.c on an AVX-512 CPU), to the bit,
 //   every type, plain and from llama.cpp's CPU_REPACK buffer, on this level;
@@ -313,6 +314,45 @@ START_TEST(test_mul_mat_id_repacked) {
 }
 END_TEST
 
+// mul_mat (not _id) of a repacked 3-D stack by a {K, 5, n_as} batch: matrix
+// e of b meets expert e's groups (at e * nb[2] in the repacked copy), each
+// result the bits of that expert repacked on its own times the same 5 columns.
+START_TEST(test_mul_mat_3d_repacked) {
+    const enum mg_type types[] = {MG_TYPE_Q4_0, MG_TYPE_Q4_K};
+    for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+        uint64_t            rng = 300 + k;
+        struct mg_context * ctx = new_ctx(16);
+        struct mg_tensor *  as  = random_experts(ctx, types[k], &rng);
+        struct mg_tensor *  b   = random_f32(ctx, K, 5, N_AS, 1.0f, &rng);
+        ck_assert(mg_repack_fits(as));
+        void * copy = malloc(mg_nbytes(as));
+        ck_assert_ptr_nonnull(copy);
+        mg_repack(copy, as);
+        as->repacked = copy;
+        struct mg_tensor * y = mg_mul_mat(ctx, as, b);
+        compute(ctx, y, 2);
+        for (int64_t e = 0; e < N_AS; e++) {
+            void *             own = NULL;
+            struct mg_tensor * w   = expert_matrix(ctx, as, e, true, &own);
+            struct mg_tensor * be  = mg_view_2d(ctx, b, K, 5, b->nb[1], (size_t) e * b->nb[2]);
+            struct mg_tensor * ye  = mg_mul_mat(ctx, w, be);
+            compute(ctx, ye, 1);
+            for (int64_t j = 0; j < 5; j++) {
+                for (int64_t r = 0; r < N; r++) {
+                    const float got = *(const float *) mg_element_ptr(y, r, j, e, 0);
+                    const float want = *(const float *) mg_element_ptr(ye, r, j, 0, 0);
+                    ck_assert_msg(memcmp(&got, &want, sizeof(float)) == 0, "%s expert %lld: y[%lld, %lld] is %.9g, want %.9g",
+                                  mg_type_name(types[k]), (long long) e, (long long) r, (long long) j, got, want);
+                }
+            }
+            free(own);
+        }
+        free(copy);
+        mg_free(ctx);
+    }
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // mul_mat_id against llama.cpp
 // ---------------------------------------------------------------------------
@@ -562,6 +602,7 @@ Suite * mg_test_suite(void) {
     tcase_add_loop_test(mm, test_mul_mat_id_like_dense, 0, (int) N_WEIGHT_TYPES);
     tcase_add_test(mm, test_mul_mat_id_repacked);
     tcase_add_test(mm, test_mul_mat_id_like_llama);
+    tcase_add_test(mm, test_mul_mat_3d_repacked);
     tcase_set_timeout(mm, 60);
     suite_add_tcase(s, mm);
     // mg_abort, with the id and the tensor named: only where each test has a
