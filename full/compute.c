@@ -1307,7 +1307,7 @@ static const struct op_kernel op_kernels[MG_OP_COUNT] = {
     //@+ full moe
     [MG_OP_ARGSORT]    = {forward_argsort, mg_nrows},
     [MG_OP_CLAMP]      = {forward_clamp, mg_nrows},
-    [MG_OP_MUL_MAT_ID] = {forward_mul_mat_id, mg_nrows},   // splits each expert's rows itself
+    [MG_OP_MUL_MAT_ID] = {forward_mul_mat_id, weight_rows},   // every expert's rows are split, as mul_mat's
     //@- full moe
 };
 
