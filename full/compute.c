@@ -690,41 +690,60 @@ static void forward_clamp(const struct mg_compute_params * p, struct mg_tensor *
 // all the tokens that picked it. Forward: every expert with picks has its
 // rows split between the shares in whole tiles of 8; one row times one pick
 // is one vec_dot (ggml calls vec_dot with nrc = 1 here, for every type: no
-// tinyBLAS, no 4-column tiles), so each output has the bits of mul_mat of
-// that expert's matrix by that one column. With the weights repacked (3-D,
+// tinyBLAS), so each output has the bits of mul_mat of that expert's matrix
+// by that one column. Up to 4 picks of an expert share a tile call
+// (vec_dot_tile, each output still vec_dot's to the bit, vec.h): their
+// columns are gathered into this share's slice of the work buffer first,
+// as the tile wants them one stride apart. With the weights repacked (3-D,
 // repack.c), the repacked gemv of llama.cpp's forward_mul_mat_id instead:
-// mg_repack_tile with one column, again what mul_mat gives for one column.
+// mg_repack_tile one column at a time (4 columns would take its gemm's
+// order), again what mul_mat gives for one column.
 //
 // The work buffer: the converted rows of b (when b is not already of the
 // vec_dot_type), then, from a cache line on, the grouping: n_as + 1 starts,
-// and the picks (i, t) of expert e at pairs starts[e] .. starts[e+1]-1.
+// and the picks (i, t) of expert e at pairs starts[e] .. starts[e+1]-1;
+// then, from a cache line on, one slice per share for 4 gathered columns.
 struct mul_mat_id_work {
     size_t    b_bytes;   // converted rows of b, rounded up to a cache line (0: b is read as it is)
     int32_t * starts;    // [n_as + 1]
     int32_t * picks;     // [2 * n_used * T]: i, t of each pick, grouped by expert
+    char *    gather;    // this share's MUL_MAT_TILE_COLS columns, one vec_dot_type row apart
 };
 
 static bool mul_mat_id_converts_b(const struct mg_tensor * t) {
     return t->src[1]->type != mg_get_type_traits_cpu(t->src[0]->type)->vec_dot_type;
 }
 
-static size_t mul_mat_id_b_bytes(const struct mg_tensor * t) {
-    if (!mul_mat_id_converts_b(t)) return 0;
-    const enum mg_type vdt   = mg_get_type_traits_cpu(t->src[0]->type)->vec_dot_type;
-    const size_t       bytes = mg_row_size(vdt, t->src[1]->ne[0]) * (size_t) mg_nrows(t->src[1]);
+static size_t round_up_line(size_t bytes) {
     return (bytes + MG_CACHE_LINE - 1) / MG_CACHE_LINE * MG_CACHE_LINE;
 }
 
-size_t mg_mul_mat_id_work_size(const struct mg_tensor * t) {
+static size_t mul_mat_id_b_bytes(const struct mg_tensor * t) {
+    if (!mul_mat_id_converts_b(t)) return 0;
+    const enum mg_type vdt = mg_get_type_traits_cpu(t->src[0]->type)->vec_dot_type;
+    return round_up_line(mg_row_size(vdt, t->src[1]->ne[0]) * (size_t) mg_nrows(t->src[1]));
+}
+
+static size_t mul_mat_id_group_bytes(const struct mg_tensor * t) {
     const int64_t n_as = t->src[0]->ne[2], n_picks = mg_nelements(t->src[2]);
-    return mul_mat_id_b_bytes(t) + (size_t) (n_as + 1 + 2 * n_picks) * sizeof(int32_t);
+    return round_up_line((size_t) (n_as + 1 + 2 * n_picks) * sizeof(int32_t));
+}
+
+static size_t mul_mat_id_gather_bytes(const struct mg_tensor * t) {
+    const enum mg_type vdt = mg_get_type_traits_cpu(t->src[0]->type)->vec_dot_type;
+    return round_up_line(MUL_MAT_TILE_COLS * mg_row_size(vdt, t->src[1]->ne[0]));
+}
+
+size_t mg_mul_mat_id_work_size(const struct mg_tensor * t, int n_tasks) {
+    return mul_mat_id_b_bytes(t) + mul_mat_id_group_bytes(t) + (size_t) n_tasks * mul_mat_id_gather_bytes(t);
 }
 
 static struct mul_mat_id_work mul_mat_id_work_of(const struct mg_compute_params * p, const struct mg_tensor * t) {
-    MG_ASSERT(p->wsize >= mg_mul_mat_id_work_size(t) && "mul_mat_id: the plan's work buffer is too small");
+    MG_ASSERT(p->wsize >= mg_mul_mat_id_work_size(t, p->nth) && "mul_mat_id: the plan's work buffer is too small");
     struct mul_mat_id_work w = {.b_bytes = mul_mat_id_b_bytes(t)};
     w.starts = (int32_t *) ((char *) p->wdata + w.b_bytes);
     w.picks  = w.starts + t->src[0]->ne[2] + 1;
+    w.gather = (char *) p->wdata + w.b_bytes + mul_mat_id_group_bytes(t) + (size_t) p->ith * mul_mat_id_gather_bytes(t);
     return w;
 }
 
@@ -790,20 +809,43 @@ static const char * mul_mat_id_b_row(const struct mg_compute_params * p, const s
     return (const char *) p->wdata + (size_t) (t * b->ne[1] + i11) * mg_row_size(vec_dot_type, b->ne[0]);
 }
 
-// Rows [r0, r1) of expert e (whole tiles of 8, but the last) times one
-// column y: s[i01] for each row, one column at a time, as mul_mat_tiled does
+// Repacked experts: rows [r0, r1) of expert e (whole groups of 8) times one
+// column y, s[i01] for each row: llama.cpp's gemv, as mul_mat_tiled gives it
 // for a single column.
-static void mul_mat_id_rows(const struct mg_tensor * as, const struct mg_type_traits_cpu * cpu, int64_t e,
-                            int64_t r0, int64_t r1, const char * y, float * s) {
+static void mul_mat_id_rows_repacked(const struct mg_tensor * as, int64_t e, int64_t r0, int64_t r1, const char * y,
+                                     float * s) {
+    for (int64_t i01 = r0; i01 < r1; i01 += MUL_MAT_TILE_ROWS) {
+        MG_ASSERT(r1 - i01 >= MUL_MAT_TILE_ROWS);
+        const size_t at = (size_t) e * as->nb[2] + (size_t) i01 * as->nb[1];   // where the group's rows were
+        mg_repack_tile(as->type, as->ne[0], s + i01, 1, (const char *) as->repacked + at, y, 1, 1);
+    }
+}
+
+// Rows [r0, r1) of expert e times n_cols <= 4 columns gathered y_stride apart:
+// a tile at a time, its 8 x n_cols results scattered to the picks' columns s[c].
+static void mul_mat_id_rows_tiled(const struct mg_tensor * as, const struct mg_type_traits_cpu * cpu, int64_t e,
+                                  int64_t r0, int64_t r1, const char * y, size_t y_stride, int n_cols,
+                                  float * const * s) {
+    float tile[MUL_MAT_TILE_COLS * MUL_MAT_TILE_ROWS];
     for (int64_t i01 = r0; i01 < r1; i01 += MUL_MAT_TILE_ROWS) {
         const int n_rows = (int) min_i64(r1 - i01, MUL_MAT_TILE_ROWS);
-        if (as->repacked != NULL) {
-            MG_ASSERT(n_rows == MUL_MAT_TILE_ROWS);
-            const size_t at = (size_t) e * as->nb[2] + (size_t) i01 * as->nb[1];   // where the group's rows were
-            mg_repack_tile(as->type, as->ne[0], s + i01, 1, (const char *) as->repacked + at, y, 1, 1);
-            continue;
-        }
-        cpu->vec_dot_tile(as->ne[0], s + i01, 1, row_ptr(as, i01, e, 0), as->nb[1], n_rows, y, 1, 1);
+        cpu->vec_dot_tile(as->ne[0], tile, MUL_MAT_TILE_ROWS, row_ptr(as, i01, e, 0), as->nb[1], n_rows, y, y_stride,
+                          n_cols);
+        for (int c = 0; c < n_cols; c++) memcpy(s[c] + i01, tile + c * MUL_MAT_TILE_ROWS, (size_t) n_rows * sizeof(float));
+    }
+}
+
+// Picks k0 .. k0+n_cols-1 of w's grouping: their columns of b copied into
+// w->gather, one row_size apart, and where their results go.
+static void mul_mat_id_gather(const struct mg_compute_params * p, const struct mg_tensor * dst,
+                              const struct mul_mat_id_work * w, enum mg_type vec_dot_type, int32_t k0, int n_cols,
+                              float ** s) {
+    const struct mg_tensor * b        = dst->src[1];
+    const size_t             row_size = mg_row_size(vec_dot_type, b->ne[0]);
+    for (int c = 0; c < n_cols; c++) {
+        const int64_t i = w->picks[2 * (k0 + c)], t = w->picks[2 * (k0 + c) + 1];
+        memcpy(w->gather + (size_t) c * row_size, mul_mat_id_b_row(p, b, vec_dot_type, i, t), row_size);
+        s[c] = (float *) row_ptr(dst, i, t, 0);
     }
 }
 
@@ -813,7 +855,8 @@ static void forward_mul_mat_id(const struct mg_compute_params * p, struct mg_ten
     const struct mg_type_traits_cpu * cpu = mg_get_type_traits_cpu(as->type);
     MG_ASSERT(as->nb[0] == mg_type_size(as->type) && "mul_mat_id: rows of as must be contiguous");
     MG_ASSERT(dst->nb[0] == sizeof(float));
-    const struct mul_mat_id_work w = mul_mat_id_work_of(p, dst);
+    const struct mul_mat_id_work w        = mul_mat_id_work_of(p, dst);
+    const size_t                 row_size = mg_row_size(cpu->vec_dot_type, b->ne[0]);
     int64_t r0, r1;
     mul_mat_share(as->ne[1], p, &r0, &r1);
     const size_t  tile  = MUL_MAT_TILE_ROWS * mg_row_size(as->type, as->ne[0]);
@@ -822,10 +865,19 @@ static void forward_mul_mat_id(const struct mg_compute_params * p, struct mg_ten
         // A block of the expert's rows stays in cache while every pick of it passes.
         for (int64_t ib = r0; ib < r1; ib += block) {
             const int64_t ie = min_i64(ib + block, r1);
-            for (int32_t k = w.starts[e]; k < w.starts[e + 1]; k++) {
-                const int64_t i = w.picks[2 * k], t = w.picks[2 * k + 1];
-                const char *  y = mul_mat_id_b_row(p, b, cpu->vec_dot_type, i, t);
-                mul_mat_id_rows(as, cpu, e, ib, ie, y, (float *) row_ptr(dst, i, t, 0));
+            if (as->repacked != NULL) {
+                for (int32_t k = w.starts[e]; k < w.starts[e + 1]; k++) {
+                    const int64_t i = w.picks[2 * k], t = w.picks[2 * k + 1];
+                    mul_mat_id_rows_repacked(as, e, ib, ie, mul_mat_id_b_row(p, b, cpu->vec_dot_type, i, t),
+                                             (float *) row_ptr(dst, i, t, 0));
+                }
+                continue;
+            }
+            for (int32_t k = w.starts[e]; k < w.starts[e + 1]; k += MUL_MAT_TILE_COLS) {
+                const int n_cols = (int) min_i64(w.starts[e + 1] - k, MUL_MAT_TILE_COLS);
+                float *   s[MUL_MAT_TILE_COLS];
+                mul_mat_id_gather(p, dst, &w, cpu->vec_dot_type, k, n_cols, s);
+                mul_mat_id_rows_tiled(as, cpu, e, ib, ie, w.gather, row_size, n_cols, s);
             }
         }
     }
@@ -1255,7 +1307,7 @@ static const struct op_kernel op_kernels[MG_OP_COUNT] = {
     //@+ full moe
     [MG_OP_ARGSORT]    = {forward_argsort, mg_nrows},
     [MG_OP_CLAMP]      = {forward_clamp, mg_nrows},
-    [MG_OP_MUL_MAT_ID] = {forward_mul_mat_id, mg_nrows},   // splits each expert's rows itself
+    [MG_OP_MUL_MAT_ID] = {forward_mul_mat_id, weight_rows},   // every expert's rows are split, as mul_mat's
     //@- full moe
 };
 

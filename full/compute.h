@@ -54,9 +54,9 @@ size_t mg_flash_attn_work_size(const struct mg_tensor * t);   // scratch bytes p
 int64_t mg_flash_attn_n_blocks(const struct mg_tensor * t);   // blocks of query rows sharing a KV head
 //@- full fused-ops
 //@+ full moe
-// Scratch of the MoE ops (compute.c), for the plan: argsort's per share, mul_mat_id's in all.
+// Scratch of the MoE ops (compute.c), for the plan: argsort's per share, mul_mat_id's in all for n_tasks shares.
 size_t mg_argsort_work_size(const struct mg_tensor * t);
-size_t mg_mul_mat_id_work_size(const struct mg_tensor * t);
+size_t mg_mul_mat_id_work_size(const struct mg_tensor * t, int n_tasks);
 //@- full moe
 
 // Compute t and everything it depends on, giving results their data from ctx.

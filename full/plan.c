@@ -71,8 +71,9 @@ static size_t argsort_work_size(const struct mg_tensor * node, int n_tasks) {
 }
 
 static size_t mul_mat_id_work_size(const struct mg_tensor * node, int n_tasks) {
-    MG_UNUSED(n_tasks);   // b's rows converted once, and the picks grouped once, for all shares
-    return mg_mul_mat_id_work_size(node);
+    // b's rows converted once and the picks grouped once, for all shares;
+    // then each share's gathered columns.
+    return mg_mul_mat_id_work_size(node, n_tasks);
 }
 //@- full moe
 

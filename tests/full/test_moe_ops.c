@@ -13,13 +13,17 @@
 //   a double-precision product of the decoded weights;
 // - the same with the experts' weights repacked (Q4_0, Q4_K, Q2_K where
 //   this build repacks them, repack.c): to the bit the repacked mul_mat of
-//   the expert's matrix, repacked on its own, times one column;
+//   the expert's matrix, repacked on its own, times one column; and a plain
+//   mul_mat of a repacked 3-D stack finds each expert's groups;
 // - mul_mat_id against llama.cpp's own (tests/fixtures/moe/mul_mat_id.bin,
 //   made by tools/llama-ref/mul_mat_id_ref.c on an AVX-512 CPU), to the bit,
 //   every type, plain and from llama.cpp's CPU_REPACK buffer, on this level;
 // - get_rows of {1, n_expert, T} by ids {n_used, T}, the router weights'
 //   sum_rows / div / mul broadcasts, an add of two strided views and
-//   swiglu on {F, n_used, T}, each against a naive loop.
+//   swiglu on {F, n_used, T}, each against a naive loop;
+// - a whole Qwen3-MoE FFN (router softmax, top_k view as ids, get_rows,
+//   normalised weights, gate/up/down mul_mat_id, swiglu, the picks' strided
+//   views added) against a double-precision loop, 1 and 3 threads alike.
 #include "cpu_level.h"
 #include "harness.h"
 #include "mg.h"
@@ -313,6 +317,45 @@ START_TEST(test_mul_mat_id_repacked) {
 }
 END_TEST
 
+// mul_mat (not _id) of a repacked 3-D stack by a {K, 5, n_as} batch: matrix
+// e of b meets expert e's groups (at e * nb[2] in the repacked copy), each
+// result the bits of that expert repacked on its own times the same 5 columns.
+START_TEST(test_mul_mat_3d_repacked) {
+    const enum mg_type types[] = {MG_TYPE_Q4_0, MG_TYPE_Q4_K};
+    for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+        uint64_t            rng = 300 + k;
+        struct mg_context * ctx = new_ctx(16);
+        struct mg_tensor *  as  = random_experts(ctx, types[k], &rng);
+        struct mg_tensor *  b   = random_f32(ctx, K, 5, N_AS, 1.0f, &rng);
+        ck_assert(mg_repack_fits(as));
+        void * copy = malloc(mg_nbytes(as));
+        ck_assert_ptr_nonnull(copy);
+        mg_repack(copy, as);
+        as->repacked = copy;
+        struct mg_tensor * y = mg_mul_mat(ctx, as, b);
+        compute(ctx, y, 2);
+        for (int64_t e = 0; e < N_AS; e++) {
+            void *             own = NULL;
+            struct mg_tensor * w   = expert_matrix(ctx, as, e, true, &own);
+            struct mg_tensor * be  = mg_view_2d(ctx, b, K, 5, b->nb[1], (size_t) e * b->nb[2]);
+            struct mg_tensor * ye  = mg_mul_mat(ctx, w, be);
+            compute(ctx, ye, 1);
+            for (int64_t j = 0; j < 5; j++) {
+                for (int64_t r = 0; r < N; r++) {
+                    const float got = *(const float *) mg_element_ptr(y, r, j, e, 0);
+                    const float want = *(const float *) mg_element_ptr(ye, r, j, 0, 0);
+                    ck_assert_msg(memcmp(&got, &want, sizeof(float)) == 0, "%s expert %lld: y[%lld, %lld] is %.9g, want %.9g",
+                                  mg_type_name(types[k]), (long long) e, (long long) r, (long long) j, got, want);
+                }
+            }
+            free(own);
+        }
+        free(copy);
+        mg_free(ctx);
+    }
+}
+END_TEST
+
 // ---------------------------------------------------------------------------
 // mul_mat_id against llama.cpp
 // ---------------------------------------------------------------------------
@@ -554,6 +597,139 @@ START_TEST(test_swiglu_3d) {
 }
 END_TEST
 
+// ---------------------------------------------------------------------------
+// A whole MoE FFN, as the model builder will put these ops together
+// ---------------------------------------------------------------------------
+
+enum { FFN_E = 256, FFN_F = 256, FFN_EXPERTS = 6, FFN_USED = 3, FFN_T = 5 };
+
+struct moe_ffn {
+    struct mg_tensor * x, *router, *gate, *up, *down;   // inputs: {E, T}, {E, n_expert}, {E, F, n}, {E, F, n}, {F, E, n}
+    struct mg_tensor * sel, *out;                        // the picks (a top_k view) and the result {E, T}
+};
+
+static struct mg_tensor * random_stack(struct mg_context * ctx, enum mg_type type, int64_t k, int64_t n, int64_t m,
+                                       float scale, uint64_t * rng) {
+    struct mg_tensor * t = mg_new_tensor_3d(ctx, type, k, n, m);
+    float *            f = malloc(sizeof(float) * (size_t) (k * n * m));
+    ck_assert_ptr_nonnull(f);
+    for (int64_t i = 0; i < k * n * m; i++) f[i] = scale * mg_test_rand_normal(rng);
+    if (type == MG_TYPE_F32) memcpy(t->data, f, mg_nbytes(t));
+    else mg_get_type_traits(type)->from_float(f, t->data, k * n * m);
+    free(f);
+    return t;
+}
+
+// llama.cpp's build_moe_ffn for Qwen3-MoE (softmax gating, top-k, weights
+// normalised to sum 1, SwiGLU experts), op for op.
+static struct moe_ffn build_moe_ffn(struct mg_context * ctx, uint64_t * rng) {
+    struct moe_ffn m;
+    m.x      = random_f32(ctx, FFN_E, FFN_T, 1, 1.0f, rng);
+    // A router this small keeps the probabilities close (logits ~0.3 apart),
+    // so the normalisation of the top 3 weights changes them by about half.
+    m.router = random_stack(ctx, MG_TYPE_F32, FFN_E, FFN_EXPERTS, 1, 0.02f, rng);
+    m.gate   = random_stack(ctx, MG_TYPE_F16, FFN_E, FFN_F, FFN_EXPERTS, 0.1f, rng);
+    m.up     = random_stack(ctx, MG_TYPE_F16, FFN_E, FFN_F, FFN_EXPERTS, 0.1f, rng);
+    m.down   = random_stack(ctx, MG_TYPE_F16, FFN_F, FFN_E, FFN_EXPERTS, 0.1f, rng);
+    struct mg_tensor * x2     = mg_reshape_2d(ctx, m.x, FFN_E, FFN_T);
+    struct mg_tensor * probs  = mg_soft_max(ctx, mg_mul_mat(ctx, mg_reshape_2d(ctx, m.router, FFN_E, FFN_EXPERTS), x2));
+    m.sel                     = mg_argsort_top_k(ctx, probs, FFN_USED);                                  // {n_used, T}
+    struct mg_tensor * w      = mg_get_rows(ctx, mg_reshape_3d(ctx, probs, 1, FFN_EXPERTS, FFN_T), m.sel);   // {1, n_used, T}
+    struct mg_tensor * w2     = mg_reshape_2d(ctx, w, FFN_USED, FFN_T);
+    struct mg_tensor * wn     = mg_div(ctx, w2, mg_sum_rows(ctx, w2));
+    struct mg_tensor * xr     = mg_reshape_3d(ctx, x2, FFN_E, 1, FFN_T);
+    struct mg_tensor * h      = mg_swiglu(ctx, mg_mul_mat_id(ctx, m.gate, xr, m.sel), mg_mul_mat_id(ctx, m.up, xr, m.sel));
+    struct mg_tensor * experts = mg_mul(ctx, mg_mul_mat_id(ctx, m.down, h, m.sel), mg_reshape_3d(ctx, wn, 1, FFN_USED, FFN_T));
+    m.out = NULL;
+    for (int i = 0; i < FFN_USED; i++) {   // the picks' outputs added, each a strided view {E, T}
+        struct mg_tensor * one = mg_view_2d(ctx, experts, FFN_E, FFN_T, experts->nb[2], (size_t) i * experts->nb[1]);
+        m.out = m.out == NULL ? one : mg_add(ctx, m.out, one);
+    }
+    return m;
+}
+
+static double silu_d(double x) {
+    return x / (1.0 + exp(-x));
+}
+
+// Row r of expert e of a stack, decoded.
+static void stack_row(const struct mg_tensor * t, int64_t r, int64_t e, float * out) {
+    mg_get_type_traits(t->type)->to_float((const char *) t->data + r * t->nb[1] + e * t->nb[2], out, t->ne[0]);
+}
+
+// The FFN of token t in double, its picks from a plain sort of its probabilities.
+static void reference_moe_ffn(const struct moe_ffn * m, int64_t t, int32_t * picks, double * out) {
+    float        row[FFN_F > FFN_E ? FFN_F : FFN_E];
+    const float * x = (const float *) m->x->data + t * FFN_E;
+    double       logit[FFN_EXPERTS], max = -INFINITY, sum = 0.0;
+    for (int e = 0; e < FFN_EXPERTS; e++) {
+        stack_row(m->router, e, 0, row);
+        logit[e] = 0.0;
+        for (int k = 0; k < FFN_E; k++) logit[e] += (double) row[k] * x[k];
+        max = logit[e] > max ? logit[e] : max;
+    }
+    float p[FFN_EXPERTS];
+    for (int e = 0; e < FFN_EXPERTS; e++) sum += exp(logit[e] - max);
+    for (int e = 0; e < FFN_EXPERTS; e++) p[e] = (float) (exp(logit[e] - max) / sum);
+    int32_t order[FFN_EXPERTS];
+    naive_argsort(p, order, FFN_EXPERTS, true);
+    double wsum = 0.0;
+    for (int i = 0; i < FFN_USED; i++) wsum += p[order[i]];
+    for (int k = 0; k < FFN_E; k++) out[k] = 0.0;
+    for (int i = 0; i < FFN_USED; i++) {
+        const int e = picks[i] = order[i];
+        double    h[FFN_F];
+        for (int r = 0; r < FFN_F; r++) {
+            double g = 0.0, u = 0.0;
+            stack_row(m->gate, r, e, row);
+            for (int k = 0; k < FFN_E; k++) g += (double) row[k] * x[k];
+            stack_row(m->up, r, e, row);
+            for (int k = 0; k < FFN_E; k++) u += (double) row[k] * x[k];
+            h[r] = silu_d(g) * u;
+        }
+        for (int r = 0; r < FFN_E; r++) {
+            double d = 0.0;
+            stack_row(m->down, r, e, row);
+            for (int k = 0; k < FFN_F; k++) d += (double) row[k] * h[k];
+            out[r] += d * p[e] / wsum;
+        }
+    }
+}
+
+START_TEST(test_moe_ffn_like_reference) {
+    uint64_t            rng = 23;
+    struct mg_context * ctx = new_ctx(32);
+    struct moe_ffn      m   = build_moe_ffn(ctx, &rng);
+    m.out->flags |= MG_TENSOR_FLAG_OUTPUT;
+    m.sel->view_src->flags |= MG_TENSOR_FLAG_OUTPUT;
+    struct mg_cgraph * g = mg_new_graph(ctx);
+    mg_build_forward_expand(g, m.out);
+    mg_graph_compute_with_ctx(ctx, g, 1);
+    float * first = malloc(mg_nbytes(m.out));
+    ck_assert_ptr_nonnull(first);
+    memcpy(first, m.out->data, mg_nbytes(m.out));
+    mg_graph_compute_with_ctx(ctx, g, mg_test_threads(3));
+    ck_assert_msg(memcmp(first, m.out->data, mg_nbytes(m.out)) == 0, "3 threads differ from 1");
+    for (int64_t t = 0; t < FFN_T; t++) {
+        int32_t picks[FFN_USED];
+        double  want[FFN_E], rms = 0.0;
+        reference_moe_ffn(&m, t, picks, want);
+        for (int i = 0; i < FFN_USED; i++) {
+            ck_assert_int_eq(*(const int32_t *) mg_element_ptr(m.sel, i, t, 0, 0), picks[i]);
+        }
+        for (int r = 0; r < FFN_E; r++) rms += want[r] * want[r];
+        rms = sqrt(rms / FFN_E);
+        for (int r = 0; r < FFN_E; r++) {
+            const double got = mg_get_f32_nd(m.out, r, t, 0, 0);
+            ck_assert_msg(fabs(got - want[r]) <= 3e-3 * rms, "token %lld, out[%d] is %.6g, reference %.6g (rms %.3g)",
+                          (long long) t, r, got, want[r], rms);
+        }
+    }
+    free(first);
+    mg_free(ctx);
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("moe_ops");
     MG_TCASE(s, "argsort", test_argsort_vs_naive, test_argsort_top_k);
@@ -562,6 +738,7 @@ Suite * mg_test_suite(void) {
     tcase_add_loop_test(mm, test_mul_mat_id_like_dense, 0, (int) N_WEIGHT_TYPES);
     tcase_add_test(mm, test_mul_mat_id_repacked);
     tcase_add_test(mm, test_mul_mat_id_like_llama);
+    tcase_add_test(mm, test_mul_mat_3d_repacked);
     tcase_set_timeout(mm, 60);
     suite_add_tcase(s, mm);
     // mg_abort, with the id and the tensor named: only where each test has a
@@ -573,5 +750,6 @@ Suite * mg_test_suite(void) {
         suite_add_tcase(s, errors);
     }
     MG_TCASE(s, "moe shapes", test_get_rows_3d, test_broadcasts, test_add_strided_views, test_swiglu_3d);
+    MG_TCASE(s, "moe ffn", test_moe_ffn_like_reference);
     return s;
 }

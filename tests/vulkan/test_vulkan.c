@@ -689,6 +689,31 @@ START_TEST(test_ops_without_a_shader_are_refused) {
 }
 END_TEST
 
+// The ops of a MoE layer have no shader: supports_op refuses them, so the
+// scheduler keeps them on the CPU. So is get_rows of {1, n_expert, T} by ids
+// {n_used, T} (get_rows.comp reads one matrix); the embedding lookup stays.
+START_TEST(test_moe_ops_stay_on_the_cpu) {
+    mg_backend_dev_t    dev = vulkan_device();
+    struct mg_context * ctx = mg_init((struct mg_init_params) {
+        .mem_size = 32 * mg_tensor_overhead(), .no_alloc = true});
+    struct mg_tensor * logits = mg_new_tensor_2d(ctx, MG_TYPE_F32, 8, 3);         // {n_expert, T}
+    struct mg_tensor * ids    = mg_new_tensor_2d(ctx, MG_TYPE_I32, 2, 3);         // {n_used, T}
+    struct mg_tensor * as     = mg_new_tensor_3d(ctx, MG_TYPE_Q8_0, 64, 16, 8);   // {K, N, n_expert}
+    struct mg_tensor * b      = mg_new_tensor_3d(ctx, MG_TYPE_F32, 64, 1, 3);
+    struct mg_tensor * moe[]  = {
+        mg_argsort(ctx, logits, MG_SORT_ORDER_DESC), mg_clamp(ctx, logits, -1.0f, 1.0f), mg_mul_mat_id(ctx, as, b, ids),
+        mg_get_rows(ctx, mg_reshape_3d(ctx, logits, 1, 8, 3), ids),
+    };
+    for (size_t i = 0; i < sizeof(moe) / sizeof(moe[0]); i++) {
+        ck_assert_msg(!mg_backend_dev_supports_op(dev, moe[i]), "%s claims %s", mg_backend_dev_name(dev),
+                      mg_op_name(moe[i]->op));
+    }
+    struct mg_tensor * lookup = mg_get_rows(ctx, logits, mg_new_tensor_1d(ctx, MG_TYPE_I32, 2));
+    ck_assert(mg_backend_dev_supports_op(dev, lookup));
+    mg_free(ctx);
+}
+END_TEST
+
 // x (input) + W (device) -> relu (CPU: no shader) -> * R (device) -> + itself:
 // three splits, three copies; the result bit for bit the CPU's alone. (RELU,
 // not SQR: SQR on the device is the graded exercise, exercises/vulkan, whose
@@ -1156,6 +1181,7 @@ Suite * mg_test_suite(void) {
                              test_set_rows_like_the_cpu, test_get_rows_like_the_cpu, test_mul_mat_q8_0_like_dequantized, test_mul_mat_f16_like_dequantized,
                              test_mul_mat_q4_0_like_dequantized, test_mul_mat_k_quants_like_dequantized,
                              test_quantize_activations_like_the_cpu, test_ops_without_a_shader_are_refused,
+                             test_moe_ops_stay_on_the_cpu,
                              test_scheduler_splits_between_device_and_cpu);
     tcase_set_timeout(tc, 120);
     TCase * cli = MG_TCASE(s, "ngl", test_ngl_logits_like_the_cpu, test_ngl_run_text, test_ngl_demo_model_q8_0, test_ngl_demo_graph_splits,
