@@ -19,8 +19,9 @@
 # an edited header is given back its old time while the sources that include
 # it (cc -MM) are touched instead, so a step rebuilds the 7 objects that see
 # model.h, not all 50 (tools/engine.mk makes every object depend on every
-# header); the models are made by full/'s own mg (MG_BIN), not by a relinked
-# copy; and the golden cases are a few (MG_GOLDEN2_CASES, CASES below).
+# header); the copy's mg is never relinked (the test makes its models with
+# full/'s, MG_BIN, as make grade in a handout does); and the golden cases
+# are a few (MG_GOLDEN2_CASES, CASES below).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)

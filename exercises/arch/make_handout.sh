@@ -16,9 +16,9 @@
 # name ("architecture 'qwen2' is not supported").
 #
 # The copy's Makefile gets ROOT (this repository: tests, fixtures, models) and
-# EXERCISES_DIR (exercises/arch), so `make grade` there grades the exercise,
-# and `make grade` builds the copy's mg first (the test makes its models with
-# mg mkmodel and mg quantize).
+# EXERCISES_DIR (exercises/arch), so `make grade` there grades the exercise;
+# it builds full/'s mg first, which makes the test's models (mg mkmodel
+# refuses to write a model its own engine cannot load: the copy's cannot).
 #
 # Each edit finds its text by content, not by line number, and stops the
 # script when it finds it not exactly once: when full/ changes there, the
@@ -114,14 +114,13 @@ edit Makefile text 'ROOT            := $(abspath ..)' "ROOT            := $root"
 cat >> "$dest/Makefile" << 'EOF'
 
 # The handout of exercises/arch (made by exercises/arch/make_handout.sh):
-# make grade grades "add an architecture"; its test makes its models with
-# this copy's mg (mkmodel, quantize), built first (unless MG_BIN names
-# another: check_solutions_arch.sh uses full/'s). A copy that does not build
-# is not stopped here: make grade says so, with its score.
+# make grade grades "add an architecture". Its test makes its models with
+# full/'s own mg (mg mkmodel loads what it writes, which this copy cannot do
+# for qwen2 until the exercise is done), built first unless MG_BIN names one.
 EXERCISES_DIR := $(ROOT)/exercises/arch
 grade: grade-mg
 grade-mg:
-	@[ -n "$$MG_BIN" ] || $(MAKE) --no-print-directory $(BUILD)/mg > /dev/null 2>&1 || true
+	@[ -n "$$MG_BIN" ] || $(MAKE) -s --no-print-directory -C $(ROOT)/full build/mg
 .PHONY: grade-mg
 EOF
 
