@@ -69,8 +69,10 @@ fresh_handout() {
     exercises/arch/make_handout.sh --in "$scratch/$1" || { fail "make_handout.sh fails"; return 1; }
     settle "$scratch/$1"
 }
+# git apply as outside any repository: a scratch folder inside a clone (TMPDIR
+# under a git-ignored build/) would otherwise have its files skipped, silently.
 apply_patch() {
-    if command -v git > /dev/null; then (cd "$1" && git apply --whitespace=nowarn "$2")
+    if command -v git > /dev/null; then (cd "$1" && GIT_CEILING_DIRECTORIES=$(dirname "$1") git apply --whitespace=nowarn "$2")
     else (cd "$1" && patch -p1 --batch --quiet --fuzz=0 < "$2"); fi
 }
 grade() {   # grade DIR: make grade there, its output in DIR.grade.log
