@@ -19,6 +19,7 @@
 #   make test-vulkan     full/ with the Vulkan backend (its packages installed as root), tested on Mesa's lavapipe
 #   make check-solutions the exercises' reference solutions apply and earn full marks; the wrong ones score 0
 #   make exercise-arch   build/exercise-arch/full: full/ without qwen2, to add it back (exercises/arch)
+#   make check-solutions-arch  only that exercise's part of check-solutions
 #   make fuzz            each libFuzzer harness (fuzz/) FUZZ_SECONDS seconds (default 20, FUZZ_SEED 1; 0 = random)
 #   make valgrind        every chapter's demo and a short mg run / mg chat under valgrind
 #   make clean
@@ -32,7 +33,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
 .PHONY: run test test-x86-levels test-aarch64 test-vulkan tour chapters check-chapters handout exercise check-handout check-numbers check-zh check-markers check-run-excerpt graph bench quant-table asan tsan clean deps test-tools check-solutions \
-        fuzz fuzz-deps valgrind test-fuzz-regressions exercise-arch $(CHAPTER_DIRS)
+        fuzz fuzz-deps valgrind test-fuzz-regressions exercise-arch check-solutions-arch $(CHAPTER_DIRS)
 
 run: deps
 	$(MAKE) -C full run
@@ -187,6 +188,8 @@ tsan: deps
 # rebuilds in a copy of full/build only what the handout changes).
 check-solutions: deps
 	@MAKE="$(MAKE)" bash exercises/check_solutions.sh
+	@MAKE="$(MAKE)" bash exercises/check_solutions_arch.sh
+check-solutions-arch: deps
 	@MAKE="$(MAKE)" bash exercises/check_solutions_arch.sh
 
 # "Given llama, add an architecture" (exercises/README.md): a copy of full/

@@ -47,8 +47,20 @@ fi
 # edit FILE MODE FIRST [LAST] NEW: the one line holding the fixed text FIRST
 # (through the next line holding LAST, for MODE lines) becomes NEW (a
 # string's substitution for MODE text; any lines, or none, for MODE lines).
+# MODE every: FIRST is an extended regex, NEW its sed replacement, on every
+# line it matches (at least one).
 edit() {
     local file=$1 mode=$2 first=$3 last new
+    if [ "$mode" = every ]; then
+        if ! grep -qE -- "$first" "$dest/$file"; then
+            echo "make_handout: $file has no line matching '$first': full/ changed there; edit $here/make_handout.sh to match" >&2
+            exit 1
+        fi
+        sed -E "s/$first/$4/g" "$dest/$file" > "$dest/$file.tmp"
+        cat "$dest/$file.tmp" > "$dest/$file"
+        rm -f "$dest/$file.tmp"
+        return
+    fi
     if [ "$mode" = lines ]; then last=$4; new=$5; else last=""; new=$4; fi
     local n
     n=$(FIRST=$first awk 'index($0, ENVIRON["FIRST"]) { n++ } END { print n + 0 }' "$dest/$file")
@@ -82,7 +94,7 @@ edit model.h lines '    struct mg_tensor * bq;' '    struct mg_tensor * bv;' ''
 
 # qwen3.c: recognising qwen2.
 edit qwen3.c lines '{"qwen2", MG_ARCH_QWEN2, MG_ROPE_NEOX},' '{"qwen2", MG_ARCH_QWEN2, MG_ROPE_NEOX},' ''
-edit qwen3.c text '(this engine runs llama, qwen2, qwen3)' '(this engine runs llama, qwen3)'
+edit qwen3.c text 'this engine runs llama, qwen2, ' 'this engine runs llama, '
 
 # qwen3.c: loading the biases.
 edit qwen3.c lines '// The attention tensors the architectures differ in.' 'static bool load_head_tensors(' \
@@ -100,11 +112,10 @@ edit qwen3.c lines '// x W, named after its step, plus the bias' '// Q, K and V)
 '// x W, named after its step (llama.cpp: build_qkv).'
 edit qwen3.c text 'struct mg_tensor * w, struct mg_tensor * b,' 'struct mg_tensor * w,'
 edit qwen3.c text 'return add_bias(ctx, t, b, name, il);' 'return t;'
-edit qwen3.c text 'project(ctx, l->wq, l->bq, cur,' 'project(ctx, l->wq, cur,'
-edit qwen3.c text 'project(ctx, l->wk, l->bk, cur,' 'project(ctx, l->wk, cur,'
-edit qwen3.c text 'project(ctx, l->wv, l->bv, cur,' 'project(ctx, l->wv, cur,'
-edit qwen3.c text 'project(ctx, l->ffn_gate, NULL, cur,' 'project(ctx, l->ffn_gate, cur,'
-edit qwen3.c text 'project(ctx, l->ffn_up, NULL, cur,' 'project(ctx, l->ffn_up, cur,'
+# Every call of project loses its bias argument: Q, K and V's, and the
+# feed-forward's NULL (gate, up).
+edit qwen3.c every 'project\(ctx, (l->w[qkv]), l->b[qkv], ' 'project(ctx, \1, '
+edit qwen3.c every 'project\(ctx, ([^,]+), NULL, ' 'project(ctx, \1, '
 edit qwen3.c lines '// Every architecture: the biases where the layer has them (qwen2)' "the architecture's RoPE." \
 "// Every architecture: Q's and K's per-head norms where it has them (Qwen3),
 // the architecture's RoPE."
