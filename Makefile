@@ -184,7 +184,7 @@ tsan: deps
 # chapter scores 0, each solution patch applies and scores full marks, and the
 # chapter's tests pass with all of them (exercises/check_solutions.sh). Then
 # "add an architecture" (exercises/arch), in a handout of full/: 0 untouched,
-# full marks with its solution, each wrong one its score (about 90 s: it
+# full marks with its solution, each wrong one its score (about a minute: it
 # rebuilds in a copy of full/build only what the handout changes).
 check-solutions: deps
 	@MAKE="$(MAKE)" bash exercises/check_solutions.sh

@@ -97,7 +97,7 @@ if ! apply_patch "$scratch/work" "$sols/ex1_qwen2.patch" > "$scratch/apply.log" 
     fail "ex1_qwen2.patch does not apply to the handout:"; cat "$scratch/apply.log" >&2
 else
     for f in model.h qwen3.c; do
-        cmp -s "full/$f" "$scratch/work/$f" || fail "the handout with ex1_qwen2.patch is not full/'s $f (remake the patch: its header says how)"
+        cmp -s "full/$f" "$scratch/work/$f" || fail "the handout with ex1_qwen2.patch is not full/'s $f (remake the patch with exercises/arch/make_handout.sh --diff, as its header says)"
     done
     grade "$scratch/work"
     s=$(score_of "$scratch/work")

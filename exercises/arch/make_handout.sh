@@ -5,6 +5,8 @@
 #   exercises/arch/make_handout.sh DEST      copy full/ to DEST and cut qwen2 out
 #   exercises/arch/make_handout.sh --in DIR  cut qwen2 out of DIR, a copy of full/ already there
 #                                            (check_solutions_arch.sh: a copy with its build/)
+#   exercises/arch/make_handout.sh --diff    print the diff from a handout back to full/ (model.h,
+#                                            qwen3.c): the reference solution's diff part
 #
 # What it removes is what the learner writes back: the "qwen2" row of the
 # architectures table (qwen3.c's archs[], with its NEOX rope) and
@@ -30,8 +32,19 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-usage() { echo "usage: $0 DEST | --in DIR" >&2; exit 2; }
+usage() { echo "usage: $0 DEST | --in DIR | --diff" >&2; exit 2; }
 [ $# = 1 ] || [ $# = 2 ] || usage
+# --diff: a handout in a scratch folder, then diff -u a/FILE b/FILE from it
+# to full/, without dates (git apply and patch -p1 read it).
+if [ "$1" = --diff ]; then
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/mg-arch-diff.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    "$0" "$tmp/h" > /dev/null
+    mkdir -p "$tmp/a" "$tmp/b"
+    for f in model.h qwen3.c; do cp "$tmp/h/$f" "$tmp/a/"; cp "$root/full/$f" "$tmp/b/"; done
+    (cd "$tmp" && for f in model.h qwen3.c; do diff -u "a/$f" "b/$f" || true; done) | sed -E 's/^(---|\+\+\+) ([^\t]*)\t.*/\1 \2/'
+    exit 0
+fi
 if [ "$1" = --in ]; then
     [ $# = 2 ] || usage
     dest=$2
