@@ -94,7 +94,7 @@ untouched=$s
 
 # 2. the solution: full/ again, full marks
 if ! apply_patch "$scratch/work" "$sols/ex1_qwen2.patch" > "$scratch/apply.log" 2>&1; then
-    fail "ex1_qwen2.patch does not apply to the handout:"; cat "$scratch/apply.log" >&2
+    fail "ex1_qwen2.patch does not apply to the handout (after a change to full/: remake its diff with exercises/arch/make_handout.sh --diff):"; cat "$scratch/apply.log" >&2
 else
     for f in model.h qwen3.c; do
         cmp -s "full/$f" "$scratch/work/$f" || fail "the handout with ex1_qwen2.patch is not full/'s $f (remake the patch with exercises/arch/make_handout.sh --diff, as its header says)"
