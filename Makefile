@@ -18,6 +18,8 @@
 #   make asan / tsan     the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make test-vulkan     full/ with the Vulkan backend (its packages installed as root), tested on Mesa's lavapipe
 #   make check-solutions the exercises' reference solutions apply and earn full marks; the wrong ones score 0
+#   make exercise-arch   build/exercise-arch/full: full/ without qwen2, to add it back (exercises/arch)
+#   make check-solutions-arch  only that exercise's part of check-solutions
 #   make fuzz            each libFuzzer harness (fuzz/) FUZZ_SECONDS seconds (default 20, FUZZ_SEED 1; 0 = random)
 #   make valgrind        every chapter's demo and a short mg run / mg chat under valgrind
 #   make clean
@@ -31,7 +33,7 @@ TOOL_CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Werror
 MAKEFLAGS    += -j$(shell nproc 2> /dev/null || echo 2)
 
 .PHONY: run test test-x86-levels test-aarch64 test-vulkan tour chapters check-chapters handout exercise check-handout check-numbers check-zh check-markers check-run-excerpt graph bench quant-table asan tsan clean deps test-tools check-solutions \
-        fuzz fuzz-deps valgrind test-fuzz-regressions $(CHAPTER_DIRS)
+        fuzz fuzz-deps valgrind test-fuzz-regressions exercise-arch check-solutions-arch $(CHAPTER_DIRS)
 
 run: deps
 	$(MAKE) -C full run
@@ -180,9 +182,26 @@ tsan: deps
 
 # Each chapter's exercises (exercises/): in a scratch copy, the untouched
 # chapter scores 0, each solution patch applies and scores full marks, and the
-# chapter's tests pass with all of them (exercises/check_solutions.sh).
+# chapter's tests pass with all of them (exercises/check_solutions.sh). Then
+# "add an architecture" (exercises/arch), in a handout of full/: 0 untouched,
+# full marks with its solution, each wrong one its score (about a minute: it
+# rebuilds in a copy of full/build only what the handout changes).
 check-solutions: deps
 	@MAKE="$(MAKE)" bash exercises/check_solutions.sh
+	@MAKE="$(MAKE)" bash exercises/check_solutions_arch.sh
+check-solutions-arch: deps
+	@MAKE="$(MAKE)" bash exercises/check_solutions_arch.sh
+
+# "Given llama, add an architecture" (exercises/README.md): a copy of full/
+# without qwen2 (exercises/arch/make_handout.sh), built, to put qwen2 back
+# in and grade there with make grade. It refuses to overwrite an earlier one.
+ARCH_HANDOUT := $(BUILD)/exercise-arch/full
+exercise-arch: deps
+	@bash exercises/arch/make_handout.sh $(ARCH_HANDOUT)
+	@echo "building it, and full/'s mg, which makes the test's models (log: $(ARCH_HANDOUT).build.log) ..."
+	@{ $(MAKE) --no-print-directory -C $(ARCH_HANDOUT) lib build/mg && $(MAKE) --no-print-directory -C full build/mg; } \
+		> $(ARCH_HANDOUT).build.log 2>&1 || { echo "the build failed: see $(ARCH_HANDOUT).build.log"; exit 1; }
+	@echo "ready: cd $(ARCH_HANDOUT) && make grade"
 
 deps:
 	@$(MAKE) --no-print-directory -f tools/engine.mk ROOT=$(CURDIR) CHAPTER=00 deps
