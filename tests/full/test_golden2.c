@@ -39,9 +39,10 @@
 // flip an activation's quantization code. So there is one golden set per
 // instruction-set level (cpu_level.h), each made by llama.cpp built for that
 // level: golden2/ (AVX-512), golden2-avx2/, golden2-neon/ (tiny-llama,
-// tiny-qwen2 and tiny-qwen3moe have only the AVX-512 set so far: at another level they are
-// compared with it at the loose tolerance, greedy picks not compared, and the
-// test says so). The test compares
+// tiny-qwen2 and tiny-qwen3moe have only the AVX-512 set so far: at another
+// level the first two are compared with it at the loose tolerance, greedy
+// picks not compared, and the test says so; for the mixture of experts only
+// the prompts' tokens, as test_golden_case says why). The test compares
 // with the set of the level our kernels were compiled for, at the tolerances
 // above. On a level with no set (the scalar engine, AVX-512 without BF16, ...)
 // it compares with the AVX-512 set at a loose tolerance (types[].loose), says
@@ -89,13 +90,14 @@ static const struct shape {
     const char * prompts[N_PROMPTS];
     const char * only;       // the types it has goldens for (" f32 f16 "), or NULL: all of types[]
                              // (every shape has all today; kept for a shape that starts with a few)
+    bool         routed;     // a mixture of experts: compared only at a level with its own set (below)
 } shapes[] = {
-    {"tiny", "golden2/models.tsv", NULL, {"nihao", "fox", "long", "chat"}, NULL},
-    {"tiny2", "golden2/models-tiny2.tsv", "--preset tiny2", {"nihao", "fox", "digits", "chat"}, NULL},
-    {"tiny-llama", "golden2/models-tiny-llama.tsv", "--preset tiny-llama", {"nihao", "fox", "digits", "chat"}, NULL},
-    {"tiny-qwen2", "golden2/models-tiny-qwen2.tsv", "--preset tiny-qwen2", {"nihao", "fox", "digits", "chat"}, NULL},
+    {"tiny", "golden2/models.tsv", NULL, {"nihao", "fox", "long", "chat"}, NULL, false},
+    {"tiny2", "golden2/models-tiny2.tsv", "--preset tiny2", {"nihao", "fox", "digits", "chat"}, NULL, false},
+    {"tiny-llama", "golden2/models-tiny-llama.tsv", "--preset tiny-llama", {"nihao", "fox", "digits", "chat"}, NULL, false},
+    {"tiny-qwen2", "golden2/models-tiny-qwen2.tsv", "--preset tiny-qwen2", {"nihao", "fox", "digits", "chat"}, NULL, false},
     {"tiny-qwen3moe", "golden2/models-tiny-qwen3moe.tsv", "--preset tiny-qwen3moe", {"nihao", "fox", "digits", "chat"},
-     NULL},
+     NULL, true},
 };
 enum { N_SHAPES = sizeof(shapes) / sizeof(shapes[0]), N_CASES = N_TYPES * N_PROMPTS * 2 };
 
@@ -373,13 +375,19 @@ START_TEST(test_golden_case) {
     const struct level_set * own = own_level_set();
     if (own != NULL && !set_has_shape(own->dir, &shapes[sh])) {
         own = NULL;   // no goldens of this shape at our level yet: the AVX-512 set's, loosely
-        printf("golden2: %s has no goldens in the set of level %s: compared with %s's at the loose tolerance\n",
-               key, mg_cpu_level(), level_sets[0].level);
+        printf("golden2: %s has no goldens in the set of level %s: %s\n", key, mg_cpu_level(),
+               shapes[sh].routed ? "only its prompt's tokens are compared (a mixture of experts: test_golden2.c says why)"
+                                 : "compared with avx512's at the loose tolerance");
     }
     const double             tol = own != NULL ? types[t].tol : types[t].loose;
     // The scalar kernels (SCALAR=1, or a CPU with no SIMD twins yet) take
-    // minutes for tiny2's 112 cases: its prompts' tokens are checked, nothing decoded.
-    if (sh > 0 && strcmp(mg_cpu_level(), "scalar") == 0) {
+    // minutes for tiny2's 112 cases: its prompts' tokens are checked, nothing
+    // decoded. So for a mixture of experts at a level without its own set: one
+    // rounding apart can put a token's router on the other side of its top-k
+    // boundary, and then that token runs other experts and its logits move by
+    // whole units, past any tolerance (the AVX2 build, against AVX-512's set:
+    // 3.7 on two of 112 cases). test_moe_ops checks its kernels at every level.
+    if ((sh > 0 && strcmp(mg_cpu_level(), "scalar") == 0) || (own == NULL && shapes[sh].routed)) {
         run_case(level_sets[0].dir, sh, t, p, mode, false, tol);
         return;
     }
