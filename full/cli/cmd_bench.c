@@ -354,7 +354,8 @@ static bool load_bandwidth(const char * path) {
 
 struct bench_row {
     const char * model;   // file name
-    double       weight_bytes;
+    double       weight_bytes;   // all of the model's weights
+    double       decode_bytes;   // those one decode step reads (decode_weight_bytes)
     struct bench_test test;
     double ours[MAX_ROUNDS], theirs[MAX_ROUNDS];
     double ours_sd;       // of the last round (the only one without --llama-bench)
@@ -365,14 +366,15 @@ static const char * base_name(const char * path) {
     return slash ? slash + 1 : path;
 }
 
-// The decode bound: generating a token reads every weight once, so
-// weights/s over the machine's read bandwidth is how close decode gets.
+// The decode bound: generating a token reads every weight once (an MoE
+// model: its chosen experts' only), so weights/s over the machine's read
+// bandwidth is how close decode gets.
 static void print_weight_rate(const struct bench_row * r, double tps) {
     if (r->test.n_gen == 0) {
         printf(" %10s |", "");
         return;
     }
-    const double gbs = r->weight_bytes * tps / 1e9;
+    const double gbs = r->decode_bytes * tps / 1e9;
     const double bw  = r->test.n_threads <= MAX_LIST ? bandwidth_gbs[r->test.n_threads] : 0.0;
     if (bw > 0) {
         printf(" %5.1f GB/s %3.0f%% |", gbs, 100.0 * gbs / bw);
@@ -601,6 +603,21 @@ static void bench_warn(const char * cmd, const struct bench_run * b, const char 
     }
 }
 
+// The weight bytes one decode step reads: every weight, except that of each
+// layer's expert stacks a token reads only its n_expert_used experts
+// (mul_mat_id skips the others), so an MoE model's bound is set by its
+// active weights, not its size.
+static double decode_weight_bytes(const struct mg_model * m) {
+    double bytes = (double) m->n_weight_bytes;
+    if (m->hp.n_expert == 0) return bytes;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const struct mg_layer * l   = &m->layers[il];
+        const double            one = (double) (l->ffn_gate_exps->nb[2] + l->ffn_up_exps->nb[2] + l->ffn_down_exps->nb[2]);
+        bytes -= (double) (m->hp.n_expert - m->hp.n_expert_used) * one;
+    }
+    return bytes;
+}
+
 // One model in one round: our tests, then (racing) llama-bench's, into its
 // rows of the table (printed at once when not racing). False after printing why.
 static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int round, struct measurement * ours,
@@ -610,7 +627,7 @@ static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int 
     if (m == NULL) return false;
     if (round == 0) bench_warn(cmd, b, path, m);
     const bool   ok           = bench_model(m, b->tests, b->n_tests, b->o.reps, &b->base, ours);
-    const double weight_bytes = (double) m->n_weight_bytes;
+    const double weight_bytes = (double) m->n_weight_bytes, decode_bytes = decode_weight_bytes(m);
     mg_model_free(m);
     if (!ok) {
         fprintf(stderr, "mg %s: %s: %s\n", cmd, mg_quote(path), cli_last_error());
@@ -624,6 +641,7 @@ static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int 
         struct bench_row * r = &b->rows[mi * b->n_tests + i];
         r->model        = base_name(path);
         r->weight_bytes = weight_bytes;
+        r->decode_bytes = decode_bytes;
         r->test         = b->tests[i];
         r->ours[round]  = ours[i].mean;
         r->ours_sd      = ours[i].stddev;

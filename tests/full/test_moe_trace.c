@@ -9,6 +9,7 @@
 // shapes. The logits themselves are asserted against llama.cpp's in
 // test_golden2.c (shape tiny-qwen3moe).
 #include "harness.h"
+#include "gguf.h"
 #include "model.h"
 #include "npy.h"
 
@@ -131,6 +132,44 @@ START_TEST(test_trace_is_what_the_graph_computed) {
 }
 END_TEST
 
+// mg bench's weights/s column on an MoE model: tokens/s times the bytes a
+// decode step reads, which are all the file's tensors but, of each layer's
+// expert stacks, only n_used of the n_expert experts (counted here from the
+// GGUF's tensor table and the experts' shapes), not the whole file.
+START_TEST(test_bench_rate_counts_the_chosen_experts) {
+    const char * model = in_dir("moe.gguf");
+    struct mg_test_run mk = mg_test_run_mg(dir, NULL, NULL, "mkmodel --preset tiny-qwen3moe --type q8_0 -o '%s'", model);
+    ck_assert_msg(mk.status == 0, "%s", mk.err);
+    mg_test_run_free(&mk);
+    struct mg_gguf * g = mg_gguf_open(model);
+    ck_assert_msg(g != NULL, "%s", mg_last_error());
+    double file_bytes = 0;
+    for (int64_t i = 0; i < mg_gguf_n_tensors(g); i++) file_bytes += (double) mg_gguf_tensor(g, i)->nbytes;
+    mg_gguf_close(g);
+    struct mg_model * m = mg_model_load(model);
+    ck_assert_msg(m != NULL, "%s", mg_last_error());
+    const double decode_bytes = file_bytes - (double) m->hp.n_layer * (N_EXPERT - N_USED) * (double) expert_bytes(m);
+    mg_model_free(m);
+
+    struct mg_test_run r = mg_test_run_mg(dir, NULL, NULL, "bench -m '%s' -p 0 -n 8 -t 1 -r 2", model);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    const char * row = strstr(r.out, "| moe.gguf");
+    ck_assert_msg(row != NULL, "no row for moe.gguf:\n%s", r.out);
+    // | model | weights | test | t | fa | t/s ± sd | weights/s |
+    const char * p = row;
+    for (int bars = 0; bars < 5 && p != NULL; bars++) p = strchr(p + 1, '|');
+    ck_assert_ptr_nonnull(p);
+    double tps, sd, gbs;
+    ck_assert_int_eq(sscanf(p + 1, " %lf ± %lf | %lf GB/s", &tps, &sd, &gbs), 3);
+    mg_test_run_free(&r);
+    const double want = tps * decode_bytes / 1e9, whole_file = tps * file_bytes / 1e9;
+    const double tol  = 0.051 + 0.002 * want;   // printed with one decimal; t/s with two
+    ck_assert_msg(fabs(gbs - want) <= tol, "weights/s %.1f GB/s, the chosen experts' bytes at %.2f t/s are %.2f GB/s",
+                  gbs, tps, want);
+    ck_assert_msg(fabs(whole_file - want) > 2 * tol, "the model's experts are too small to tell the two apart");
+}
+END_TEST
+
 // A dense model prints no moe lines with the category on.
 START_TEST(test_dense_model_traces_nothing) {
     const char * model = in_dir("dense.gguf");
@@ -151,6 +190,7 @@ Suite * mg_test_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_trace_is_what_the_graph_computed);
     tcase_add_test(tc, test_dense_model_traces_nothing);
+    tcase_add_test(tc, test_bench_rate_counts_the_chosen_experts);
     suite_add_tcase(s, tc);
     return s;
 }
