@@ -494,10 +494,12 @@ static bool load_rope_freqs(struct mg_model * m) {
     return m->rope_freqs != NULL || mg_gguf_find_tensor(m->gguf, "rope_freqs.weight") == NULL;
 }
 
-// A tensor the architecture does not read (attn_q_norm in a llama file, a
-// bias llama.cpp would not load) means the file is not what its metadata
-// says: refused by name and shape, as llama.cpp refuses a file whose tensor
-// count differs from what it created (llama_model_loader::done_getting_tensors).
+// A tensor the architecture does not read (attn_q_norm in a llama file)
+// means the file is not what its metadata says: refused by name and shape,
+// as llama.cpp refuses a file whose tensor count differs from what it
+// created (llama_model_loader::done_getting_tensors). One difference: a
+// q/k/v bias in a llama or qwen3 file, which llama.cpp's build_qkv would
+// add, is refused here, where only layer_qwen2 adds biases.
 static bool is_loaded(const struct mg_model * m, const char * name) {
     for (struct mg_tensor * t = mg_get_first_tensor(m->ctx); t != NULL; t = mg_get_next_tensor(m->ctx, t)) {
         if (strcmp(t->name, name) == 0) return true;
