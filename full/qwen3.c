@@ -1237,6 +1237,7 @@ static struct mg_tensor * ffn_input(const struct builder * b, struct mg_tensor *
     return ffn_inp;
 }
 
+// The feed-forward's residual: the layer's output.
 static struct mg_tensor * layer_out(const struct builder * b, struct mg_tensor * cur, struct mg_tensor * ffn_inp,
                                     int il) {
     cur = mg_add(b->ctx, cur, ffn_inp);   // [E, T]
@@ -1250,7 +1251,7 @@ static struct mg_tensor * layer_out(const struct builder * b, struct mg_tensor *
 static struct mg_tensor * ffn_dense(const struct builder * b, const struct mg_layer * l, struct mg_tensor * attn_out,
                                     struct mg_tensor * inp, int il) {
     struct mg_tensor * ffn_inp = ffn_input(b, attn_out, inp, il);            // [E, T]
-    struct mg_tensor * cur     = named_norm(b, ffn_inp, l->ffn_norm, "ffn_norm", il);
+    struct mg_tensor * cur     = named_norm(b, ffn_inp, l->ffn_norm, "ffn_norm", il);   // [E, T]
     cur = feed_forward(b->ctx, l, cur, il);                                  // [E, T]
     cb(cur, "ffn_out", il);
     return layer_out(b, cur, ffn_inp, il);
@@ -1261,7 +1262,7 @@ static struct mg_tensor * ffn_dense(const struct builder * b, const struct mg_la
 static struct mg_tensor * ffn_moe(const struct builder * b, const struct mg_layer * l, struct mg_tensor * attn_out,
                                   struct mg_tensor * inp, int il) {
     struct mg_tensor * ffn_inp = ffn_input(b, attn_out, inp, il);            // [E, T]
-    struct mg_tensor * cur     = named_norm(b, ffn_inp, l->ffn_norm, "ffn_norm", il);
+    struct mg_tensor * cur     = named_norm(b, ffn_inp, l->ffn_norm, "ffn_norm", il);   // [E, T]
     cur = moe_feed_forward(b->ctx, b->g, b->m, l, cur, il);                  // [E, T]
     return layer_out(b, cur, ffn_inp, il);
 }
@@ -1273,8 +1274,9 @@ static struct mg_tensor * ffn_moe(const struct builder * b, const struct mg_laye
 // [E, T] out, or [E, 1] after the last layer when only the last token's
 // logits are wanted.
 
-// llama: no more than that; RoPE turns pairs (2i, 2i+1), by Llama 3's
-// frequency factors where the file has them (rope_freqs.weight).
+// llama (src/models/llama.cpp): that block and nothing more. RoPE turns
+// pairs (2i, 2i+1) (archs[]), each angle divided by Llama 3's frequency
+// factor where the file has them (rope_freqs.weight).
 static struct mg_tensor * layer_llama(const struct builder * b, int il, struct mg_tensor * inp) {
     const struct mg_layer * l   = &b->m->layers[il];
     struct mg_tensor *      cur = named_norm(b, inp, l->attn_norm, "attn_norm", il);   // [E, T]
@@ -1285,50 +1287,51 @@ static struct mg_tensor * layer_llama(const struct builder * b, int il, struct m
     return ffn_dense(b, l, cur, inp, il);
 }
 
-// qwen2: llama's layer with NEOX RoPE (pairs i, i + D/2), no frequency
-// factors, and a bias added to each of Q, K and V before they are split into heads.
+// qwen2 (src/models/qwen2.cpp): llama's layer with NEOX RoPE (pairs i,
+// i + D/2) and no frequency factors, and a bias added to each of Q, K and V
+// before they are split into heads.
 static struct mg_tensor * layer_qwen2(const struct builder * b, int il, struct mg_tensor * inp) {
     const struct mg_layer * l   = &b->m->layers[il];
     struct mg_tensor *      cur = named_norm(b, inp, l->attn_norm, "attn_norm", il);   // [E, T]
     struct qkv x = project_qkv(b, l, cur, il);                   // [D*H, T], [D*Hkv, T], [D*Hkv, T]
-    x.q = add_bias(b, x.q, l->bq, "Qcur", il);
-    x.k = add_bias(b, x.k, l->bk, "Kcur", il);
-    x.v = add_bias(b, x.v, l->bv, "Vcur", il);
+    x.q = add_bias(b, x.q, l->bq, "Qcur", il);                   // [D*H, T]
+    x.k = add_bias(b, x.k, l->bk, "Kcur", il);                   // [D*Hkv, T]
+    x.v = add_bias(b, x.v, l->bv, "Vcur", il);                   // [D*Hkv, T]
     x   = split_heads(b, x);                                     // [D, H, T], [D, Hkv, T], [D, Hkv, T]
-    x.q = rotate(b, x.q, NULL);
-    x.k = rotate(b, x.k, NULL);
+    x.q = rotate(b, x.q, NULL);                                  // [D, H, T]
+    x.k = rotate(b, x.k, NULL);                                  // [D, Hkv, T]
     cur = attend(b, l, x, il);                                   // [E, T]
     return ffn_dense(b, l, cur, inp, il);
 }
 
-// Qwen3's attention, up to attn_out: every head of Q and K normalised (an
-// RMS norm over D, one scale shared by the heads) before NEOX RoPE.
-// qwen3moe's is the same (src/models/qwen3moe.cpp repeats qwen3.cpp's).
+// Qwen3's attention, from attn_norm to attn_out: every head of Q and K
+// normalised (an RMS norm over D, one scale shared by the heads) before NEOX
+// RoPE. qwen3moe's is the same (src/models/qwen3moe.cpp repeats qwen3.cpp's).
 static struct mg_tensor * attention_qwen3(const struct builder * b, const struct mg_layer * l,
                                           struct mg_tensor * inp, int il) {
     struct mg_tensor * cur = named_norm(b, inp, l->attn_norm, "attn_norm", il);   // [E, T]
     struct qkv x = split_heads(b, project_qkv(b, l, cur, il));   // [D, H, T], [D, Hkv, T], [D, Hkv, T]
     x.q = named_norm(b, x.q, l->q_norm, "Qcur_normed", il);      // [D, H, T]
     x.k = named_norm(b, x.k, l->k_norm, "Kcur_normed", il);      // [D, Hkv, T]
-    x.q = rotate(b, x.q, NULL);
-    x.k = rotate(b, x.k, NULL);
+    x.q = rotate(b, x.q, NULL);                                  // [D, H, T]
+    x.k = rotate(b, x.k, NULL);                                  // [D, Hkv, T]
     return attend(b, l, x, il);                                  // [E, T]
 }
 
-// qwen3: that attention, then the dense feed-forward.
+// qwen3 (src/models/qwen3.cpp): that attention, then the dense feed-forward.
 static struct mg_tensor * layer_qwen3(const struct builder * b, int il, struct mg_tensor * inp) {
     const struct mg_layer * l = &b->m->layers[il];
     return ffn_dense(b, l, attention_qwen3(b, l, inp, il), inp, il);
 }
 
-// qwen3moe: the same attention, then a mixture of experts.
+// qwen3moe (src/models/qwen3moe.cpp): the same attention, then a mixture of experts.
 static struct mg_tensor * layer_qwen3moe(const struct builder * b, int il, struct mg_tensor * inp) {
     const struct mg_layer * l = &b->m->layers[il];
     return ffn_moe(b, l, attention_qwen3(b, l, inp, il), inp, il);
 }
 
 // Each architecture's layer, by general.architecture (llama.cpp:
-// llama_model::build_graph picks the arch's graph the same way).
+// llama_model::build_graph calls the arch's build_arch_graph).
 typedef struct mg_tensor * (*layer_fn)(const struct builder * b, int il, struct mg_tensor * inp);
 static const layer_fn layer_of_arch[] = {
     [MG_ARCH_LLAMA]    = layer_llama,

@@ -118,7 +118,7 @@ edit qwen3.c text "// llama and qwen2: no q/k norms (qwen2's biases are optional
 
 # qwen3.c: adding them after the projections, in qwen2's own layer.
 edit qwen3.c lines '// x + bias, named again as' '}' ''
-edit qwen3.c lines '// qwen2: llama'"'"'s layer with NEOX RoPE' '}' ''
+edit qwen3.c lines '// qwen2 (src/models/qwen2.cpp): llama'"'"'s layer' '}' ''
 edit qwen3.c lines '    [MG_ARCH_QWEN2]    = layer_qwen2,' 'layer_qwen2' ''
 
 # Makefile: this repository's tests and the exercise, graded with the copy's own mg.
