@@ -23,12 +23,13 @@ struct mg_gguf;
 struct mg_vocab;
 
 //@+ full arch
-// The architectures full/ runs (general.architecture). They share one block
-// (pre-norm attention, then a pre-norm SwiGLU feed-forward, each with a
-// residual) and differ inside attention (llama.cpp: src/models/llama.cpp,
+// The architectures full/ runs (general.architecture), each built by a
+// layer function of its own in qwen3.c (layer_llama, ...). They share one
+// block (pre-norm attention, then a pre-norm SwiGLU feed-forward, each with
+// a residual) and differ inside attention (llama.cpp: src/models/llama.cpp,
 // qwen2.cpp, qwen3.cpp):
-//   llama  RoPE on pairs (2i, 2i+1); optional q/k/v biases; Llama 3's
-//          per-pair frequency factors (rope_freqs.weight)
+//   llama  RoPE on pairs (2i, 2i+1); Llama 3's per-pair frequency factors
+//          (rope_freqs.weight)
 //   qwen2  NEOX RoPE (pairs i, i + D/2); q/k/v biases
 //   qwen3  NEOX RoPE; an RMS norm on every head of Q and K
 //   qwen3moe  qwen3's attention; the feed-forward is a mixture of experts:
@@ -90,7 +91,7 @@ struct mg_layer {
     struct mg_tensor * ffn_up;      // {E, F}
     struct mg_tensor * ffn_down;    // {F, E}
     //@+ full arch
-    struct mg_tensor * bq;          // {D*H} or NULL: attn_q.bias (qwen2; optional for llama and qwen3)
+    struct mg_tensor * bq;          // {D*H} or NULL: attn_q.bias (qwen2's, optional as in llama.cpp)
     struct mg_tensor * bk;          // {D*Hkv} or NULL
     struct mg_tensor * bv;          // {D*Hkv} or NULL
     //@- full arch

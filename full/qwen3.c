@@ -398,20 +398,24 @@ static bool load_layer_vector(struct mg_model * m, struct mg_tensor ** t, int il
     return *t != NULL || (!required && mg_gguf_find_tensor(m->gguf, name) == NULL);
 }
 
-// The attention tensors the architectures differ in. Only Qwen3 (and qwen3moe) normalises
-// each head of Q and K (an RMS norm over D) before RoPE; the q/k/v biases
-// are optional for every architecture, as llama.cpp's create_tensor_qkv has
-// them (TENSOR_NOT_REQUIRED), and Qwen2's files have them.
-static bool load_head_tensors(struct mg_model * m, struct mg_layer * l, int il) {
+// Qwen2's q/k/v biases, optional as llama.cpp's create_tensor_qkv has them
+// (TENSOR_NOT_REQUIRED); Qwen2's files have them.
+static bool load_qkv_biases(struct mg_model * m, struct mg_layer * l, int il) {
     const int64_t D = m->hp.head_dim, H = m->hp.n_head, Hkv = m->hp.n_head_kv;
-    const bool qk_norm = m->hp.arch == MG_ARCH_QWEN3 || m->hp.arch == MG_ARCH_QWEN3MOE;
-    if (qk_norm && (!load_layer_vector(m, &l->q_norm, il, "attn_q_norm.weight", D, true) ||
-                    !load_layer_vector(m, &l->k_norm, il, "attn_k_norm.weight", D, true))) {
-        return false;
-    }
     return load_layer_vector(m, &l->bq, il, "attn_q.bias", D * H, false) &&
            load_layer_vector(m, &l->bk, il, "attn_k.bias", D * Hkv, false) &&
            load_layer_vector(m, &l->bv, il, "attn_v.bias", D * Hkv, false);
+}
+
+// The attention tensors the architectures differ in: Qwen3 (and qwen3moe)
+// normalises each head of Q and K (an RMS norm over D) before RoPE, Qwen2
+// adds a bias to each of Q, K and V, llama has neither.
+static bool load_head_tensors(struct mg_model * m, struct mg_layer * l, int il) {
+    const int64_t D = m->hp.head_dim;
+    if (m->hp.arch == MG_ARCH_QWEN2) return load_qkv_biases(m, l, il);
+    if (m->hp.arch != MG_ARCH_QWEN3 && m->hp.arch != MG_ARCH_QWEN3MOE) return true;
+    return load_layer_vector(m, &l->q_norm, il, "attn_q_norm.weight", D, true) &&
+           load_layer_vector(m, &l->k_norm, il, "attn_k_norm.weight", D, true);
 }
 //@- full arch
 
@@ -490,10 +494,12 @@ static bool load_rope_freqs(struct mg_model * m) {
     return m->rope_freqs != NULL || mg_gguf_find_tensor(m->gguf, "rope_freqs.weight") == NULL;
 }
 
-// A tensor the architecture does not read (attn_q_norm in a llama file, a
-// bias llama.cpp would not load) means the file is not what its metadata
-// says: refused by name and shape, as llama.cpp refuses a file whose tensor
-// count differs from what it created (llama_model_loader::done_getting_tensors).
+// A tensor the architecture does not read (attn_q_norm in a llama file)
+// means the file is not what its metadata says: refused by name and shape,
+// as llama.cpp refuses a file whose tensor count differs from what it
+// created (llama_model_loader::done_getting_tensors). One difference: a
+// q/k/v bias in a llama or qwen3 file, which llama.cpp's build_qkv would
+// add, is refused here, where only layer_qwen2 adds biases.
 static bool is_loaded(const struct mg_model * m, const char * name) {
     for (struct mg_tensor * t = mg_get_first_tensor(m->ctx); t != NULL; t = mg_get_next_tensor(m->ctx, t)) {
         if (strcmp(t->name, name) == 0) return true;
@@ -646,10 +652,10 @@ static size_t optional_tensors(const struct mg_model_hparams * hp) {
 //@+ full arch
 static int tensors_per_layer(const struct mg_model_hparams * hp) {
     if (hp->arch == MG_ARCH_QWEN3MOE) return 12;   // qwen3's attention 8, the router and 3 expert stacks
-    return hp->arch == MG_ARCH_QWEN3 ? 11 : 9;   // llama and qwen2: no q/k norms (the biases are optional)
+    return hp->arch == MG_ARCH_QWEN3 ? 11 : 9;   // llama and qwen2: no q/k norms (qwen2's biases are optional)
 }
 
-// Room for the tensors a file may have or not: the q/k/v biases, rope_freqs.
+// Room for the tensors a file may have or not: qwen2's q/k/v biases, llama's rope_freqs.
 static size_t optional_tensors(const struct mg_model_hparams * hp) {
     return 3 * (size_t) hp->n_layer + 1;
 }
@@ -815,55 +821,72 @@ static struct mg_tensor * rotate(struct mg_context * ctx, const struct mg_model 
 }
 #endif //@old one-arch
 //@+ full arch
+// What every piece of a layer reads: the graph being built, the model, the
+// cache and this batch's inputs (llama.cpp: the members of llm_graph_context,
+// ctx0, gf, hparams, inp_pos, ...). last_only: the last layer keeps only the
+// last token's row, whose logits are all that is wanted (inp_out_ids).
+struct builder {
+    struct mg_context *             ctx;
+    struct mg_cgraph *              g;
+    const struct mg_model *         m;
+    const struct mg_model_hparams * hp;
+    struct mg_kv_cache *            kv;
+    const struct mg_batch_inputs *  in;
+    int                             n_tokens, n_kv;
+    bool                            last_only;
+};
+
 // RoPE as the architecture turns its heads: pairs (2i, 2i+1) for llama, NEOX
-// pairs (i, i + D/2) for the Qwens; Llama 3 divides each pair's angle by its
-// frequency factor (llama.cpp: ggml_rope_ext with model.get_rope_factors).
-static struct mg_tensor * rotate(struct mg_context * ctx, const struct mg_model * m, struct mg_tensor * x,
-                                 struct mg_tensor * pos) {
-    const struct mg_model_hparams * hp = &m->hp;
-    return mg_rope_ext(ctx, x, pos, m->rope_freqs, hp->head_dim, (enum mg_rope_mode) hp->rope_type,
+// pairs (i, i + D/2) for the Qwens (archs[]); Llama 3 divides each pair's
+// angle by its frequency factor (llama.cpp: ggml_rope_ext, whose factors
+// src/models/llama.cpp passes and qwen2.cpp and qwen3.cpp do not).
+static struct mg_tensor * rotate(const struct builder * b, struct mg_tensor * x, struct mg_tensor * factors) {
+    const struct mg_model_hparams * hp = b->hp;
+    return mg_rope_ext(b->ctx, x, b->in->pos, factors, hp->head_dim, (enum mg_rope_mode) hp->rope_type,
                        hp->rope_freq_base, hp->rope_freq_scale);
 }
 
-// x + b when the layer has the bias, named again as llama.cpp's build_qkv names it (Qcur-l).
-static struct mg_tensor * add_bias(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * b,
+// x + bias, named again as llama.cpp's build_qkv names it (Qcur-l); x itself
+// where the file has no bias (qwen2's are optional, as llama.cpp's).
+static struct mg_tensor * add_bias(const struct builder * b, struct mg_tensor * x, struct mg_tensor * bias,
                                    const char * name, int il) {
-    if (b == NULL) return x;
-    struct mg_tensor * cur = mg_add(ctx, x, b);
+    if (bias == NULL) return x;
+    struct mg_tensor * cur = mg_add(b->ctx, x, bias);
     cb(cur, name, il);
     return cur;
 }
 
-// The per-head RMSNorm of Q or K (Qwen3), named after its step.
-static struct mg_tensor * norm_heads(struct mg_context * ctx, struct mg_tensor * x, struct mg_tensor * w, float eps,
+// An RMSNorm with its scale, named after its step: attn_norm, ffn_norm, and
+// Qwen3's Qcur_normed and Kcur_normed over every head (llama.cpp:
+// build_norm with LLM_NORM_RMS, then cb).
+static struct mg_tensor * named_norm(const struct builder * b, struct mg_tensor * x, struct mg_tensor * w,
                                      const char * name, int il) {
-    struct mg_tensor * cur = norm(ctx, x, w, eps, il);
+    struct mg_tensor * cur = norm(b->ctx, x, w, b->hp->rms_eps, il);
     cb(cur, name, il);
     return cur;
 }
 
-// x W, named after its step, plus the bias where the layer has one (qwen2's
-// Q, K and V), as llama.cpp's build_qkv and build_ffn add it.
-static struct mg_tensor * project(struct mg_context * ctx, struct mg_tensor * w, struct mg_tensor * b,
-                                  struct mg_tensor * cur, const char * name, int il) {
+// x W, named after its step (llama.cpp: build_lora_mm, then cb).
+static struct mg_tensor * project(struct mg_context * ctx, struct mg_tensor * w, struct mg_tensor * cur,
+                                  const char * name, int il) {
     struct mg_tensor * t = mg_mul_mat(ctx, w, cur);
     cb(t, name, il);
-    return add_bias(ctx, t, b, name, il);
+    return t;
 }
 
 // Store this batch's K and V rows in the cache, then attend over its n_kv
 // positions (llama.cpp: build_attn). With V laid out like K, one fused op
 // with an online softmax (ggml_flash_attn_ext); otherwise attn_mha.
-static struct mg_tensor * attn_kv(struct mg_context * ctx, struct mg_cgraph * g, struct mg_kv_cache * kv, int il,
-                                  struct mg_tensor * q, struct mg_tensor * k, struct mg_tensor * v, int n_kv,
-                                  const struct mg_batch_inputs * in, float scale) {
-    mg_kv_cache_store_rows(ctx, g, kv, il, k, v, in->k_idx, in->v_idx);
-    struct mg_tensor * k_all = mg_kv_cache_k(ctx, kv, il, n_kv);   // [D, n_kv, Hkv]
-    struct mg_tensor * v_all = mg_kv_cache_v(ctx, kv, il, n_kv);   // [n_kv, D, Hkv], or like K for flash
-    if (kv->v_trans) return attn_mha(ctx, q, k_all, v_all, in->mask, scale, il);
-    q = mg_permute(ctx, q, 0, 2, 1, 3);                                              // [D, T, H]: heads outermost
-    struct mg_tensor * cur = mg_flash_attn(ctx, q, k_all, v_all, in->mask, scale);   // [D, H, T]
-    return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);             // [D*H, T]
+static struct mg_tensor * attn_kv(const struct builder * b, int il, struct mg_tensor * q, struct mg_tensor * k,
+                                  struct mg_tensor * v, float scale) {
+    struct mg_context * ctx = b->ctx;
+    mg_kv_cache_store_rows(ctx, b->g, b->kv, il, k, v, b->in->k_idx, b->in->v_idx);
+    struct mg_tensor * k_all = mg_kv_cache_k(ctx, b->kv, il, b->n_kv);   // [D, n_kv, Hkv]
+    struct mg_tensor * v_all = mg_kv_cache_v(ctx, b->kv, il, b->n_kv);   // [n_kv, D, Hkv], or like K for flash
+    if (b->kv->v_trans) return attn_mha(ctx, q, k_all, v_all, b->in->mask, scale, il);
+    q = mg_permute(ctx, q, 0, 2, 1, 3);                                                 // [D, T, H]: heads outermost
+    struct mg_tensor * cur = mg_flash_attn(ctx, q, k_all, v_all, b->in->mask, scale);   // [D, H, T]
+    return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);                // [D*H, T]
 }
 //@- full arch
 
@@ -909,31 +932,41 @@ static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * 
 }
 #endif //@old one-arch
 //@+ full arch
-// Every architecture: the biases where the layer has them (qwen2), Q's and
-// K's per-head norms where it has them (Qwen3), the architecture's RoPE.
-static struct mg_tensor * attention(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
-                                    struct mg_kv_cache * kv, int il, struct mg_tensor * cur, int n_tokens, int n_kv,
-                                    const struct mg_batch_inputs * in) {
-    const struct mg_model_hparams * hp = &m->hp;
-    const struct mg_layer *         l  = &m->layers[il];
-    struct mg_tensor * q = project(ctx, l->wq, l->bq, cur, "Qcur", il);   // [D*H, T]
-    struct mg_tensor * k = project(ctx, l->wk, l->bk, cur, "Kcur", il);   // [D*Hkv, T]
-    struct mg_tensor * v = project(ctx, l->wv, l->bv, cur, "Vcur", il);   // [D*Hkv, T]
-    q = mg_reshape_3d(ctx, q, hp->head_dim, hp->n_head, n_tokens);      // [D, H, T]
-    k = mg_reshape_3d(ctx, k, hp->head_dim, hp->n_head_kv, n_tokens);   // [D, Hkv, T]
-    v = mg_reshape_3d(ctx, v, hp->head_dim, hp->n_head_kv, n_tokens);   // [D, Hkv, T]
-    if (l->q_norm != NULL) {   // Qwen3 normalises every head of Q and K before rotating them
-        q = norm_heads(ctx, q, l->q_norm, hp->rms_eps, "Qcur_normed", il);
-        k = norm_heads(ctx, k, l->k_norm, hp->rms_eps, "Kcur_normed", il);
-    }
-    q = rotate(ctx, m, q, in->pos);
-    k = rotate(ctx, m, k, in->pos);
-    cb(q, "Qcur", il);
-    cb(k, "Kcur", il);
-    cb(v, "Vcur", il);
-    cur = attn_kv(ctx, g, kv, il, q, k, v, n_kv, in, 1.0f / sqrtf((float) hp->head_dim));   // [D*H, T]
+// Q, K and V of one layer: its projections [D*H, T], [D*Hkv, T], [D*Hkv, T],
+// then (split_heads) its heads [D, H, T], [D, Hkv, T], [D, Hkv, T]
+// (llama.cpp: the three tensors build_qkv returns).
+struct qkv {
+    struct mg_tensor * q, * k, * v;
+};
+
+// The three projections, named as llama.cpp's build_qkv names them.
+static struct qkv project_qkv(const struct builder * b, const struct mg_layer * l, struct mg_tensor * cur, int il) {
+    struct qkv x;
+    x.q = project(b->ctx, l->wq, cur, "Qcur", il);   // [D*H, T]
+    x.k = project(b->ctx, l->wk, cur, "Kcur", il);   // [D*Hkv, T]
+    x.v = project(b->ctx, l->wv, cur, "Vcur", il);   // [D*Hkv, T]
+    return x;
+}
+
+// The projections seen as heads: views, no data moves.
+static struct qkv split_heads(const struct builder * b, struct qkv x) {
+    const struct mg_model_hparams * hp = b->hp;
+    x.q = mg_reshape_3d(b->ctx, x.q, hp->head_dim, hp->n_head, b->n_tokens);      // [D, H, T]
+    x.k = mg_reshape_3d(b->ctx, x.k, hp->head_dim, hp->n_head_kv, b->n_tokens);   // [D, Hkv, T]
+    x.v = mg_reshape_3d(b->ctx, x.v, hp->head_dim, hp->n_head_kv, b->n_tokens);   // [D, Hkv, T]
+    return x;
+}
+
+// The rotated heads named as they go to the cache, attention over it, and
+// the output projection (llama.cpp: the cb calls before build_attn, then
+// build_attn with wo).
+static struct mg_tensor * attend(const struct builder * b, const struct mg_layer * l, struct qkv x, int il) {
+    cb(x.q, "Qcur", il);
+    cb(x.k, "Kcur", il);
+    cb(x.v, "Vcur", il);
+    struct mg_tensor * cur = attn_kv(b, il, x.q, x.k, x.v, 1.0f / sqrtf((float) b->hp->head_dim));   // [D*H, T]
     cb(cur, "kqv_out", il);
-    cur = mg_mul_mat(ctx, l->wo, cur);   // [E, T]
+    cur = mg_mul_mat(b->ctx, l->wo, cur);   // [E, T]
     cb(cur, "attn_out", il);
     return cur;
 }
@@ -956,8 +989,8 @@ static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_
 //@+ full fused-ops
 static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_layer * l, struct mg_tensor * cur,
                                        int il) {
-    struct mg_tensor * gate = project(ctx, l->ffn_gate, NULL, cur, "ffn_gate", il);   // [F, T]
-    struct mg_tensor * up   = project(ctx, l->ffn_up, NULL, cur, "ffn_up", il);       // [F, T]
+    struct mg_tensor * gate = project(ctx, l->ffn_gate, cur, "ffn_gate", il);   // [F, T]
+    struct mg_tensor * up   = project(ctx, l->ffn_up, cur, "ffn_up", il);       // [F, T]
     struct mg_tensor * act  = mg_swiglu(ctx, gate, up);   // one pass instead of silu, then mul (ggml_swiglu_split)
     cb(act, "ffn_swiglu", il);
     return mg_mul_mat(ctx, l->ffn_down, act);   // [E, T]: the caller names it ffn_out
@@ -1130,16 +1163,6 @@ void mg_moe_trace(const struct mg_cgraph * g, const struct mg_model * m, const i
     mg_trace(MG_TRACE_MOE, "weights read: %zu bytes (experts %zu + the rest %zu); a dense model of the same size: %zu",
              read + rest, read, rest, all + rest);
 }
-
-// The layer's feed-forward: dense SwiGLU, or the experts for qwen3moe. Both
-// come back named: ffn_out (llama.cpp's build_ffn callers) or ffn_moe_out.
-static struct mg_tensor * layer_ffn(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
-                                    int il, struct mg_tensor * cur) {
-    if (m->hp.arch == MG_ARCH_QWEN3MOE) return moe_feed_forward(ctx, g, m, &m->layers[il], cur, il);
-    cur = feed_forward(ctx, &m->layers[il], cur, il);
-    cb(cur, "ffn_out", il);
-    return cur;
-}
 //@- full moe
 
 #if 0 //@old 09..09 v-idx
@@ -1199,50 +1222,141 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
     return cur;
 }
 #endif //@old build-dense
-//@+ full moe
-// One block, as the body of each of llama.cpp's src/models/<arch>.cpp loops:
-// pre-norm attention and a residual, then the architecture's pre-norm
-// feed-forward (layer_ffn) and a residual. last_only: the layer whose
-// output only the last token's logits read (llama.cpp's inp_out_ids).
-static struct mg_tensor * build_layer(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
-                                      struct mg_kv_cache * kv, int il, struct mg_tensor * inp, int n_tokens,
-                                      int n_kv, bool last_only, const struct mg_batch_inputs * in) {
-    const struct mg_model_hparams * hp = &m->hp;
-    struct mg_tensor * cur = norm(ctx, inp, m->layers[il].attn_norm, hp->rms_eps, il);
-    cb(cur, "attn_norm", il);
-    cur = attention(ctx, g, m, kv, il, cur, n_tokens, n_kv, in);
-    if (last_only) {
-        cur = mg_view_2d(ctx, cur, hp->n_embd, 1, cur->nb[1], (size_t) (n_tokens - 1) * cur->nb[1]);   // [E, 1]
-        inp = mg_view_2d(ctx, inp, hp->n_embd, 1, inp->nb[1], (size_t) (n_tokens - 1) * inp->nb[1]);   // [E, 1]
+//@+ full arch
+// The attention's residual, ffn_inp. In the last layer, when only the last
+// token's logits are wanted, only its row goes on, through the feed-forward
+// and the LM head (llama.cpp: ggml_get_rows with inp_out_ids).
+static struct mg_tensor * ffn_input(const struct builder * b, struct mg_tensor * cur, struct mg_tensor * inp, int il) {
+    if (b->last_only && il == b->hp->n_layer - 1) {
+        const size_t last = (size_t) (b->n_tokens - 1);
+        cur = mg_view_2d(b->ctx, cur, b->hp->n_embd, 1, cur->nb[1], last * cur->nb[1]);   // [E, 1]
+        inp = mg_view_2d(b->ctx, inp, b->hp->n_embd, 1, inp->nb[1], last * inp->nb[1]);   // [E, 1]
     }
-    struct mg_tensor * ffn_inp = mg_add(ctx, cur, inp);
+    struct mg_tensor * ffn_inp = mg_add(b->ctx, cur, inp);   // [E, T]
     cb(ffn_inp, "ffn_inp", il);
-    cur = norm(ctx, ffn_inp, m->layers[il].ffn_norm, hp->rms_eps, il);
-    cb(cur, "ffn_norm", il);
-    cur = layer_ffn(ctx, g, m, il, cur);
-    cur = mg_add(ctx, cur, ffn_inp);
+    return ffn_inp;
+}
+
+// The feed-forward's residual: the layer's output.
+static struct mg_tensor * layer_out(const struct builder * b, struct mg_tensor * cur, struct mg_tensor * ffn_inp,
+                                    int il) {
+    cur = mg_add(b->ctx, cur, ffn_inp);   // [E, T]
     cb(cur, "l_out", il);
     return cur;
 }
 
-// full/'s builder: chapter 09's, a build_layer per layer, so that every
-// architecture's feed-forward (dense or experts) has its place.
+// The second half of a dense block, after the attention: its residual, the
+// pre-norm SwiGLU feed-forward and its residual (llama.cpp: the lines after
+// build_attn in src/models/llama.cpp, qwen2.cpp and qwen3.cpp, build_ffn).
+static struct mg_tensor * ffn_dense(const struct builder * b, const struct mg_layer * l, struct mg_tensor * attn_out,
+                                    struct mg_tensor * inp, int il) {
+    struct mg_tensor * ffn_inp = ffn_input(b, attn_out, inp, il);            // [E, T]
+    struct mg_tensor * cur     = named_norm(b, ffn_inp, l->ffn_norm, "ffn_norm", il);   // [E, T]
+    cur = feed_forward(b->ctx, l, cur, il);                                  // [E, T]
+    cb(cur, "ffn_out", il);
+    return layer_out(b, cur, ffn_inp, il);
+}
+
+// The same with a mixture of experts in place of the one SwiGLU block
+// (llama.cpp: src/models/qwen3moe.cpp, build_moe_ffn): named ffn_moe_out.
+static struct mg_tensor * ffn_moe(const struct builder * b, const struct mg_layer * l, struct mg_tensor * attn_out,
+                                  struct mg_tensor * inp, int il) {
+    struct mg_tensor * ffn_inp = ffn_input(b, attn_out, inp, il);            // [E, T]
+    struct mg_tensor * cur     = named_norm(b, ffn_inp, l->ffn_norm, "ffn_norm", il);   // [E, T]
+    cur = moe_feed_forward(b->ctx, b->g, b->m, l, cur, il);                  // [E, T]
+    return layer_out(b, cur, ffn_inp, il);
+}
+
+// One function per architecture, each a layer as llama.cpp's
+// src/models/<arch>.cpp builds it, with its node names. They share the
+// block of chapter 09 (attn_norm, Q/K/V, RoPE, attention, then the
+// feed-forward half) and differ in the few lines between: inp [E, T] in,
+// [E, T] out, or [E, 1] after the last layer when only the last token's
+// logits are wanted.
+
+// llama (src/models/llama.cpp): that block and nothing more. RoPE turns
+// pairs (2i, 2i+1) (archs[]), each angle divided by Llama 3's frequency
+// factor where the file has them (rope_freqs.weight).
+static struct mg_tensor * layer_llama(const struct builder * b, int il, struct mg_tensor * inp) {
+    const struct mg_layer * l   = &b->m->layers[il];
+    struct mg_tensor *      cur = named_norm(b, inp, l->attn_norm, "attn_norm", il);   // [E, T]
+    struct qkv x = split_heads(b, project_qkv(b, l, cur, il));   // [D, H, T], [D, Hkv, T], [D, Hkv, T]
+    x.q = rotate(b, x.q, b->m->rope_freqs);                      // [D, H, T]
+    x.k = rotate(b, x.k, b->m->rope_freqs);                      // [D, Hkv, T]
+    cur = attend(b, l, x, il);                                   // [E, T]
+    return ffn_dense(b, l, cur, inp, il);
+}
+
+// qwen2 (src/models/qwen2.cpp): llama's layer with NEOX RoPE (pairs i,
+// i + D/2) and no frequency factors, and a bias added to each of Q, K and V
+// before they are split into heads.
+static struct mg_tensor * layer_qwen2(const struct builder * b, int il, struct mg_tensor * inp) {
+    const struct mg_layer * l   = &b->m->layers[il];
+    struct mg_tensor *      cur = named_norm(b, inp, l->attn_norm, "attn_norm", il);   // [E, T]
+    struct qkv x = project_qkv(b, l, cur, il);                   // [D*H, T], [D*Hkv, T], [D*Hkv, T]
+    x.q = add_bias(b, x.q, l->bq, "Qcur", il);                   // [D*H, T]
+    x.k = add_bias(b, x.k, l->bk, "Kcur", il);                   // [D*Hkv, T]
+    x.v = add_bias(b, x.v, l->bv, "Vcur", il);                   // [D*Hkv, T]
+    x   = split_heads(b, x);                                     // [D, H, T], [D, Hkv, T], [D, Hkv, T]
+    x.q = rotate(b, x.q, NULL);                                  // [D, H, T]
+    x.k = rotate(b, x.k, NULL);                                  // [D, Hkv, T]
+    cur = attend(b, l, x, il);                                   // [E, T]
+    return ffn_dense(b, l, cur, inp, il);
+}
+
+// Qwen3's attention, from attn_norm to attn_out: every head of Q and K
+// normalised (an RMS norm over D, one scale shared by the heads) before NEOX
+// RoPE. qwen3moe's is the same (src/models/qwen3moe.cpp repeats qwen3.cpp's).
+static struct mg_tensor * attention_qwen3(const struct builder * b, const struct mg_layer * l,
+                                          struct mg_tensor * inp, int il) {
+    struct mg_tensor * cur = named_norm(b, inp, l->attn_norm, "attn_norm", il);   // [E, T]
+    struct qkv x = split_heads(b, project_qkv(b, l, cur, il));   // [D, H, T], [D, Hkv, T], [D, Hkv, T]
+    x.q = named_norm(b, x.q, l->q_norm, "Qcur_normed", il);      // [D, H, T]
+    x.k = named_norm(b, x.k, l->k_norm, "Kcur_normed", il);      // [D, Hkv, T]
+    x.q = rotate(b, x.q, NULL);                                  // [D, H, T]
+    x.k = rotate(b, x.k, NULL);                                  // [D, Hkv, T]
+    return attend(b, l, x, il);                                  // [E, T]
+}
+
+// qwen3 (src/models/qwen3.cpp): that attention, then the dense feed-forward.
+static struct mg_tensor * layer_qwen3(const struct builder * b, int il, struct mg_tensor * inp) {
+    const struct mg_layer * l = &b->m->layers[il];
+    return ffn_dense(b, l, attention_qwen3(b, l, inp, il), inp, il);
+}
+
+// qwen3moe (src/models/qwen3moe.cpp): the same attention, then a mixture of experts.
+static struct mg_tensor * layer_qwen3moe(const struct builder * b, int il, struct mg_tensor * inp) {
+    const struct mg_layer * l = &b->m->layers[il];
+    return ffn_moe(b, l, attention_qwen3(b, l, inp, il), inp, il);
+}
+
+// Each architecture's layer, by general.architecture (llama.cpp:
+// llama_model::build_graph calls the arch's build_arch_graph).
+typedef struct mg_tensor * (*layer_fn)(const struct builder * b, int il, struct mg_tensor * inp);
+static const layer_fn layer_of_arch[] = {
+    [MG_ARCH_LLAMA]    = layer_llama,
+    [MG_ARCH_QWEN2]    = layer_qwen2,
+    [MG_ARCH_QWEN3]    = layer_qwen3,
+    [MG_ARCH_QWEN3MOE] = layer_qwen3moe,
+};
+
+// full/'s builder: chapter 09's inputs, embeddings and output, and between
+// them the architecture's layer n_layer times.
 struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                   struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
                                   struct mg_batch_inputs * in) {
     const struct mg_model_hparams * hp = &m->hp;
+    MG_ASSERT((size_t) hp->arch < sizeof(layer_of_arch) / sizeof(layer_of_arch[0]) && layer_of_arch[hp->arch]);
     in->tokens = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_tokens");   // [T]
     in->pos    = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_pos");      // [T]
     in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");   // [n_kv, T]
     in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");       // [T]
     in->v_idx  = input_v_idx(ctx, kv, n_tokens);                     // [D*Hkv*T]
+    const struct builder b = {ctx, g, m, hp, kv, in, n_tokens, n_kv, !all_logits && n_tokens > 1};
 
     struct mg_tensor * inp = mg_get_rows(ctx, m->tok_embd, in->tokens);   // [E, T]
     cb(inp, "inp_embd", -1);
-    for (int il = 0; il < hp->n_layer; il++) {
-        const bool last_only = il == hp->n_layer - 1 && !all_logits && n_tokens > 1;
-        inp = build_layer(ctx, g, m, kv, il, inp, n_tokens, n_kv, last_only, in);   // [E, T], or [E, 1]
-    }
+    for (int il = 0; il < hp->n_layer; il++) inp = layer_of_arch[hp->arch](&b, il, inp);   // [E, T], [E, 1] last
     struct mg_tensor * cur = norm(ctx, inp, m->output_norm, hp->rms_eps, -1);
     cb(cur, "result_norm", -1);
     cur = mg_mul_mat(ctx, m->output, cur);   // [n_vocab, T], or [n_vocab, 1] for the last token only
@@ -1251,5 +1365,5 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
     mg_build_forward_expand(g, cur);
     return cur;
 }
-//@- full moe
+//@- full arch
 //@- 09 build

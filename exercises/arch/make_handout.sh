@@ -10,12 +10,13 @@
 #
 # What it removes is what the learner writes back: the "qwen2" row of the
 # architectures table (qwen3.c's archs[], with its NEOX rope) and
-# MG_ARCH_QWEN2 (model.h's enum mg_arch); the q/k/v bias tensors of a layer
-# (model.h's struct mg_layer: bq, bk, bv), their loading (qwen3.c's
-# load_head_tensors) and their addition after the Q/K/V projections
-# (qwen3.c's add_bias and project). Everything else of full/ stays, so the
-# llama and qwen3 goldens still pass in the copy; a qwen2 file is refused by
-# name ("architecture 'qwen2' is not supported").
+# MG_ARCH_QWEN2 (model.h's enum mg_arch); qwen2's layer function
+# (qwen3.c's layer_qwen2, and its row of layer_of_arch[]); the q/k/v bias
+# tensors of a layer (model.h's struct mg_layer: bq, bk, bv), their loading
+# (qwen3.c's load_qkv_biases, called from load_head_tensors) and the piece
+# that adds one after its projection (qwen3.c's add_bias). Everything else
+# of full/ stays, so the llama and qwen3 goldens still pass in the copy; a
+# qwen2 file is refused by name ("architecture 'qwen2' is not supported").
 #
 # The copy's Makefile gets ROOT (this repository: tests, fixtures, models) and
 # EXERCISES_DIR (exercises/arch), so `make grade` there grades the exercise;
@@ -99,9 +100,7 @@ edit() {
 }
 
 # model.h: the enum without qwen2, the layer without its biases.
-edit model.h lines '//   llama  RoPE on pairs (2i, 2i+1); optional q/k/v biases' '//   qwen2  NEOX RoPE' \
-'//   llama  RoPE on pairs (2i, 2i+1); Llama 3'"'"'s per-pair frequency factors
-//          (rope_freqs.weight)'
+edit model.h lines '//   qwen2  NEOX RoPE' '//   qwen2  NEOX RoPE' ''
 edit model.h lines '    MG_ARCH_QWEN2,' '    MG_ARCH_QWEN2,' ''
 edit model.h lines '    struct mg_tensor * bq;' '    struct mg_tensor * bv;' ''
 
@@ -110,28 +109,17 @@ edit qwen3.c lines '{"qwen2", MG_ARCH_QWEN2, MG_ROPE_NEOX},' '{"qwen2", MG_ARCH_
 edit qwen3.c text 'this engine runs llama, qwen2, ' 'this engine runs llama, '
 
 # qwen3.c: loading the biases.
-edit qwen3.c lines '// The attention tensors the architectures differ in.' 'static bool load_head_tensors(' \
-'// The attention tensors the architectures differ in: only Qwen3 normalises
-// each head of Q and K (an RMS norm over D) before RoPE.
-static bool load_head_tensors(struct mg_model * m, struct mg_layer * l, int il) {'
-edit qwen3.c text 'const int64_t D = m->hp.head_dim, H = m->hp.n_head, Hkv = m->hp.n_head_kv;' \
-                  'const int64_t D = m->hp.head_dim;'
-edit qwen3.c lines 'return load_layer_vector(m, &l->bq, il, "attn_q.bias"' '"attn_v.bias"' '    return true;'
-edit qwen3.c text '// llama and qwen2: no q/k norms (the biases are optional)' '// llama: no q/k norms'
+edit qwen3.c lines "// Qwen2's q/k/v biases, optional as" '}' ''
+edit qwen3.c lines '// normalises each head of Q and K (an RMS norm over D) before RoPE, Qwen2' '// adds a bias to each of Q, K and V' \
+'// normalises each head of Q and K (an RMS norm over D) before RoPE; llama
+// does not.'
+edit qwen3.c lines 'if (m->hp.arch == MG_ARCH_QWEN2) return load_qkv_biases(m, l, il);' 'load_qkv_biases' ''
+edit qwen3.c text "// llama and qwen2: no q/k norms (qwen2's biases are optional)" '// llama: no q/k norms'
 
-# qwen3.c: adding them after the projections.
-edit qwen3.c lines '// x + b when the layer has the bias' '}' ''
-edit qwen3.c lines '// x W, named after its step, plus the bias' '// Q, K and V), as llama.cpp' \
-'// x W, named after its step (llama.cpp: build_qkv).'
-edit qwen3.c text 'struct mg_tensor * w, struct mg_tensor * b,' 'struct mg_tensor * w,'
-edit qwen3.c text 'return add_bias(ctx, t, b, name, il);' 'return t;'
-# Every call of project loses its bias argument: Q, K and V's, and the
-# feed-forward's NULL (gate, up).
-edit qwen3.c every 'project\(ctx, (l->w[qkv]), l->b[qkv], ' 'project(ctx, \1, '
-edit qwen3.c every 'project\(ctx, ([^,]+), NULL, ' 'project(ctx, \1, '
-edit qwen3.c lines '// Every architecture: the biases where the layer has them (qwen2)' "the architecture's RoPE." \
-"// Every architecture: Q's and K's per-head norms where it has them (Qwen3),
-// the architecture's RoPE."
+# qwen3.c: adding them after the projections, in qwen2's own layer.
+edit qwen3.c lines '// x + bias, named again as' '}' ''
+edit qwen3.c lines '// qwen2 (src/models/qwen2.cpp): llama'"'"'s layer' '}' ''
+edit qwen3.c lines '    [MG_ARCH_QWEN2]    = layer_qwen2,' 'layer_qwen2' ''
 
 # Makefile: this repository's tests and the exercise, graded with the copy's own mg.
 edit Makefile text 'ROOT            := $(abspath ..)' "ROOT            := $root"

@@ -146,6 +146,9 @@ START_TEST(test_tensor_of_another_arch_refused) {
     // ... and a qwen2 file relabelled qwen3 lacks them.
     const char * q2 = mkmodel("q2.gguf", "--preset tiny-qwen2 --n-layer 1 --pre gpt-2");
     expect_refused(relabel(q2, "qwen2", "qwen3", "as-qwen3.gguf"), "tensor 'blk.0.attn_q_norm.weight' is missing", NULL);
+    // ... and relabelled llama, its biases: layer_llama adds none, so none is loaded.
+    expect_refused(relabel(q2, "qwen2", "llama", "as-llama2.gguf"), "tensor 'blk.0.attn_q.bias' [512, 1, 1, 1]",
+                   "is not part of a llama model");
 }
 END_TEST
 
