@@ -39,10 +39,10 @@
 // flip an activation's quantization code. So there is one golden set per
 // instruction-set level (cpu_level.h), each made by llama.cpp built for that
 // level: golden2/ (AVX-512), golden2-avx2/, golden2-neon/ (tiny-llama,
-// tiny-qwen2 and tiny-qwen3moe have only the AVX-512 set so far: at another
-// level the first two are compared with it at the loose tolerance, greedy
-// picks not compared, and the test says so; for the mixture of experts only
-// the prompts' tokens, as test_golden_case says why). The test compares
+// tiny-qwen2 and tiny-qwen3moe have no NEON set yet: there the first two
+// are compared with the AVX-512 set at the loose tolerance, greedy picks
+// not compared, and the test says so; for the mixture of experts only the
+// prompts' tokens, as test_golden_case says why). The test compares
 // with the set of the level our kernels were compiled for, at the tolerances
 // above. On a level with no set (the scalar engine, AVX-512 without BF16, ...)
 // it compares with the AVX-512 set at a loose tolerance (types[].loose), says
@@ -385,8 +385,9 @@ START_TEST(test_golden_case) {
     // decoded. So for a mixture of experts at a level without its own set: one
     // rounding apart can put a token's router on the other side of its top-k
     // boundary, and then that token runs other experts and its logits move by
-    // whole units, past any tolerance (the AVX2 build, against AVX-512's set:
-    // 3.7 on two of 112 cases). test_moe_ops checks its kernels at every level.
+    // whole units, past any tolerance (the AVX2 build against AVX-512's set,
+    // before AVX2 had its own: 3.7 on two of 112 cases). test_moe_ops checks
+    // its kernels at every level.
     if ((sh > 0 && strcmp(mg_cpu_level(), "scalar") == 0) || (own == NULL && shapes[sh].routed)) {
         run_case(level_sets[0].dir, sh, t, p, mode, false, tol);
         return;
