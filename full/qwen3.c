@@ -498,8 +498,8 @@ static bool load_rope_freqs(struct mg_model * m) {
 // means the file is not what its metadata says: refused by name and shape,
 // as llama.cpp refuses a file whose tensor count differs from what it
 // created (llama_model_loader::done_getting_tensors). One difference: a
-// q/k/v bias in a llama or qwen3 file, which llama.cpp's build_qkv would
-// add, is refused here, where only layer_qwen2 adds biases.
+// q/k/v bias in a llama, qwen3 or qwen3moe file, which llama.cpp's
+// build_qkv would add, is refused here, where only layer_qwen2 adds biases.
 static bool is_loaded(const struct mg_model * m, const char * name) {
     for (struct mg_tensor * t = mg_get_first_tensor(m->ctx); t != NULL; t = mg_get_next_tensor(m->ctx, t)) {
         if (strcmp(t->name, name) == 0) return true;
@@ -1004,7 +1004,8 @@ static struct mg_tensor * feed_forward(struct mg_context * ctx, const struct mg_
 
 // The router's weights of each token's chosen experts: softmax over all
 // experts, the top n_used picked, their probabilities renormalised to sum to
-// 1 (qwen3moe's norm_w) and scaled where the file says so. Returns the
+// 1 (qwen3moe's norm_w) and scaled when hp->expert_weights_scale is set
+// (never for qwen3moe: its loader fixes it at 0, as llama.cpp's does). Returns the
 // weights [1, n_used, T]; *selected gets the experts' ids [n_used, T]
 // (llama.cpp: the first half of build_moe_ffn, softmax gating).
 static struct mg_tensor * moe_route(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
@@ -1090,9 +1091,6 @@ static const struct mg_tensor * find_node(const struct mg_cgraph * g, const char
     return NULL;
 }
 
-// One layer's routing, from the graph just computed: each token's experts
-// with their weights, then how many tokens each expert took. The weights are
-// the tensor ffn_moe_weighted multiplied by (after normalising and scaling).
 // The batch's token count: the columns of the first layer's routing.
 static int64_t find_layer_tokens(const struct mg_cgraph * g) {
     const struct mg_tensor * order = find_node(g, "ffn_moe_argsort-0");
@@ -1104,6 +1102,9 @@ static size_t expert_bytes(const struct mg_layer * l) {
     return l->ffn_gate_exps->nb[2] + l->ffn_up_exps->nb[2] + l->ffn_down_exps->nb[2];
 }
 
+// One layer's routing, from the graph just computed: each token's experts
+// with their weights, then how many tokens each expert took. The weights are
+// the tensor ffn_moe_weighted multiplied by (after normalising and scaling).
 // Returns how many distinct experts the batch used in layer il (0: no routing found).
 static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model * m, int il, const int32_t * pos) {
     char name[64];
@@ -1270,7 +1271,8 @@ static struct mg_tensor * ffn_moe(const struct builder * b, const struct mg_laye
 // One function per architecture, each a layer as llama.cpp's
 // src/models/<arch>.cpp builds it, with its node names. They share the
 // block of chapter 09 (attn_norm, Q/K/V, RoPE, attention, then the
-// feed-forward half) and differ in the few lines between: inp [E, T] in,
+// feed-forward half) and differ in the few lines between, qwen3moe in the
+// feed-forward half too: inp [E, T] in,
 // [E, T] out, or [E, 1] after the last layer when only the last token's
 // logits are wanted.
 
