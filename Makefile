@@ -39,7 +39,9 @@ run: deps
 	$(MAKE) -C full run
 
 # The chapters (portable scalar code), full/ built for this CPU (SIMD), and
-# full/ again with every kernel scalar: both paths must pass the same tests.
+# full/ again with every kernel scalar: both paths must pass the same tests
+# (but two that no kernel decides, and the golden cases of GOLDEN2_QUICK:
+# full/Makefile).
 test: deps test-tools
 	@set -e; for d in $(CHAPTER_DIRS) full; do \
 		echo "=================== $$d"; $(MAKE) --no-print-directory -C $$d test; \

@@ -151,9 +151,10 @@ static bool is_known(const struct level_set * set, const char * key) {
 // only the cases whose key starts with one of them run, and only their models
 // are made. For emulated runs, where all 224 cases take too long: full/Makefile's
 // test-aarch64 (qemu-user) runs the fox prompt of every type of both shapes and
-// tiny2's chat prompt, both modes (84 cases, a few minutes): every kernel
-// and repacked order, batches with a gemm part and a gemv rest, special
-// tokens. Unset, every case runs.
+// tiny2's chat prompt in four types, both modes (64 cases, a few minutes):
+// every kernel and repacked order, batches with a gemm part and a gemv rest,
+// special tokens; make asan, the scalar pass and clang's levels a quick subset
+// (full/Makefile's GOLDEN2_QUICK). Unset, every case runs.
 static bool case_selected(const char * key) {
     const char * list = getenv("MG_GOLDEN2_CASES");
     if (list == NULL || list[0] == '\0') return true;
