@@ -112,6 +112,7 @@ test-tools: deps $(BUILD)/test_chapgen $(BUILD)/test_readme_check check-zh check
 	./$(BUILD)/test_chapgen
 	./$(BUILD)/test_readme_check
 	sh tests/tools/markers/test_check_markers.sh
+	sh tests/tools/bench_tables/test_bench_tables.sh
 	tools/check_file_table.sh
 	sh tools/check_reading_maps.sh
 
