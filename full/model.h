@@ -155,12 +155,24 @@ struct mg_batch_inputs {
     struct mg_tensor * mask;     // F32 {n_kv, T}: the causal mask over the cache
     struct mg_tensor * k_idx;    // I32 {T}: cache rows for K (mg_kv_cache_fill_store_idx)
     struct mg_tensor * v_idx;    // I32 {D*Hkv*T}: cache elements for V
+    //@+ full out-ids
+    // Some rows of a batch, neither all nor only the last: several sequences'
+    // last tokens (llama.cpp: inp_out_ids). n_out, set by the caller before the
+    // build, is how many (0: as all_logits says); the build makes out_ids,
+    // I32 {n_out}, the tokens' indices in the batch, filled before each compute.
+    int                n_out;
+    struct mg_tensor * out_ids;
+    //@- full out-ids
 };
 
 // Build the forward pass of a batch of n_tokens tokens attending over n_kv
 // cache positions into g (the analogue of llama.cpp's llm_build_qwen3). Makes
 // the inputs in ctx and returns the logits: {n_vocab, n_tokens} with
 // all_logits, else {n_vocab, 1} for the last token only.
+//@+ full out-ids
+// In full/, without all_logits and with in->n_out > 0: {n_vocab, n_out}, the
+// rows in->out_ids names.
+//@- full out-ids
 struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
                                   struct mg_kv_cache * kv, int n_tokens, int n_kv, bool all_logits,
                                   struct mg_batch_inputs * in);

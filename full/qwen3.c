@@ -824,7 +824,8 @@ static struct mg_tensor * rotate(struct mg_context * ctx, const struct mg_model 
 // What every piece of a layer reads: the graph being built, the model, the
 // cache and this batch's inputs (llama.cpp: the members of llm_graph_context,
 // ctx0, gf, hparams, inp_pos, ...). last_only: the last layer keeps only the
-// last token's row, whose logits are all that is wanted (inp_out_ids).
+// last token's row, whose logits are all that is wanted; out_ids: it keeps
+// the rows out_ids names (both llama.cpp's inp_out_ids).
 struct builder {
     struct mg_context *             ctx;
     struct mg_cgraph *              g;
@@ -834,6 +835,7 @@ struct builder {
     const struct mg_batch_inputs *  in;
     int                             n_tokens, n_kv;
     bool                            last_only;
+    struct mg_tensor *              out_ids;
 };
 
 // RoPE as the architecture turns its heads: pairs (2i, 2i+1) for llama, NEOX
@@ -1091,6 +1093,13 @@ static const struct mg_tensor * find_node(const struct mg_cgraph * g, const char
     return NULL;
 }
 
+static const struct mg_tensor * find_leaf(const struct mg_cgraph * g, const char * name) {
+    for (int i = 0; i < g->n_leafs; i++) {
+        if (strcmp(mg_get_name(g->leafs[i]), name) == 0) return g->leafs[i];
+    }
+    return NULL;
+}
+
 // The batch's token count: the columns of the first layer's routing.
 static int64_t find_layer_tokens(const struct mg_cgraph * g) {
     const struct mg_tensor * order = find_node(g, "ffn_moe_argsort-0");
@@ -1115,12 +1124,15 @@ static int trace_layer_routing(const struct mg_cgraph * g, const struct mg_model
     if (order == NULL || weighted == NULL) return 0;
     const struct mg_tensor * w = weighted->src[1];   // [1, n_used, T]
     const int n_used = m->hp.n_expert_used, n_tokens = (int) order->ne[1];
-    // The last layer routes only the tokens whose logits are wanted: the last ones.
-    const int first = (int) find_layer_tokens(g) - n_tokens;
+    // The last layer routes only the tokens whose logits are wanted: the
+    // last one, or those out_ids names.
+    const int                first   = (int) find_layer_tokens(g) - n_tokens;
+    const struct mg_tensor * out_ids = first > 0 ? find_leaf(g, "inp_out_ids") : NULL;
     int count[MG_MAX_EXPERTS] = {0};
     for (int t = 0; t < n_tokens; t++) {
         char line[1024];
-        int  len = snprintf(line, sizeof(line), "layer %d pos %d:", il, pos[first + t]);
+        const int token = out_ids != NULL ? ((const int32_t *) out_ids->data)[t] : first + t;
+        int       len   = snprintf(line, sizeof(line), "layer %d pos %d:", il, pos[token]);
         for (int i = 0; i < n_used && len < (int) sizeof(line); i++) {
             const int32_t e  = *(const int32_t *) ((const char *) order->data + (size_t) t * order->nb[1] +
                                                    (size_t) i * order->nb[0]);
@@ -1224,14 +1236,20 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
 }
 #endif //@old build-dense
 //@+ full arch
-// The attention's residual, ffn_inp. In the last layer, when only the last
-// token's logits are wanted, only its row goes on, through the feed-forward
-// and the LM head (llama.cpp: ggml_get_rows with inp_out_ids).
+// The attention's residual, ffn_inp. In the last layer, when only some
+// tokens' logits are wanted, only their rows go on, through the feed-forward
+// and the LM head (llama.cpp: ggml_get_rows with inp_out_ids): the last row
+// alone is a view, several rows (the last token of each sequence in a
+// batch of prompts) are gathered. Every op after this point works row by
+// row, so a kept row's logits are the bits it would get with all the rows.
 static struct mg_tensor * ffn_input(const struct builder * b, struct mg_tensor * cur, struct mg_tensor * inp, int il) {
     if (b->last_only && il == b->hp->n_layer - 1) {
         const size_t last = (size_t) (b->n_tokens - 1);
         cur = mg_view_2d(b->ctx, cur, b->hp->n_embd, 1, cur->nb[1], last * cur->nb[1]);   // [E, 1]
         inp = mg_view_2d(b->ctx, inp, b->hp->n_embd, 1, inp->nb[1], last * inp->nb[1]);   // [E, 1]
+    } else if (b->out_ids != NULL && il == b->hp->n_layer - 1) {
+        cur = mg_get_rows(b->ctx, cur, b->out_ids);   // [E, n_out]
+        inp = mg_get_rows(b->ctx, inp, b->out_ids);   // [E, n_out]
     }
     struct mg_tensor * ffn_inp = mg_add(b->ctx, cur, inp);   // [E, T]
     cb(ffn_inp, "ffn_inp", il);
@@ -1354,14 +1372,17 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
     in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");   // [n_kv, T]
     in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");       // [T]
     in->v_idx  = input_v_idx(ctx, kv, n_tokens);                     // [D*Hkv*T]
-    const struct builder b = {ctx, g, m, hp, kv, in, n_tokens, n_kv, !all_logits && n_tokens > 1};
+    const bool some = !all_logits && in->n_out > 0 && in->n_out < n_tokens;   // rows picked by out_ids
+    in->out_ids     = some ? input(ctx, MG_TYPE_I32, in->n_out, 0, "inp_out_ids") : NULL;   // [n_out]
+    const bool last_only = !all_logits && !some && n_tokens > 1;
+    const struct builder b = {ctx, g, m, hp, kv, in, n_tokens, n_kv, last_only, in->out_ids};
 
     struct mg_tensor * inp = mg_get_rows(ctx, m->tok_embd, in->tokens);   // [E, T]
     cb(inp, "inp_embd", -1);
     for (int il = 0; il < hp->n_layer; il++) inp = layer_of_arch[hp->arch](&b, il, inp);   // [E, T], [E, 1] last
     struct mg_tensor * cur = norm(ctx, inp, m->output_norm, hp->rms_eps, -1);
     cb(cur, "result_norm", -1);
-    cur = mg_mul_mat(ctx, m->output, cur);   // [n_vocab, T], or [n_vocab, 1] for the last token only
+    cur = mg_mul_mat(ctx, m->output, cur);   // [n_vocab, T], [n_vocab, n_out], or [n_vocab, 1] for the last token
     cb(cur, "result_output", -1);
     cur->flags |= MG_TENSOR_FLAG_OUTPUT;
     mg_build_forward_expand(g, cur);

@@ -69,6 +69,7 @@ struct mg_session {
         const int32_t * pos;     // [n] positions
         const int32_t * seq;     // [n] sequence ids
         int32_t *       cells;   // [n] the cells they were given
+        const int32_t * row;     // [n] their rows in logits, or -1 (logits_row from the batch's first)
     } ub;
     int32_t * logits_row;        // token i's row in logits, or -1
     int       logits_rows_n;
@@ -383,6 +384,12 @@ static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_toke
     memcpy(s->in.pos->data, s->ub.pos, (size_t) n_tokens * sizeof(int32_t));
     mg_kv_cache_fill_mask_seqs(s->kv, s->in.mask, s->ub.pos, s->ub.seq, n_tokens);
     mg_kv_cache_fill_store_idx_cells(s->kv, s->in.k_idx, s->in.v_idx, s->ub.cells);
+    if (s->in.out_ids != NULL) {   // the kept tokens, in order
+        int32_t * ids = (int32_t *) s->in.out_ids->data;
+        for (int i = 0, j = 0; i < n_tokens; i++) {
+            if (s->ub.row[i] >= 0) ids[j++] = i;
+        }
+    }
 }
 //@- full seqs
 
@@ -579,9 +586,30 @@ static float * logits_dst(struct mg_session * s, int from, int n, bool * all, fl
     *tmp = NULL;
     if (kept == 1 && last >= 0) return s->logits + (size_t) last * n_vocab;
     if (kept == n && first + n - 1 == last) return s->logits + (size_t) first * n_vocab;
+    if (kept > 0 && s->in.n_out == kept) {   // the graph gives the kept rows alone, in order (out_ids)
+        *all = false;
+        for (int i = from; i < from + n; i++) {
+            if (s->logits_row[i] >= 0) return s->logits + (size_t) s->logits_row[i] * n_vocab;
+        }
+    }
     *tmp = malloc((size_t) (*all ? n : 1) * n_vocab * sizeof(float));
     MG_ASSERT(*tmp != NULL);
     return *tmp;
+}
+
+// Which rows the next graph gives (model.h, in.n_out): with some tokens
+// kept, but neither all of them nor the last alone, just those (llama.cpp's
+// inp_out_ids: a batch of B prompts keeps each one's last token, and its
+// last feed-forward and LM head then run on B rows, not on every token's).
+// A graph built for other rows is not reused.
+static void want_rows(struct mg_session * s, int from, int n) {
+    const int  kept = n_kept(s, from, n);
+    const bool some = kept > 0 && kept < n && !(kept == 1 && s->logits_row[from + n - 1] >= 0);
+    const int  want = some ? kept : 0;
+    if (s->in.n_out != want) {
+        s->in.n_out = want;
+        s->graph    = NULL;   // rebuilt by the next decode (its context is freed then)
+    }
 }
 
 //@+ full shift
@@ -671,6 +699,8 @@ bool mg_decode_batch(struct mg_session * s, const struct mg_batch * b) {
         s->ub.pos   = b->pos + done;
         s->ub.seq   = b->seq_id + done;
         s->ub.cells = cells + done;
+        s->ub.row   = s->logits_row + done;
+        want_rows(s, done, n);
         bool    all;
         float * tmp;
         float * dst = logits_dst(s, done, n, &all, &tmp);

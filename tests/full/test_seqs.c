@@ -1,7 +1,8 @@
 // test_seqs.c - many sequences in one session: a batch that mixes sequences
 // gives each one the logits it gets when decoded alone; removing a sequence
 // frees its cells; a prompt prefix copied to other sequences is stored once;
-// a malformed batch changes nothing.
+// a malformed batch changes nothing; keeping some rows of a batch gives
+// them the bits they get with every row kept.
 //
 // The reference is always the same engine decoding one sequence at a time in
 // a fresh session (chapter 09's path, itself held against llama.cpp by
@@ -127,6 +128,59 @@ START_TEST(test_batch_of_sequences_equals_each_alone) {
     ck_assert_int_eq(mg_session_cells_used(s), N_SEQ * (N_PROMPT + N_STEPS));
     mg_session_free(s);
     free(ref);
+}
+END_TEST
+
+// Keeping some rows of a batch (each sequence's last prompt token, and the
+// first token of sequence 0, which is not the last of the batch) gives them
+// the bits they get when every row is kept: the graph gathers the kept rows
+// before the last feed-forward and the LM head (inp_out_ids, one row per
+// kept token), and everything after works row by row. Plain and flash
+// attention; the batch is longer than -b, so it runs as two graphs, each
+// keeping 2 or 3 of its 14 rows.
+static void decode_prompts(struct mg_session * s, const bool * keep) {
+    enum { N = N_SEQ * N_PROMPT };
+    int32_t tok[N], pos[N], seq[N];
+    for (int q = 0; q < N_SEQ; q++) {
+        for (int i = 0; i < N_PROMPT; i++) {
+            const int j = q * N_PROMPT + i;
+            tok[j] = prompt_token(q, i), pos[j] = i, seq[j] = q;
+        }
+    }
+    ck_assert_msg(mg_decode_batch(s, &(struct mg_batch) {N, tok, pos, seq, keep}), "%s", mg_last_error());
+}
+
+START_TEST(test_kept_rows_equal_all_rows) {
+    enum { N = N_SEQ * N_PROMPT, BATCH = N_PROMPT * 2 };
+    const bool fa = _i == 1;
+    bool       some[N], all[N];
+    for (int j = 0; j < N; j++) some[j] = j % N_PROMPT == N_PROMPT - 1 || j == 0, all[j] = true;
+    struct mg_session_params p = mg_session_default_params();
+    p.n_ctx = 64, p.n_threads = 2, p.kv_type = MG_TYPE_F32, p.flash_attn = fa, p.n_batch = BATCH;
+    struct mg_session * a = mg_session_new(model, p);
+    struct mg_session * b = mg_session_new(model, p);
+    ck_assert(a != NULL && b != NULL);
+    decode_prompts(a, some);
+    // The second graph (tokens BATCH..N-1) kept N_SEQ / 2 rows: it gave only those.
+    const struct mg_cgraph * g = mg_session_graph(a);
+    ck_assert_int_eq(g->nodes[g->n_nodes - 1]->ne[1], N_SEQ / 2);
+    decode_prompts(b, all);
+    int n_compared = 0;
+    for (int j = 0; j < N; j++) {
+        if (!some[j]) {
+            ck_assert_ptr_null(mg_get_logits_ith(a, j));
+            continue;
+        }
+        const float * kept = mg_get_logits_ith(a, j), * every = mg_get_logits_ith(b, j);
+        ck_assert(kept != NULL && every != NULL);
+        ck_assert_msg(memcmp(kept, every, N_VOCAB * sizeof(float)) == 0,
+                      "fa=%d token %d: its logits differ when only some rows are kept (max |diff| %g)", fa, j,
+                      (double) max_abs_diff(kept, every));
+        n_compared++;
+    }
+    ck_assert_int_eq(n_compared, N_SEQ + 1);
+    mg_session_free(a);
+    mg_session_free(b);
 }
 END_TEST
 
@@ -434,6 +488,7 @@ Suite * mg_test_suite(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_unchecked_fixture(tc, load_model, free_model);
     tcase_add_loop_test(tc, test_batch_of_sequences_equals_each_alone, 0, 2);
+    tcase_add_loop_test(tc, test_kept_rows_equal_all_rows, 0, 2);
     tcase_add_test(tc, test_remove_frees_cells);
     tcase_add_test(tc, test_shared_prefix_stored_once);
     tcase_add_test(tc, test_malformed_batch_changes_nothing);
