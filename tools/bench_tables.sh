@@ -22,7 +22,7 @@ about() {
     minimind) echo "The MiniMind-3 shape (64 M weights) in five types: a prompt of 64 tokens (pp64) and 64 generated (tg64), at 1 and 2 threads." ;;
     qwen06)   echo "The Qwen3-0.6B shape in Q8_0 and Q4_K_M: pp512 and tg64 at 1 and 2 threads." ;;
     depth)    echo "MiniMind-3 Q8_0 with d positions already in the cache (the fill is not timed), plain and flash attention, 2 threads." ;;
-    batched)  echo "B sequences of 128 prompt tokens in one batch (S_PP), then 128 steps of one token of each (S_TG, all B together), 2 threads: plain attention, then flash attention." ;;
+    batched)  echo "B sequences of 128 prompt tokens in one batch (S_PP), then 128 steps of one token of each (S_TG, all B together), at 1 thread, then at 2, each with plain attention, then with flash attention." ;;
     *)        echo "The set $1." ;;
     esac
 }
