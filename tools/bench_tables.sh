@@ -20,7 +20,7 @@ shift
 about() {
     case $1 in
     minimind) echo "The MiniMind-3 shape (64 M weights) in five types: a prompt of 64 tokens (pp64) and 64 generated (tg64), at 1 and 2 threads." ;;
-    qwen06)   echo "The Qwen3-0.6B shape in Q8_0 and Q4_K_M: pp512 and tg64 at 1 and 2 threads." ;;
+    qwen06)   echo "The Qwen3-0.6B shape (its 28 layers and widths, but MiniMind's vocabulary of 6400 tokens: smaller files and a far smaller LM head than the real model's, so these rates are not a real Qwen3-0.6B's) in Q8_0 and Q4_K_M: pp512 and tg64 at 1 and 2 threads." ;;
     depth)    echo "MiniMind-3 Q8_0 with d positions already in the cache (the fill is not timed), plain and flash attention, 2 threads." ;;
     batched)  echo "B sequences of 128 prompt tokens in one batch (S_PP), then 128 steps of one token of each (S_TG, all B together), at 1 thread, then at 2, each with plain attention, then with flash attention." ;;
     *)        echo "The set $1." ;;
@@ -34,15 +34,19 @@ echo
 when=$(date -u -r "$dir/bandwidth.txt" '+%Y-%m-%d %H:%M UTC' 2> /dev/null || date -u '+%Y-%m-%d %H:%M UTC')
 echo "Written by \`make bench\` (full/Makefile), a run started $when, on"
 echo "${cpu:-an unnamed CPU}, $(nproc) cores, $(uname -m); the rival is the"
-echo "llama.cpp build each command names. Measured, never asserted by a test:"
+echo "llama.cpp binary each command names. Measured, never asserted by a test:"
 echo "the same machine gives figures up to 2x apart from one day to the next,"
 echo "so only the ratios of one run, ours and llama.cpp's in turn on the same"
-echo "files, say anything. \`make bench LLAMA_BENCH=path/to/llama-bench\` runs"
+echo "files, say anything, and a ratio whose min-max over the rounds spans"
+echo "1.00x is a tie. \`make bench LLAMA_BENCH=path/to/llama-bench\` runs"
 echo "every set again and writes this page anew."
 echo
 if [ -f "$dir/bandwidth.txt" ]; then
-    echo "Read bandwidth in the same run (tools/bandwidth.c), the bound of every"
-    echo "decode row's weights/s column:"
+    echo "Read bandwidth in the same run (tools/bandwidth.c), what each decode"
+    echo "row's weights/s column is a share of. It counts the weights alone (at"
+    echo "depth d the cache is read too), and it is a reference, not a ceiling:"
+    echo "above 100 %, decoding streamed faster than this one pass at the start"
+    echo "of the run measured."
     echo
     echo "| threads | GB/s |"
     echo "|---:|---:|"
