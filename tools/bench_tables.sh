@@ -20,7 +20,9 @@ shift
 about() {
     case $1 in
     minimind) echo "The MiniMind-3 shape (64 M weights) in five types: a prompt of 64 tokens (pp64) and 64 generated (tg64), at 1 and 2 threads." ;;
-    qwen06)   echo "The Qwen3-0.6B shape (its 28 layers and widths, but MiniMind's vocabulary of 6400 tokens: smaller files and a far smaller LM head than the real model's, so these rates are not a real Qwen3-0.6B's) in Q8_0 and Q4_K_M: pp512 and tg64 at 1 and 2 threads." ;;
+    qwen06)   echo "The Qwen3-0.6B shape (its 28 layers and widths, but MiniMind's vocabulary of 6400 tokens: smaller files and a far smaller LM head than the real model's, so these rates are not a real Qwen3-0.6B's) in Q8_0 and Q4_K_M: pp512 and tg64 at 1 and 2 threads."
+              echo
+              echo "Then what holds its decode back (tools/decode_bound.c), in GB/s of weights like the weights/s column: the read pass reads the bytes a decode step reads, split between the threads as mul_mat splits them, a barrier after each matrix, with no arithmetic; the kernel pass runs the same mul_mat kernels on one column with every thread's rows in its L2 cache, memory out of the way. A core that overlapped the two would decode at the slower one's rate; one that did them one after the other, at the last column's." ;;
     depth)    echo "MiniMind-3 Q8_0 with d positions already in the cache (the fill is not timed), plain and flash attention, 2 threads." ;;
     batched)  echo "B sequences of 128 prompt tokens in one batch (S_PP), then 128 steps of one token of each (S_TG, all B together), at 1 thread, then at 2, each with plain attention, then with flash attention." ;;
     *)        echo "The set $1." ;;
@@ -68,7 +70,7 @@ for set in "$@"; do
     echo
     # Command lines as code, tables as they are, one blank line between blocks.
     awk '
-        /^\.\/[^ ]*mg (bench|batched-bench) / { sub(/^\.\/[^ ]*\//, ""); flush(); print "    " $0; code = 1; next }
+        /^\.\/[^ ]*(mg (bench|batched-bench)|decode_bound) / { sub(/^\.\/[^ ]*\//, ""); flush(); print "    " $0; code = 1; next }
         /^mg batched-bench: n_kv_max/          { flush(); sub(/^mg /, ""); print "`" $0 "`"; print ""; next }
         /^\|/                                  { if (code) { print ""; code = 0 } print; table = 1; next }
         /^ours and llama/                      { flush(); print $0; print ""; next }
