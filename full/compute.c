@@ -261,6 +261,7 @@ static void soft_max_scaled_row(const struct mg_tensor * dst, const char * ra, i
 }
 #endif //@old soft-max-scale
 //@+ 06 soft-max-mask
+#if 0 //@old 06..09 soft-max-mask-2d
 // w = row ra of a, times the op's scale, plus the mask's row i1 (src[1], if
 // any): one mask row per row of each matrix, so row i1 of every head uses
 // mask row i1. One pass reads element i0 of the input and of the mask before
@@ -278,6 +279,29 @@ static void soft_max_scaled_row(const struct mg_tensor * dst, const char * ra, i
         w[i0] = v;
     }
 }
+#endif //@old soft-max-mask-2d
+//@+ full soft-max-mask-4d
+// w = row ra of a, times the op's scale, plus the mask's row (src[1], if
+// any). As in ggml, the mask is {n, rows, m2, m3} and broadcast over a's
+// matrices: row i1 of matrix (i2, i3) adds mask row i1 of matrix
+// (i2 % m2, i3 % m3). A mask of one matrix serves every head, as in
+// chapter 06; per-sequence streams give each stream a matrix of its own,
+// shared by the stream's heads (llama.cpp: kq_mask {n_kv, n_tps, 1, n_stream}).
+static void soft_max_scaled_row(const struct mg_tensor * dst, const char * ra, int64_t i1, int64_t i2, int64_t i3,
+                                float * w) {
+    const struct mg_tensor * a     = dst->src[0];
+    const struct mg_tensor * mask  = dst->src[1];
+    const float              scale = mg_get_op_param_f32(dst, 0);
+    const char *             rm    = mask != NULL ? row_ptr(mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : NULL;
+    for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
+        float v = get_f32(ra, a, i0) * scale;
+        if (rm != NULL) {
+            v += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0]) : ((const float *) rm)[i0];
+        }
+        w[i0] = v;
+    }
+}
+//@- full soft-max-mask-4d
 //@- 06 soft-max-mask
 
 #if 0 //@old 03..09 soft-max-exp
@@ -324,7 +348,12 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         float *      rd = (float *) row_ptr(dst, i1, i2, i3);
         MG_ASSERT(dst->nb[0] == sizeof(float));
         float * w = soft_max_row(p, rd, n);
+#if 0 //@old 03..09 soft-max-call
         soft_max_scaled_row(dst, ra, i1, w);
+#endif //@old soft-max-call
+        //@+ full soft-max-mask-4d
+        soft_max_scaled_row(dst, ra, i1, i2, i3, w);
+        //@- full soft-max-mask-4d
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = w[i0] > max ? w[i0] : max;   // ggml_vec_max_f32's MAX; fmaxf is a call
         const float inv_sum = (float) (1.0 / soft_max_exp_row(n, rd, w, max));

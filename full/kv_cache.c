@@ -32,8 +32,11 @@ static struct mg_tensor * new_v_tensor(const struct mg_kv_cache * kv, int64_t n_
 #endif //@old v-layout
 //@+ full flash-attn
 // full/: or {n_embd, n_ctx}, like K, for flash attention (llama.cpp's v_trans).
+// Transposed, each stream's block {S, n_embd} is a matrix of its own
+// (one matrix of n_ctx when there is one stream).
 static struct mg_tensor * new_v_tensor(const struct mg_kv_cache * kv, int64_t n_embd) {
-    return kv->v_trans ? mg_new_tensor_2d(kv->ctx, kv->type, kv->n_ctx, n_embd)    // transposed: a row per value
+    const int64_t n_stream = kv->n_stream > 0 ? kv->n_stream : 1;
+    return kv->v_trans ? mg_new_tensor_3d(kv->ctx, kv->type, kv->n_ctx / n_stream, n_embd, n_stream)   // a row per value
                        : mg_new_tensor_2d(kv->ctx, kv->type, n_embd, kv->n_ctx);   // like K: a row per position
 }
 //@- full flash-attn
@@ -316,7 +319,10 @@ void mg_kv_cache_fill_store_idx_cells(const struct mg_kv_cache * kv, struct mg_t
     if (v_idx == NULL) return;   // a flash-attention cache stores V with k_idx
     int32_t * v = v_idx->data;
     for (int64_t t = 0; t < n_tokens; t++) {
-        for (int64_t i = 0; i < n_embd; i++) v[t * n_embd + i] = (int32_t) (i * kv->n_ctx + cells[t]);
+        // Element (cell c of stream s, value i) of the transposed V: s's block, row i, column c.
+        const int64_t size = kv->n_ctx / (kv->n_stream > 0 ? kv->n_stream : 1);
+        const int64_t s = cells[t] / size, c = cells[t] % size;
+        for (int64_t i = 0; i < n_embd; i++) v[t * n_embd + i] = (int32_t) ((s * n_embd + i) * size + c);
     }
 }
 
@@ -346,6 +352,86 @@ int mg_kv_cache_cells_used(const struct mg_kv_cache * kv) {
     for (int i = 0; i < kv->n_ctx; i++) used += kv->cells[i].pos >= 0;
     return used;
 }
+
+//@+ full streams
+// ---------------------------------------------------------------------------
+// Streams: a range of cells per sequence (llama.cpp: kv_unified = false)
+// ---------------------------------------------------------------------------
+
+struct mg_kv_cache * mg_kv_cache_new_streams(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
+                                             int n_pad, int n_stream) {
+    MG_ASSERT(n_stream >= 1 && n_stream <= MG_MAX_SEQ && n_ctx % n_stream == 0);
+    return with_cells(kv_cache_create((struct mg_kv_cache) {.n_layer = n_layer, .n_ctx = n_ctx, .head_dim = head_dim,
+                                                            .n_head_kv = n_head_kv, .n_pad = n_pad, .type = type,
+                                                            .v_trans = true, .n_stream = n_stream}));
+}
+
+int mg_kv_cache_stream_size(const struct mg_kv_cache * kv) {
+    return kv->n_ctx / (kv->n_stream > 0 ? kv->n_stream : 1);
+}
+
+bool mg_kv_cache_find_cells_seqs(const struct mg_kv_cache * kv, int n, const int32_t * seq, int32_t * cells) {
+    const int size = mg_kv_cache_stream_size(kv);
+    int       next[MG_MAX_SEQ];   // where each stream's search goes on: a batch's tokens take distinct cells
+    for (int s = 0; s < MG_MAX_SEQ; s++) next[s] = s * size;
+    for (int t = 0; t < n; t++) {
+        const int s = seq[t];
+        MG_ASSERT(s >= 0 && s < (kv->n_stream > 0 ? kv->n_stream : 1));
+        while (next[s] < (s + 1) * size && kv->cells[next[s]].pos >= 0) next[s]++;
+        if (next[s] == (s + 1) * size) return false;
+        cells[t] = next[s]++;
+    }
+    return true;
+}
+
+int mg_kv_cache_stream_end(const struct mg_kv_cache * kv, int s) {
+    const int size = mg_kv_cache_stream_size(kv);
+    int       end  = 0;
+    for (int c = 0; c < size; c++) {
+        if (kv->cells[s * size + c].pos >= 0) end = c + 1;
+    }
+    return end;
+}
+
+struct mg_tensor * mg_kv_cache_k_streams(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv,
+                                         int s0, int n_s) {
+    const struct mg_tensor * k    = kv->k[il];
+    const size_t             size = (size_t) mg_kv_cache_stream_size(kv);
+    // {head_dim, n_head_kv, n_kv, n_s}: a stream's rows, then the next stream's S rows on.
+    struct mg_tensor * view = mg_view_4d(ctx, kv->k[il], kv->head_dim, kv->n_head_kv, n_kv, n_s,
+                                         (size_t) kv->head_dim * mg_type_size(kv->type), k->nb[1], size * k->nb[1],
+                                         (size_t) s0 * size * k->nb[1]);
+    return mg_format_name(mg_permute(ctx, view, 0, 2, 1, 3), "k-%d", il);
+}
+
+struct mg_tensor * mg_kv_cache_v_streams(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv,
+                                         int s0, int n_s) {
+    const struct mg_tensor * v = kv->v[il];   // {S, n_embd, n_stream}
+    MG_ASSERT(kv->v_trans);
+    struct mg_tensor * view = mg_view_4d(ctx, kv->v[il], n_kv, kv->head_dim, kv->n_head_kv, n_s, v->nb[1],
+                                         v->nb[1] * (size_t) kv->head_dim, v->nb[2], (size_t) s0 * v->nb[2]);
+    return mg_format_name(view, "v-%d", il);
+}
+
+void mg_kv_cache_fill_mask_streams(const struct mg_kv_cache * kv, struct mg_tensor * mask, const int32_t * pos,
+                                   const int32_t * seq, int n_tokens, int s0, int n_s) {
+    const int size = mg_kv_cache_stream_size(kv);
+    const int n_ts = n_tokens / n_s;   // tokens per stream
+    MG_ASSERT(mask->type == MG_TYPE_F32 && n_tokens % n_s == 0 && mask->ne[1] >= n_ts && mask->ne[3] == n_s &&
+              mask->ne[0] <= size);
+    for (int64_t j = 0; j < n_s; j++) {
+        const struct mg_kv_cell * cells = kv->cells + (size_t) (s0 + j) * (size_t) size;
+        for (int64_t t = 0; t < mask->ne[1]; t++) {
+            float *        row = (float *) ((char *) mask->data + t * mask->nb[1] + j * mask->nb[3]);
+            const int64_t  i   = j * n_ts + t;   // the token in the batch
+            const uint64_t bit = t < n_ts ? 1ull << seq[i] : 0;
+            for (int64_t c = 0; c < mask->ne[0]; c++) {
+                row[c] = (cells[c].seqs & bit) != 0 && cells[c].pos <= pos[t < n_ts ? i : 0] ? 0.0f : -INFINITY;
+            }
+        }
+    }
+}
+//@- full streams
 
 static bool in_range(int pos, int p0, int p1) {
     return pos >= p0 && (p1 < 0 || pos < p1);

@@ -51,6 +51,9 @@ struct mg_kv_cache {
     //@+ full flash-attn
     bool         v_trans;      // V stored transposed (plain attention) or like K (flash attention)
     //@- full flash-attn
+    //@+ full streams
+    int          n_stream;     // ranges of n_ctx / n_stream cells, one per sequence (1: one pool for all)
+    //@- full streams
 
     struct mg_context * ctx;   // the headers of k[] and v[]
     struct mg_buffer *  buf;   // their bytes
@@ -128,6 +131,40 @@ void mg_kv_cache_seq_cp(struct mg_kv_cache * kv, int src, int dst, int p0, int p
 void mg_kv_cache_seq_keep(struct mg_kv_cache * kv, int seq);                         // drop every other sequence
 int  mg_kv_cache_seq_pos_max(const struct mg_kv_cache * kv, int seq);                // -1 when it has none
 //@- full seqs
+
+//@+ full streams
+// Per-sequence streams (llama.cpp: llama_kv_cache with kv_unified = false,
+// which llama-batched-bench and llama-server use when n_seq_max > 1). The
+// cells are n_stream equal ranges, and sequence s lives in range s alone: its
+// tokens take cells there, and attention over stream s reads that range and
+// nothing else, instead of every cell of a shared pool with the other
+// sequences' masked out. Transposed V is one {S, n_embd} block per stream
+// (S = n_ctx / n_stream), so its rows are S long. A graph attends over
+// streams s0 .. s0+n_s-1 at once as 4-D views, one matrix per stream.
+// n_stream = 1 is the one pool above, cell for cell and byte for byte.
+struct mg_kv_cache * mg_kv_cache_new_streams(int n_layer, int n_ctx, int head_dim, int n_head_kv, enum mg_type type,
+                                             int n_pad, int n_stream);
+int  mg_kv_cache_stream_size(const struct mg_kv_cache * kv);   // S: cells per stream
+// Each token's cell in its own sequence's stream (seq[t] < n_stream), first
+// fit, in order; false if some stream has too few empty cells.
+bool mg_kv_cache_find_cells_seqs(const struct mg_kv_cache * kv, int n, const int32_t * seq, int32_t * cells);
+// How many cells of stream s a graph must read: its last used cell + 1,
+// counted from the stream's start.
+int  mg_kv_cache_stream_end(const struct mg_kv_cache * kv, int s);
+// Views of layer il's first n_kv cells of streams s0 .. s0+n_s-1, shaped for
+// attention per stream: K {head_dim, n_kv, n_head_kv, n_s}; V transposed
+// {n_kv, head_dim, n_head_kv, n_s}.
+struct mg_tensor * mg_kv_cache_k_streams(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv,
+                                         int s0, int n_s);
+struct mg_tensor * mg_kv_cache_v_streams(struct mg_context * ctx, const struct mg_kv_cache * kv, int il, int n_kv,
+                                         int s0, int n_s);
+// The mask of a batch of n_s streams' tokens, n_tokens / n_s of each, stream
+// by stream (token j * T_s + t is stream s0 + j's t-th): F32 {n_kv, >= T_s, 1, n_s};
+// row t of matrix j is 0 for the cells of stream s0 + j that hold seq[] of
+// that token at positions <= its pos[], -INFINITY elsewhere.
+void mg_kv_cache_fill_mask_streams(const struct mg_kv_cache * kv, struct mg_tensor * mask, const int32_t * pos,
+                                   const int32_t * seq, int n_tokens, int s0, int n_s);
+//@- full streams
 
 //@+ full shift
 // Shifting a sequence (llama.cpp: llama_kv_cache::seq_add and the K-shift).

@@ -163,6 +163,14 @@ struct mg_batch_inputs {
     int                n_out;
     struct mg_tensor * out_ids;
     //@- full out-ids
+    //@+ full streams
+    // With per-sequence streams (kv->n_stream > 1): the batch holds n_stream
+    // streams' tokens, n_tokens / n_stream of each, stream by stream, starting
+    // at stream stream0 (llama.cpp: split_equal's ubatch and its sinfo.s0).
+    // Set by the caller before the build; the mask is then F32 {n_kv, T_s, 1, n_stream}.
+    int n_stream;
+    int stream0;
+    //@- full streams
 };
 
 // Build the forward pass of a batch of n_tokens tokens attending over n_kv

@@ -145,6 +145,9 @@ static struct mg_tensor * soft_max_impl(struct mg_context * ctx, struct mg_tenso
         MG_ASSERT(mask->type == MG_TYPE_F32 || mask->type == MG_TYPE_F16);
         MG_ASSERT(mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && "one mask row per row of a");
         MG_ASSERT(mg_is_contiguous(mask));
+        //@+ full soft-max-mask-4d
+        MG_ASSERT(a->ne[2] % mask->ne[2] == 0 && a->ne[3] % mask->ne[3] == 0 && "mask matrices broadcast over a's");
+        //@- full soft-max-mask-4d
     }
     //@- 06 soft-max-mask
     t->src[1] = mask;   // NULL for a plain softmax

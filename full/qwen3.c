@@ -809,7 +809,12 @@ static struct mg_tensor * attn_mha(struct mg_context * ctx, struct mg_tensor * q
     struct mg_tensor * cur = mg_cont(ctx, mg_permute(ctx, kqv, 0, 2, 1, 3));   // [D, H, T]
     cb(kqv, "kqv", il);   // after the permute: that view stays " (permuted)", as chapter 09's graph shows it
     cb(cur, "kqv_out", il);
+#if 0 //@old 09..09 attn-mha-2d
     return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);         // [D*H, T]
+#endif //@old attn-mha-2d
+    //@+ full streams
+    return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);   // [D*H, T], streams in turn
+    //@- full streams
 }
 
 #if 0 //@old 09..09 one-arch
@@ -876,6 +881,20 @@ static struct mg_tensor * project(struct mg_context * ctx, struct mg_tensor * w,
     return t;
 }
 
+// Attention per stream (llama.cpp with kv_unified = false): the batch's
+// tokens are n_s streams' T_s each, one after another, so Q seen as
+// [D, H, T_s, n_s] meets each stream's own cells as one matrix of a 4-D
+// mul_mat, K [D, n_kv, Hkv, n_s] and V [n_kv, D, Hkv, n_s], and the mask
+// [n_kv, T_s, 1, n_s] is one matrix per stream too. No token scores another
+// sequence's cells.
+static struct mg_tensor * attn_streams(const struct builder * b, int il, struct mg_tensor * q, float scale) {
+    const int          n_s   = b->in->n_stream, s0 = b->in->stream0;
+    struct mg_tensor * k_all = mg_kv_cache_k_streams(b->ctx, b->kv, il, b->n_kv, s0, n_s);   // [D, n_kv, Hkv, n_s]
+    struct mg_tensor * v_all = mg_kv_cache_v_streams(b->ctx, b->kv, il, b->n_kv, s0, n_s);   // [n_kv, D, Hkv, n_s]
+    q = mg_reshape_4d(b->ctx, q, q->ne[0], q->ne[1], q->ne[2] / n_s, n_s);                   // [D, H, T_s, n_s]
+    return attn_mha(b->ctx, q, k_all, v_all, b->in->mask, scale, il);
+}
+
 // Store this batch's K and V rows in the cache, then attend over its n_kv
 // positions (llama.cpp: build_attn). With V laid out like K, one fused op
 // with an online softmax (ggml_flash_attn_ext); otherwise attn_mha.
@@ -883,6 +902,7 @@ static struct mg_tensor * attn_kv(const struct builder * b, int il, struct mg_te
                                   struct mg_tensor * v, float scale) {
     struct mg_context * ctx = b->ctx;
     mg_kv_cache_store_rows(ctx, b->g, b->kv, il, k, v, b->in->k_idx, b->in->v_idx);
+    if (b->kv->n_stream > 1) return attn_streams(b, il, q, scale);
     struct mg_tensor * k_all = mg_kv_cache_k(ctx, b->kv, il, b->n_kv);   // [D, n_kv, Hkv]
     struct mg_tensor * v_all = mg_kv_cache_v(ctx, b->kv, il, b->n_kv);   // [n_kv, D, Hkv], or like K for flash
     if (b->kv->v_trans) return attn_mha(ctx, q, k_all, v_all, b->in->mask, scale, il);
@@ -1191,6 +1211,19 @@ static struct mg_tensor * input_v_idx(struct mg_context * ctx, const struct mg_k
 }
 //@- full flash-attn
 
+//@+ full streams
+// The mask: one row per token over the cache, or with streams one matrix per
+// stream, a row per token of that stream (llama.cpp: kq_mask {n_kv, n_tps, 1, n_stream}).
+static struct mg_tensor * input_mask(struct mg_context * ctx, const struct mg_kv_cache * kv, int n_kv, int n_tokens,
+                                     const struct mg_batch_inputs * in) {
+    if (kv->n_stream <= 1) return input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");
+    MG_ASSERT(in->n_stream >= 1 && n_tokens % in->n_stream == 0);
+    struct mg_tensor * t = mg_new_node(ctx, MG_TYPE_F32, 4, (const int64_t[]) {n_kv, n_tokens / in->n_stream, 1, in->n_stream});
+    t->flags |= MG_TENSOR_FLAG_INPUT;
+    return mg_set_name(t, "kq_mask");
+}
+//@- full streams
+
 //@+ 09 build
 #if 0 //@old 09..09 build-dense
 struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g, const struct mg_model * m,
@@ -1369,7 +1402,7 @@ struct mg_tensor * mg_qwen3_build(struct mg_context * ctx, struct mg_cgraph * g,
     MG_ASSERT((size_t) hp->arch < sizeof(layer_of_arch) / sizeof(layer_of_arch[0]) && layer_of_arch[hp->arch]);
     in->tokens = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_tokens");   // [T]
     in->pos    = input(ctx, MG_TYPE_I32, n_tokens, 0, "inp_pos");      // [T]
-    in->mask   = input(ctx, MG_TYPE_F32, n_kv, n_tokens, "kq_mask");   // [n_kv, T]
+    in->mask   = input_mask(ctx, kv, n_kv, n_tokens, in);            // [n_kv, T], or [n_kv, T_s, 1, n_s]
     in->k_idx  = input(ctx, MG_TYPE_I32, n_tokens, 0, "k_idxs");       // [T]
     in->v_idx  = input_v_idx(ctx, kv, n_tokens);                     // [D*Hkv*T]
     const bool some = !all_logits && in->n_out > 0 && in->n_out < n_tokens;   // rows picked by out_ids

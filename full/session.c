@@ -191,6 +191,35 @@ static bool kv_fits(const struct mg_model * m, const struct mg_session_params * 
 }
 //@- full size-check
 
+//@+ full streams
+// How many streams the cache has: n_seq_max with kv_unified off, for plain
+// attention on the CPU; otherwise one pool.
+static int session_streams(const struct mg_session_params * p) {
+    const bool streams = p->n_seq_max > 1 && !p->kv_unified && !p->flash_attn && p->n_gpu_layers == 0;
+    return streams ? p->n_seq_max : 1;
+}
+
+// n_seq_max within the sequence ids a cell can hold, and with streams a
+// context that splits evenly (llama.cpp: n_ctx_seq = n_ctx / n_seq_max).
+static bool check_streams(const struct mg_session_params * p) {
+    if (p->n_seq_max > MG_MAX_SEQ) {
+        mg_set_error("n_seq_max %d: at most %d sequences", p->n_seq_max, MG_MAX_SEQ);
+        return false;
+    }
+    const int n_stream = session_streams(p);
+    if (p->n_ctx % n_stream != 0) {
+        mg_set_error("n_ctx %d is not a multiple of n_seq_max %d: each sequence's stream holds n_ctx / n_seq_max "
+                     "cells (or use one pool: kv_unified)", p->n_ctx, n_stream);
+        return false;
+    }
+    return true;
+}
+
+int mg_session_n_stream(const struct mg_session * s) {
+    return s->kv->n_stream > 1 ? s->kv->n_stream : 1;
+}
+//@- full streams
+
 //@+ full flash-attn
 // n_kv padded to a multiple of 64, GGML_F32_STEP of the AVX-512 mapping
 // (vec_simd.c): the decode graph keeps its shape for 64 steps at a time, and
@@ -200,7 +229,10 @@ static bool kv_fits(const struct mg_model * m, const struct mg_session_params * 
 // when it cannot be had: it grows with -c (n_ctx).
 static struct mg_kv_cache * new_kv_cache(const struct mg_model * m, const struct mg_session_params * p) {
     const struct mg_model_hparams * hp = &m->hp;
-    struct mg_kv_cache * kv = (p->flash_attn ? mg_kv_cache_new_flash : mg_kv_cache_new)(hp->n_layer, p->n_ctx,
+    const int n_stream = session_streams(p);
+    struct mg_kv_cache * kv = n_stream > 1 ? mg_kv_cache_new_streams(hp->n_layer, p->n_ctx, hp->head_dim, hp->n_head_kv,
+                                                                     p->kv_type, 64, n_stream)
+                            : (p->flash_attn ? mg_kv_cache_new_flash : mg_kv_cache_new)(hp->n_layer, p->n_ctx,
                                                                                        hp->head_dim, hp->n_head_kv,
                                                                                        p->kv_type, 64);
     if (kv == NULL) {
@@ -253,6 +285,9 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     if (params.n_batch <= 0) params.n_batch = 512;
     if (params.n_threads <= 0) params.n_threads = 1;
+    //@+ full streams
+    if (!check_streams(&params)) return NULL;
+    //@- full streams
     struct mg_kv_cache * kv = kv_fits(m, &params) ? new_kv_cache(m, &params) : NULL;
     if (kv == NULL) return NULL;
     struct mg_session * s = calloc(1, sizeof(*s));
@@ -382,7 +417,11 @@ static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_toke
 static void set_inputs(struct mg_session * s, const int32_t * tokens, int n_tokens) {
     memcpy(s->in.tokens->data, tokens, (size_t) n_tokens * sizeof(int32_t));
     memcpy(s->in.pos->data, s->ub.pos, (size_t) n_tokens * sizeof(int32_t));
-    mg_kv_cache_fill_mask_seqs(s->kv, s->in.mask, s->ub.pos, s->ub.seq, n_tokens);
+    if (s->kv->n_stream > 1) {
+        mg_kv_cache_fill_mask_streams(s->kv, s->in.mask, s->ub.pos, s->ub.seq, n_tokens, s->in.stream0, s->in.n_stream);
+    } else {
+        mg_kv_cache_fill_mask_seqs(s->kv, s->in.mask, s->ub.pos, s->ub.seq, n_tokens);
+    }
     mg_kv_cache_fill_store_idx_cells(s->kv, s->in.k_idx, s->in.v_idx, s->ub.cells);
     if (s->in.out_ids != NULL) {   // the kept tokens, in order
         int32_t * ids = (int32_t *) s->in.out_ids->data;
@@ -519,6 +558,32 @@ static bool grow_logits(struct mg_session * s, size_t n_floats) {
     return s->logits != NULL;
 }
 
+//@+ full streams
+// With streams: every sequence id has a stream, and every stream room for its tokens.
+static bool check_batch_streams(const struct mg_session * s, const struct mg_batch * b) {
+    const int n_stream = s->kv->n_stream, size = mg_kv_cache_stream_size(s->kv);
+    int       want[MG_MAX_SEQ] = {0};
+    for (int i = 0; i < b->n_tokens; i++) {
+        if (b->seq_id[i] >= n_stream) {
+            mg_set_error("sequence id %d at index %d: this session has streams for sequences 0..%d (n_seq_max %d)",
+                         b->seq_id[i], i, n_stream - 1, n_stream);
+            return false;
+        }
+        want[b->seq_id[i]]++;
+    }
+    for (int q = 0; q < n_stream; q++) {
+        int used = 0;
+        for (int c = q * size; c < (q + 1) * size; c++) used += s->kv->cells[c].pos >= 0;
+        if (want[q] > size - used) {
+            mg_set_error("context full: sequence %d's stream holds %d positions, %d used, %d more asked (n_ctx / "
+                         "n_seq_max = %d)", q, size, used, want[q], size);
+            return false;
+        }
+    }
+    return true;
+}
+//@- full streams
+
 // Everything that can be wrong with a batch, checked before anything changes.
 static bool check_batch(const struct mg_session * s, const struct mg_batch * b) {
     const int n_vocab = s->model->hp.n_vocab;
@@ -540,6 +605,7 @@ static bool check_batch(const struct mg_session * s, const struct mg_batch * b) 
             return false;
         }
     }
+    if (s->kv->n_stream > 1 && !check_batch_streams(s, b)) return false;
     const int n_free = s->params.n_ctx - mg_kv_cache_cells_used(s->kv);
     if (b->n_tokens > n_free) {
         mg_set_error("context full: %d positions used, %d more asked, the context holds %d (use a larger n_ctx)",
@@ -566,6 +632,19 @@ static int plan_logit_rows(struct mg_session * s, const struct mg_batch * b) {
     return n_rows;
 }
 
+// Do the kept rows of tokens from..from+n-1 fill consecutive logits rows, in
+// order? Always, in a batch's own order; with streams, tokens go in the
+// graphs' order, and a graph's kept rows may come out of order.
+static bool kept_in_order(const struct mg_session * s, int from, int n) {
+    int last = -1;
+    for (int i = from; i < from + n; i++) {
+        if (s->logits_row[i] < 0) continue;
+        if (last >= 0 && s->logits_row[i] != last + 1) return false;
+        last = s->logits_row[i];
+    }
+    return true;
+}
+
 static int n_kept(const struct mg_session * s, int from, int n) {
     int kept = 0;
     for (int i = from; i < from + n; i++) kept += s->logits_row[i] >= 0;
@@ -585,7 +664,7 @@ static float * logits_dst(struct mg_session * s, int from, int n, bool * all, fl
     *all = kept > 0 && !(kept == 1 && last >= 0);
     *tmp = NULL;
     if (kept == 1 && last >= 0) return s->logits + (size_t) last * n_vocab;
-    if (kept == n && first + n - 1 == last) return s->logits + (size_t) first * n_vocab;
+    if (kept == n && first + n - 1 == last && kept_in_order(s, from, n)) return s->logits + (size_t) first * n_vocab;
     if (kept > 0 && s->in.n_out == kept) {   // the graph gives the kept rows alone, in order (out_ids)
         *all = false;
         for (int i = from; i < from + n; i++) {
@@ -604,7 +683,8 @@ static float * logits_dst(struct mg_session * s, int from, int n, bool * all, fl
 // A graph built for other rows is not reused.
 static void want_rows(struct mg_session * s, int from, int n) {
     const int  kept = n_kept(s, from, n);
-    const bool some = kept > 0 && kept < n && !(kept == 1 && s->logits_row[from + n - 1] >= 0);
+    const bool some = kept > 0 && kept < n && !(kept == 1 && s->logits_row[from + n - 1] >= 0) &&
+                      kept_in_order(s, from, n);
     const int  want = some ? kept : 0;
     if (s->in.n_out != want) {
         s->in.n_out = want;
@@ -676,6 +756,121 @@ static bool apply_k_shift(struct mg_session * s) {
 }
 //@- full shift
 
+// One graph: tokens from..from+n-1 of the batch, s->ub pointing at their
+// positions, sequences, cells and logits rows; the asked rows land in
+// s->logits.
+static bool decode_rows(struct mg_session * s, const int32_t * tokens, int from, int n, int n_kv) {
+    const size_t n_vocab = (size_t) s->model->hp.n_vocab;
+    want_rows(s, from, n);
+    bool    all;
+    float * tmp;
+    float * dst = logits_dst(s, from, n, &all, &tmp);
+    const bool ok = decode_batch(s, tokens, n, s->ub.pos[0], n_kv, all, dst);
+    if (ok && tmp != NULL && all) {   // the graph's rows came out together: keep the asked ones
+        for (int i = from; i < from + n; i++) {
+            if (s->logits_row[i] >= 0) {
+                memcpy(s->logits + (size_t) s->logits_row[i] * n_vocab, tmp + (size_t) (i - from) * n_vocab,
+                       n_vocab * sizeof(float));
+            }
+        }
+    }
+    free(tmp);
+    return ok;
+}
+
+//@+ full streams
+// A graph of a batch split for streams: the run of sequences s0 .. s0+n_s-1
+// and k tokens of each.
+struct stream_ubatch {
+    int s0, n_s, k;
+};
+
+// llama.cpp's equal split (llama_batch_allocr::split_equal with sequential
+// ubatches, as kv_unified = false asks): each graph takes the lowest sequence
+// with tokens left and the ones right after it that have tokens left too,
+// and the same number k of tokens of each, at most n_batch in all, stream by
+// stream, each sequence's tokens in batch order. order[] gets the batch's
+// indices in that order, ubs[] the graphs; returns how many.
+static int split_equal(const struct mg_batch * b, int n_batch, int32_t * order, struct stream_ubatch * ubs) {
+    int count[MG_MAX_SEQ] = {0}, first[MG_MAX_SEQ], taken[MG_MAX_SEQ] = {0};
+    for (int i = 0; i < b->n_tokens; i++) count[b->seq_id[i]]++;
+    int32_t * by_seq = malloc((size_t) b->n_tokens * sizeof(int32_t));   // the batch's indices, sequence by sequence
+    MG_ASSERT(by_seq != NULL);
+    for (int q = 0, at = 0; q < MG_MAX_SEQ; at += count[q++]) first[q] = at;
+    int fill[MG_MAX_SEQ];
+    memcpy(fill, first, sizeof(fill));
+    for (int i = 0; i < b->n_tokens; i++) by_seq[fill[b->seq_id[i]]++] = i;
+    int n_ub = 0;
+    for (int done = 0; done < b->n_tokens; n_ub++) {
+        int s0 = 0;
+        while (taken[s0] == count[s0]) s0++;
+        int n_s = 0, k = b->n_tokens;
+        for (; s0 + n_s < MG_MAX_SEQ && taken[s0 + n_s] < count[s0 + n_s] && n_s < n_batch; n_s++) {
+            const int left = count[s0 + n_s] - taken[s0 + n_s];
+            k = left < k ? left : k;
+        }
+        k = k < n_batch / n_s ? k : n_batch / n_s;
+        for (int j = 0; j < n_s; j++) {
+            for (int t = 0; t < k; t++) order[done++] = by_seq[first[s0 + j] + taken[s0 + j] + t];
+            taken[s0 + j] += k;
+        }
+        ubs[n_ub] = (struct stream_ubatch) {s0, n_s, k};
+    }
+    free(by_seq);
+    return n_ub;
+}
+
+// How many cells of each stream s0 .. s0+n_s-1 a graph reads: the furthest
+// used cell of any of them, padded, within a stream.
+static int streams_n_kv(const struct mg_kv_cache * kv, int s0, int n_s) {
+    int end = 0;
+    for (int j = 0; j < n_s; j++) {
+        const int e = mg_kv_cache_stream_end(kv, s0 + j);
+        end         = e > end ? e : end;
+    }
+    const int n_kv = mg_kv_cache_n_kv(kv, end), size = mg_kv_cache_stream_size(kv);
+    return n_kv < size ? n_kv : size;
+}
+
+// The batch with streams: split equally, its tokens permuted into the
+// graphs' order (and with them which logits row each fills), then graph by
+// graph as mg_decode_batch does. A graph built for other streams is not reused.
+static bool decode_batch_streams(struct mg_session * s, const struct mg_batch * b) {
+    const int n  = b->n_tokens;
+    int32_t * p  = malloc((size_t) n * 6 * sizeof(int32_t));
+    struct stream_ubatch * ubs = malloc((size_t) n * sizeof(*ubs));
+    MG_ASSERT(p != NULL && ubs != NULL);
+    int32_t * order = p, * tok = p + n, * pos = p + 2 * n, * seq = p + 3 * n, * row = p + 4 * n, * cells = p + 5 * n;
+    const int n_ub = split_equal(b, s->params.n_batch, order, ubs);
+    for (int i = 0; i < n; i++) {
+        tok[i] = b->token[order[i]], pos[i] = b->pos[order[i]], seq[i] = b->seq_id[order[i]];
+        row[i] = s->logits_row[order[i]];
+    }
+    int32_t * batch_rows = s->logits_row;   // the batch's own order, what mg_get_logits_ith reads afterwards
+    s->logits_row        = row;
+    bool ok              = true;
+    for (int u = 0, from = 0; u < n_ub && ok; from += ubs[u].n_s * ubs[u].k, u++) {
+        const int k = ubs[u].n_s * ubs[u].k;
+        MG_ASSERT(mg_kv_cache_find_cells_seqs(s->kv, k, seq + from, cells + from));   // check_batch counted them
+        for (int i = from; i < from + k; i++) s->kv->cells[cells[i]] = (struct mg_kv_cell) {pos[i], 1ull << seq[i], 0};
+        s->ub.pos   = pos + from;
+        s->ub.seq   = seq + from;
+        s->ub.cells = cells + from;
+        s->ub.row   = row + from;
+        if (s->in.n_stream != ubs[u].n_s || s->in.stream0 != ubs[u].s0) {
+            s->in.n_stream = ubs[u].n_s;
+            s->in.stream0  = ubs[u].s0;
+            s->graph       = NULL;   // rebuilt by the next decode
+        }
+        ok = decode_rows(s, tok + from, from, k, streams_n_kv(s->kv, ubs[u].s0, ubs[u].n_s));
+    }
+    s->logits_row = batch_rows;
+    free(ubs);
+    free(p);
+    return ok;
+}
+//@- full streams
+
 bool mg_decode_batch(struct mg_session * s, const struct mg_batch * b) {
     if (!check_batch(s, b)) return false;
     if (s->kv->has_shift && !apply_k_shift(s)) return false;
@@ -687,6 +882,10 @@ bool mg_decode_batch(struct mg_session * s, const struct mg_batch * b) {
         return false;
     }
     s->stats.n_decode_calls++;
+    if (s->kv->n_stream > 1) {
+        free(cells);
+        return decode_batch_streams(s, b);
+    }
     bool ok = true;
     for (int done = 0; done < b->n_tokens && ok;) {
         const int n = b->n_tokens - done < s->params.n_batch ? b->n_tokens - done : s->params.n_batch;
@@ -700,21 +899,8 @@ bool mg_decode_batch(struct mg_session * s, const struct mg_batch * b) {
         s->ub.seq   = b->seq_id + done;
         s->ub.cells = cells + done;
         s->ub.row   = s->logits_row + done;
-        want_rows(s, done, n);
-        bool    all;
-        float * tmp;
-        float * dst = logits_dst(s, done, n, &all, &tmp);
         const int n_kv = mg_kv_cache_n_kv(s->kv, mg_kv_cache_cells_end(s->kv));   // every cell in use, these too
-        ok = decode_batch(s, b->token + done, n, b->pos[done], n_kv, all, dst);
-        if (ok && tmp != NULL && all) {   // the graph's rows came out together: keep the asked ones
-            for (int i = done; i < done + n; i++) {
-                if (s->logits_row[i] >= 0) {
-                    memcpy(s->logits + (size_t) s->logits_row[i] * n_vocab, tmp + (size_t) (i - done) * n_vocab,
-                           n_vocab * sizeof(float));
-                }
-            }
-        }
-        free(tmp);
+        ok = decode_rows(s, b->token + done, done, n, n_kv);
         done += n;
     }
     free(cells);
@@ -806,8 +992,15 @@ void mg_session_rewind(struct mg_session * s, int n_past) {   // sequence 0's ce
 void mg_session_seq_rm(struct mg_session * s, int seq, int p0, int p1) {
     mg_kv_cache_seq_rm(s->kv, seq, p0, p1);
 }
-void mg_session_seq_cp(struct mg_session * s, int src, int dst, int p0, int p1) {
+bool mg_session_seq_cp(struct mg_session * s, int src, int dst, int p0, int p1) {
+    if (s->kv->n_stream > 1 && src != dst) {
+        mg_set_error("sequence %d copied to sequence %d: with streams (n_seq_max %d) each sequence's cells stay in "
+                     "its own stream, and copying them across is not built yet (use one pool: kv_unified)",
+                     src, dst, s->kv->n_stream);
+        return false;
+    }
     mg_kv_cache_seq_cp(s->kv, src, dst, p0, p1);
+    return true;
 }
 void mg_session_seq_keep(struct mg_session * s, int seq) {
     mg_kv_cache_seq_keep(s->kv, seq);

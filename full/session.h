@@ -29,6 +29,16 @@ struct mg_session_params {
     //@+ full flash-attn
     bool         flash_attn;   // attention with an online softmax (mg_flash_attn)
     //@- full flash-attn
+    //@+ full streams
+    // Per-sequence streams (llama.cpp's n_seq_max and kv_unified): with
+    // n_seq_max > 1 and kv_unified false, the cache is n_seq_max streams of
+    // n_ctx / n_seq_max cells, sequence s in stream s alone (kv_cache.h), and
+    // sequence ids must be below n_seq_max. Plain attention on the CPU only:
+    // with flash_attn or n_gpu_layers the cache stays one pool (not yet).
+    // Defaults: n_seq_max 1, one pool.
+    int          n_seq_max;
+    bool         kv_unified;
+    //@- full streams
     //@+ full backend
     // -ngl: the weights of the last n_gpu_layers layers in gpu_device's memory
     // (offload.h), and the graph run by the scheduler over that device's
@@ -97,6 +107,9 @@ bool mg_logits_finite(const float * logits, int n_rows, int n_vocab, int pos0);
 
 int  mg_session_n_past(const struct mg_session * s);   // positions filled
 int  mg_session_n_ctx (const struct mg_session * s);
+//@+ full streams
+int mg_session_n_stream(const struct mg_session * s);   // the cache's streams (1: one pool)
+//@- full streams
 void mg_session_rewind(struct mg_session * s, int n_past);   // forget positions >= n_past
 
 //@+ full seqs
@@ -123,7 +136,13 @@ const float * mg_get_logits_ith(const struct mg_session * s, int i);
 
 // Positions p0 <= pos < p1 (p1 < 0: to the end) of a sequence (seq < 0: all).
 void mg_session_seq_rm(struct mg_session * s, int seq, int p0, int p1);
-void mg_session_seq_cp(struct mg_session * s, int src, int dst, int p0, int p1);   // shared, not copied
+//@+ full streams
+// With streams (n_seq_max > 1, kv_unified off) two sequences share no cells:
+// copying one into another's stream is not built yet (llama.cpp copies the
+// rows), so mg_session_seq_cp then returns false, changing nothing, with
+// mg_last_error() saying so.
+//@- full streams
+bool mg_session_seq_cp(struct mg_session * s, int src, int dst, int p0, int p1);   // shared, not copied
 void mg_session_seq_keep(struct mg_session * s, int seq);
 int  mg_session_seq_pos_max(const struct mg_session * s, int seq);   // -1: empty
 int  mg_session_cells_used(const struct mg_session * s);             // cells holding any sequence

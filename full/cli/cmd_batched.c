@@ -28,16 +28,18 @@ static int32_t bench_token(int i, int n_vocab) {
 // ---------------------------------------------------------------------------
 
 static const char * bb_usage =
-    "usage: mg batched-bench -m MODEL.gguf [-npp 128] [-ntg 128] [-npl 1,2,4,8,16] [-pps] [-t N] [-c N] [-fa]\n"
+    "usage: mg batched-bench -m MODEL.gguf [-npp 128] [-ntg 128] [-npl 1,2,4,8,16] [-pps] [-kvu] [-t N] [-c N] [-fa]\n"
     "\n"
     "For every prompt size PP, generation length TG and parallel level B (comma lists): B sequences\n"
     "of PP prompt tokens are evaluated in one batch (-pps: one prompt shared by all B, stored once),\n"
     "then TG steps each decode one token of every sequence in one batch of B. Prints\n"
     "llama-batched-bench's table: the times and speeds of the prompt (S_PP), of generation (S_TG,\n"
-    "all B sequences together) and of both (S).\n"
+    "all B sequences together) and of both (S). As in llama-batched-bench, each sequence has a stream of\n"
+    "n_ctx / B_max cells of its own, attention reading only those (-kvu: one pool for all; with -fa and\n"
+    "-pps there is always one pool here).\n"
     "\n"
     "--llama-batched-bench PATH races llama.cpp's llama-batched-bench on the same file in the same\n"
-    "run: --rounds times ours then theirs (same -npp/-ntg/-npl/-t/-c/-fa, F16 K/V), then one table\n"
+    "run: --rounds times ours then theirs (same -npp/-ntg/-npl/-t/-c/-fa/-kvu, F16 K/V), then one table\n"
     "of S_PP and S_TG for both, the ratio of the means and its min-max over the rounds.";
 
 struct bb_case {
@@ -151,10 +153,14 @@ static int bb_read_table(char * text, struct bb_race * r, int round) {
 // cli_run_child); each row of its table goes to theirs[case][round]. False,
 // with the reason printed, if it fails, hangs, or a case has no usable row.
 static bool bb_run_llama(const char * exe, const char * model, const struct bb_rival_args * a, bool fa, bool shared,
-                         double timeout_s, struct bb_race * r, int round) {
-    char * const argv[] = {(char *) exe, "-m", (char *) model, "-c", (char *) a->n_ctx, "-npp", (char *) a->npp,
-                           "-ntg", (char *) a->ntg, "-npl", (char *) a->npl, "-t", (char *) a->n_threads,
-                           "-fa", fa ? "on" : "off", "-ctk", "f16", "-ctv", "f16", shared ? "-pps" : NULL, NULL};
+                         bool unified, double timeout_s, struct bb_race * r, int round) {
+    char * argv[24] = {(char *) exe, "-m", (char *) model, "-c", (char *) a->n_ctx, "-npp", (char *) a->npp,
+                       "-ntg", (char *) a->ntg, "-npl", (char *) a->npl, "-t", (char *) a->n_threads,
+                       "-fa", fa ? "on" : "off", "-ctk", "f16", "-ctv", "f16"};
+    int n_args = 19;
+    if (unified) argv[n_args++] = "-kvu";   // the same cache as ours: one pool, or llama's default, a stream per sequence
+    if (shared) argv[n_args++] = "-pps";
+    argv[n_args] = NULL;
     for (int i = 0; i < r->n_cases; i++) r->theirs[i][round].s_tg = -1.0;
     struct cli_child c;
     if (!cli_run_child("batched-bench", argv, timeout_s, 64u << 20, &c)) {
@@ -212,6 +218,7 @@ static void bb_print_race(const struct bb_race * r, int n_rounds) {
 struct bb_opts {
     const char * npp, * ntg, * npl, * llama;
     bool         shared;
+    bool         kv_unified;      // -kvu: one pool of cells, not a stream per sequence
     int          rounds;
     float        rival_timeout;   // seconds
 };
@@ -268,6 +275,12 @@ static int bb_list(const char * cmd, const char * flag, const char * text, int *
     return 0;
 }
 
+static int bb_max(const int * v, int n) {
+    int m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
 // The options and their checks. False after printing why.
 static bool bb_parse(const char * cmd, int argc, char ** argv, struct cli_engine_opts * e, struct bb_opts * o,
                      struct bb_lists * l) {
@@ -277,7 +290,10 @@ static bool bb_parse(const char * cmd, int argc, char ** argv, struct cli_engine
     opts[n_opts++] = (struct cli_option) {NULL, "-ntg", CLI_STRING, &o->ntg, "generation lengths (default 128)"};
     opts[n_opts++] = (struct cli_option) {NULL, "-npl", CLI_STRING, &o->npl, "parallel levels (default 1,2,4,8,16)"};
     opts[n_opts++] = (struct cli_option) {"-pps", "--pp-shared", CLI_FLAG, &o->shared,
-                                          "one prompt shared by all sequences, stored once"};
+                                          "one prompt shared by all sequences, stored once (implies -kvu)"};
+    opts[n_opts++] = (struct cli_option) {"-kvu", "--kv-unified", CLI_FLAG, &o->kv_unified,
+                                          "one pool of cells for all sequences (default: a stream per sequence, "
+                                          "as llama-batched-bench; flash attention always uses one pool)"};
     opts[n_opts++] = (struct cli_option) {NULL, "--llama-batched-bench", CLI_IN_FILE, &o->llama,
                                           "race this llama-batched-bench on the same file"};
     opts[n_opts++] = (struct cli_option) {NULL, "--rounds", CLI_INT, &o->rounds, "rounds of the race (default 3)"};
@@ -352,6 +368,8 @@ int cmd_batched_bench(int argc, char ** argv) {
     // The cache holds the largest case, unless -c says otherwise (then larger cases are skipped, as llama's are).
     struct mg_session_params params = cli_session_params(&e);
     if (params.n_ctx <= 0) params.n_ctx = n_ctx_req;
+    params.n_seq_max  = bb_max(l.npl, l.n_pl);   // a stream per sequence, unless one pool is asked for
+    params.kv_unified = o.kv_unified || o.shared;
     struct mg_model * m = cli_load_model(cmd, e.model, !e.no_repack, NULL);
     if (m == NULL) return 1;
     struct mg_session * s = mg_session_new(m, params);
@@ -360,8 +378,9 @@ int cmd_batched_bench(int argc, char ** argv) {
     bool ok = s != NULL && bb_keep_fitting(cmd, &race, mg_session_n_ctx(s)) && bb_warm_up(cmd, s, m->hp.n_vocab);
     const bool racing = o.llama != NULL;
     if (ok) {
-        printf("\nmg %s: n_kv_max = %d, n_batch = %d, flash_attn = %d, is_pp_shared = %d, n_threads = %d\n\n", cmd,
-               mg_session_n_ctx(s), params.n_batch, params.flash_attn, o.shared, params.n_threads);
+        printf("\nmg %s: n_kv_max = %d, n_batch = %d, flash_attn = %d, is_pp_shared = %d, n_threads = %d, "
+               "kv_unified = %d, n_stream = %d\n\n", cmd, mg_session_n_ctx(s), params.n_batch, params.flash_attn,
+               o.shared, params.n_threads, mg_session_n_stream(s) == 1, mg_session_n_stream(s));
         if (!racing) bb_print_table_head();
     }
     struct bb_rival_args rival;
@@ -369,7 +388,8 @@ int cmd_batched_bench(int argc, char ** argv) {
     for (int round = 0; ok && round < (racing ? o.rounds : 1); round++) {
         for (int i = 0; ok && i < race.n_cases; i++) ok = bb_run(s, &race.cases[i], m->hp.n_vocab, racing, &race.ours[i][round]);
         if (ok && racing) {
-            ok = bb_run_llama(o.llama, e.model, &rival, params.flash_attn, o.shared, o.rival_timeout, &race, round);
+            ok = bb_run_llama(o.llama, e.model, &rival, params.flash_attn, o.shared, mg_session_n_stream(s) == 1,
+                              o.rival_timeout, &race, round);
             if (ok) fprintf(stderr, "mg %s: round %d of %d done\n", cmd, round + 1, o.rounds);
         }
     }

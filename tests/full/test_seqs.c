@@ -264,6 +264,115 @@ START_TEST(test_shared_prefix_stored_once) {
 }
 END_TEST
 
+// Per-sequence streams (n_seq_max streams, kv_unified off): the same
+// interleaved prompts and steps as test_batch_of_sequences_equals_each_alone,
+// now split equally (llama.cpp's split_equal: the graphs' tokens stream by
+// stream) and attended per stream, give each sequence its own decode's
+// logits; then prompts of unequal lengths through graphs of at most 6
+// tokens (-b 6), which takes several runs of streams and several lengths.
+static struct mg_session * new_streams_session(int n_ctx, int n_batch) {
+    struct mg_session_params p = mg_session_default_params();
+    p.n_ctx     = n_ctx;
+    p.n_batch   = n_batch;
+    p.n_threads = 2;
+    p.kv_type   = MG_TYPE_F32;
+    p.n_seq_max = N_SEQ;
+    struct mg_session * s = mg_session_new(model, p);
+    ck_assert_msg(s != NULL, "%s", mg_last_error());
+    ck_assert_int_eq(mg_session_n_stream(s), N_SEQ);
+    return s;
+}
+
+START_TEST(test_streams_equal_each_alone) {
+    float (*ref)[N_STEPS + 1][N_VOCAB] = references(false);
+    struct mg_session * s = new_streams_session(128, 512);
+    int32_t tok[N_SEQ * N_PROMPT], pos[N_SEQ * N_PROMPT], seq[N_SEQ * N_PROMPT];
+    bool    keep[N_SEQ * N_PROMPT];
+    for (int i = 0; i < N_PROMPT; i++) {
+        for (int q = 0; q < N_SEQ; q++) {
+            const int j = i * N_SEQ + q;
+            tok[j] = prompt_token(q, i), pos[j] = i, seq[j] = q, keep[j] = i == N_PROMPT - 1;
+        }
+    }
+    ck_assert_msg(mg_decode_batch(s, &(struct mg_batch) {N_SEQ * N_PROMPT, tok, pos, seq, keep}), "%s", mg_last_error());
+    for (int q = 0; q < N_SEQ; q++) {
+        const float d = max_abs_diff(mg_get_logits_ith(s, (N_PROMPT - 1) * N_SEQ + q), ref[q][0]);
+        printf("[seqs] streams seq %d prompt: max |diff| %.3g\n", q, d);
+        ck_assert_msg(d <= tol, "streams, sequence %d: prompt logits differ by %g", q, d);
+    }
+    for (int k = 0; k < N_STEPS; k++) {
+        int32_t t[N_SEQ], p[N_SEQ], sq[N_SEQ];
+        for (int q = 0; q < N_SEQ; q++) t[q] = step_token(q, k), p[q] = N_PROMPT + k, sq[q] = q;
+        const bool all[N_SEQ] = {true, true, true, true};
+        ck_assert_msg(mg_decode_batch(s, &(struct mg_batch) {N_SEQ, t, p, sq, all}), "%s", mg_last_error());
+        for (int q = 0; q < N_SEQ; q++) {
+            const float d = max_abs_diff(mg_get_logits_ith(s, q), ref[q][k + 1]);
+            ck_assert_msg(d <= tol, "streams, sequence %d step %d: logits differ by %g", q, k, d);
+        }
+    }
+    mg_session_free(s);
+
+    // Unequal prompts, sequence q with N_PROMPT - q tokens, sequence 2 left
+    // out (its stream stays empty between streams 1 and 3), in graphs of 6.
+    s = new_streams_session(64, 6);
+    int n = 0;
+    int last[N_SEQ];
+    for (int q = 0; q < N_SEQ; q++) {
+        if (q == 2) continue;
+        for (int i = 0; i < N_PROMPT - q; i++, n++) tok[n] = prompt_token(q, i), pos[n] = i, seq[n] = q, keep[n] = false;
+        keep[n - 1] = true;
+        last[q]     = n - 1;
+    }
+    ck_assert_msg(mg_decode_batch(s, &(struct mg_batch) {n, tok, pos, seq, keep}), "%s", mg_last_error());
+    for (int q = 0; q < N_SEQ; q++) {
+        if (q == 2) continue;
+        struct mg_session * alone = new_session(false, 64, MG_TYPE_F32);
+        int32_t             whole[N_PROMPT];
+        for (int i = 0; i < N_PROMPT - q; i++) whole[i] = prompt_token(q, i);
+        ck_assert(mg_decode(alone, whole, N_PROMPT - q, false));
+        const float d = max_abs_diff(mg_get_logits_ith(s, last[q]), mg_get_logits(alone));
+        ck_assert_msg(d <= tol, "streams, -b 6, sequence %d of %d tokens: logits differ by %g", q, N_PROMPT - q, d);
+        mg_session_free(alone);
+    }
+    ck_assert_int_eq(mg_session_cells_used(s), n);
+    mg_session_free(s);
+    free(ref);
+}
+END_TEST
+
+// What streams refuse, each changing nothing and saying why: a sequence id
+// without a stream, more tokens than a sequence's stream holds (though the
+// cache as a whole has room), copying a sequence into another's stream, and
+// a context that does not split evenly.
+START_TEST(test_streams_refusals) {
+    struct mg_session * s = new_streams_session(64, 512);   // 4 streams of 16 cells
+    int32_t tok[20], pos[20], seq[20];
+    for (int i = 0; i < 20; i++) tok[i] = prompt_token(0, i), pos[i] = i, seq[i] = 0;
+    seq[3] = N_SEQ;
+    ck_assert(!mg_decode_batch(s, &(struct mg_batch) {4, tok, pos, seq, NULL}));
+    ck_assert_msg(strstr(mg_last_error(), "sequence id 4 at index 3") != NULL, "%s", mg_last_error());
+    seq[3] = 0;
+    ck_assert(!mg_decode_batch(s, &(struct mg_batch) {17, tok, pos, seq, NULL}));
+    ck_assert_msg(strstr(mg_last_error(), "sequence 0's stream holds 16 positions") != NULL, "%s", mg_last_error());
+    ck_assert_int_eq(mg_session_cells_used(s), 0);
+    ck_assert_msg(mg_decode_batch(s, &(struct mg_batch) {16, tok, pos, seq, NULL}), "%s", mg_last_error());
+    ck_assert(!mg_session_seq_cp(s, 0, 1, 0, -1));
+    ck_assert_msg(strstr(mg_last_error(), "not built yet") != NULL, "%s", mg_last_error());
+    ck_assert_int_eq(mg_session_seq_pos_max(s, 1), -1);
+    mg_session_free(s);
+    struct mg_session_params p = mg_session_default_params();
+    p.n_ctx     = 66;
+    p.n_seq_max = N_SEQ;
+    ck_assert(mg_session_new(model, p) == NULL);
+    ck_assert_msg(strstr(mg_last_error(), "n_ctx 66 is not a multiple of n_seq_max 4") != NULL, "%s", mg_last_error());
+    p.flash_attn = true;   // flash attention keeps one pool: any n_ctx
+    s = mg_session_new(model, p);
+    ck_assert_msg(s != NULL, "%s", mg_last_error());
+    ck_assert_int_eq(mg_session_n_stream(s), 1);
+    mg_session_free(s);
+}
+END_TEST
+
 START_TEST(test_malformed_batch_changes_nothing) {
     struct mg_session * s = new_session(false, 64, MG_TYPE_F32);
     const int32_t t[2] = {1, 2}, p[2] = {0, 1}, bad_seq[2] = {0, MG_MAX_SEQ}, bad_pos[2] = {0, -1}, q[2] = {0, 0};
@@ -491,6 +600,8 @@ Suite * mg_test_suite(void) {
     tcase_add_loop_test(tc, test_kept_rows_equal_all_rows, 0, 2);
     tcase_add_test(tc, test_remove_frees_cells);
     tcase_add_test(tc, test_shared_prefix_stored_once);
+    tcase_add_test(tc, test_streams_equal_each_alone);
+    tcase_add_test(tc, test_streams_refusals);
     tcase_add_test(tc, test_malformed_batch_changes_nothing);
     tcase_add_loop_test(tc, test_shift_equals_decoding_at_shifted_positions, 0, 4);
     tcase_add_test(tc, test_shift_positions_and_refusals);
