@@ -333,6 +333,7 @@ static double soft_max_exp_row(int64_t n, float * rd, const float * w, float max
 }
 //@- full soft-max-exp
 
+#if 0 //@old 03..09 forward-soft-max
 // softmax(x * scale + mask) per row: subtract the row's max before exp so
 // that no exp overflows, sum in double, multiply by the inverse
 // (ggml_compute_forward_soft_max_f32).
@@ -348,18 +349,39 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         float *      rd = (float *) row_ptr(dst, i1, i2, i3);
         MG_ASSERT(dst->nb[0] == sizeof(float));
         float * w = soft_max_row(p, rd, n);
-#if 0 //@old 03..09 soft-max-call
         soft_max_scaled_row(dst, ra, i1, w);
-#endif //@old soft-max-call
-        //@+ full soft-max-mask-4d
-        soft_max_scaled_row(dst, ra, i1, i2, i3, w);
-        //@- full soft-max-mask-4d
         float max = -INFINITY;
         for (int64_t i0 = 0; i0 < n; i0++) max = w[i0] > max ? w[i0] : max;   // ggml_vec_max_f32's MAX; fmaxf is a call
         const float inv_sum = (float) (1.0 / soft_max_exp_row(n, rd, w, max));
         for (int64_t i0 = 0; i0 < n; i0++) rd[i0] *= inv_sum;
     }
 }
+#endif //@old forward-soft-max
+//@+ full soft-max-mask-4d
+// softmax(x * scale + mask) per row: subtract the row's max before exp so
+// that no exp overflows, sum in double, multiply by the inverse
+// (ggml_compute_forward_soft_max_f32). In full/ the mask row depends on the
+// matrix too (soft_max_scaled_row).
+static void forward_soft_max(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    const struct mg_tensor * a = dst->src[0];
+    const int64_t            n = a->ne[0];
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(a), p->ith, p->nth, &r0, &r1);
+    for (int64_t ir = r0; ir < r1; ir++) {
+        int64_t i1, i2, i3;
+        unravel_row(a, ir, &i1, &i2, &i3);
+        const char * ra = row_ptr(a, i1, i2, i3);
+        float *      rd = (float *) row_ptr(dst, i1, i2, i3);
+        MG_ASSERT(dst->nb[0] == sizeof(float));
+        float * w = soft_max_row(p, rd, n);
+        soft_max_scaled_row(dst, ra, i1, i2, i3, w);
+        float max = -INFINITY;
+        for (int64_t i0 = 0; i0 < n; i0++) max = w[i0] > max ? w[i0] : max;   // ggml_vec_max_f32's MAX; fmaxf is a call
+        const float inv_sum = (float) (1.0 / soft_max_exp_row(n, rd, w, max));
+        for (int64_t i0 = 0; i0 < n; i0++) rd[i0] *= inv_sum;
+    }
+}
+//@- full soft-max-mask-4d
 
 // ---------------------------------------------------------------------------
 // Matrix multiplication

@@ -795,6 +795,7 @@ static struct mg_tensor * norm(struct mg_context * ctx, struct mg_tensor * x, st
     return mg_mul(ctx, cur, w);
 }
 
+#if 0 //@old 09..09 attn-mha
 // softmax(K^T Q / sqrt(D) + mask) V over the cache, one matmul per head, each
 // node named as it is built (llama.cpp: llm_graph_context::build_attn_mha;
 // chapter 06's mg_attn, unnamed). q: [D, H, T], k: [D, n_kv, Hkv], v: [n_kv, D, Hkv].
@@ -809,13 +810,29 @@ static struct mg_tensor * attn_mha(struct mg_context * ctx, struct mg_tensor * q
     struct mg_tensor * cur = mg_cont(ctx, mg_permute(ctx, kqv, 0, 2, 1, 3));   // [D, H, T]
     cb(kqv, "kqv", il);   // after the permute: that view stays " (permuted)", as chapter 09's graph shows it
     cb(cur, "kqv_out", il);
-#if 0 //@old 09..09 attn-mha-2d
     return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2]);         // [D*H, T]
-#endif //@old attn-mha-2d
-    //@+ full streams
-    return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);   // [D*H, T], streams in turn
-    //@- full streams
 }
+#endif //@old attn-mha
+//@+ full streams
+// softmax(K^T Q / sqrt(D) + mask) V over the cache, one matmul per head, each
+// node named as it is built (llama.cpp: llm_graph_context::build_attn_mha;
+// chapter 06's mg_attn, unnamed). q: [D, H, T], k: [D, n_kv, Hkv], v: [n_kv, D, Hkv];
+// in full/, with streams, one more dimension each: a matrix per stream
+// (q: [D, H, T_s, n_s], and the result's T = T_s x n_s).
+static struct mg_tensor * attn_mha(struct mg_context * ctx, struct mg_tensor * q, struct mg_tensor * k,
+                                   struct mg_tensor * v, struct mg_tensor * mask, float scale, int il) {
+    q = mg_permute(ctx, q, 0, 2, 1, 3);                          // [D, T, H]: heads outermost
+    struct mg_tensor * kq = mg_mul_mat(ctx, k, q);               // [n_kv, T, H]: every score
+    cb(kq, "kq", il);
+    kq = mg_soft_max_ext(ctx, kq, mask, scale);                  // [n_kv, T, H]: each row a distribution
+    cb(kq, "kq_soft_max", il);
+    struct mg_tensor * kqv = mg_mul_mat(ctx, v, kq);             // [D, T, H]
+    struct mg_tensor * cur = mg_cont(ctx, mg_permute(ctx, kqv, 0, 2, 1, 3));   // [D, H, T]
+    cb(kqv, "kqv", il);   // after the permute: that view stays " (permuted)", as chapter 09's graph shows it
+    cb(cur, "kqv_out", il);
+    return mg_reshape_2d(ctx, cur, cur->ne[0] * cur->ne[1], cur->ne[2] * cur->ne[3]);   // [D*H, T], streams in turn
+}
+//@- full streams
 
 #if 0 //@old 09..09 one-arch
 // RoPE as Qwen3 turns its heads: NEOX pairs (i, i + D/2).

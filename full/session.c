@@ -155,42 +155,6 @@ static bool init_backends(struct mg_session * s) {
 }
 //@- full backend
 
-//@+ full size-check
-// K and V of one position in every layer, in 64 bits.
-static uint64_t kv_bytes_per_token(const struct mg_model * m, enum mg_type kv_type) {
-    return 2 * (uint64_t) m->hp.n_layer * (uint64_t) m->hp.head_dim * (uint64_t) m->hp.n_head_kv *
-           mg_type_size(kv_type);
-}
-
-// A cache larger than the machine's memory, or than the process may map
-// (ulimit -v, ulimit -d), can never be resident: with overcommit its calloc
-// may still succeed, and the run then thrashes or is killed by the OOM killer
-// half way. Refused before anything is allocated, naming the limit.
-static bool kv_fits_in_memory(int n_ctx, uint64_t per_token) {
-    const uint64_t bytes = (uint64_t) n_ctx * per_token;
-    const char *   what;
-    const uint64_t limit = mg_memory_limit(&what);
-    if (bytes <= limit) return true;
-    mg_set_error("the KV cache of %d positions (n_ctx) x %llu bytes = %llu bytes (%.1f MiB) is more than %s, %llu bytes "
-                 "(%.1f MiB); use a smaller n_ctx", n_ctx, (unsigned long long) per_token, (unsigned long long) bytes,
-                 (double) bytes / (1u << 20), what, (unsigned long long) limit, (double) limit / (1u << 20));
-    return false;
-}
-
-// The cache's bytes in 64 bits, checked before anything is allocated: on a
-// 32-bit size_t, -c times the bytes per position could wrap to a small
-// buffer that the graph then writes past.
-static bool kv_fits(const struct mg_model * m, const struct mg_session_params * p) {
-    const uint64_t per_token = kv_bytes_per_token(m, p->kv_type);
-    if (per_token != 0 && (uint64_t) p->n_ctx > (uint64_t) (SIZE_MAX / 2) / per_token) {
-        mg_set_error("the KV cache of %d positions (n_ctx) x %llu bytes does not fit in this machine's address space; "
-                     "use a smaller n_ctx", p->n_ctx, (unsigned long long) per_token);
-        return false;
-    }
-    return kv_fits_in_memory(p->n_ctx, per_token);
-}
-//@- full size-check
-
 //@+ full streams
 // How many streams the cache has: n_seq_max with kv_unified off, for plain
 // attention on the CPU; otherwise one pool.
@@ -219,6 +183,45 @@ int mg_session_n_stream(const struct mg_session * s) {
     return s->kv->n_stream > 1 ? s->kv->n_stream : 1;
 }
 //@- full streams
+
+//@+ full size-check
+// K and V of one position in every layer, in 64 bits.
+static uint64_t kv_bytes_per_token(const struct mg_model * m, enum mg_type kv_type) {
+    return 2 * (uint64_t) m->hp.n_layer * (uint64_t) m->hp.head_dim * (uint64_t) m->hp.n_head_kv *
+           mg_type_size(kv_type);
+}
+
+// A cache larger than the machine's memory, or than the process may map
+// (ulimit -v, ulimit -d), can never be resident: with overcommit its calloc
+// may still succeed, and the run then thrashes or is killed by the OOM killer
+// half way. Refused before anything is allocated, naming the limit.
+static bool kv_fits_in_memory(int n_ctx, uint64_t per_token) {
+    const uint64_t bytes = (uint64_t) n_ctx * per_token;
+    const char *   what;
+    const uint64_t limit = mg_memory_limit(&what);
+    if (bytes <= limit) return true;
+    mg_set_error("the KV cache of %d positions (n_ctx) x %llu bytes = %llu bytes (%.1f MiB) is more than %s, %llu bytes "
+                 "(%.1f MiB); use a smaller n_ctx", n_ctx, (unsigned long long) per_token, (unsigned long long) bytes,
+                 (double) bytes / (1u << 20), what, (unsigned long long) limit, (double) limit / (1u << 20));
+    return false;
+}
+
+// The cache's shape (check_streams) and its bytes in 64 bits, checked
+// before anything is allocated: on a
+// 32-bit size_t, -c times the bytes per position could wrap to a small
+// buffer that the graph then writes past.
+static bool kv_fits(const struct mg_model * m, const struct mg_session_params * p) {
+    if (!check_streams(p)) return false;   // and the streams split it evenly
+    const uint64_t per_token = kv_bytes_per_token(m, p->kv_type);
+    if (per_token != 0 && (uint64_t) p->n_ctx > (uint64_t) (SIZE_MAX / 2) / per_token) {
+        mg_set_error("the KV cache of %d positions (n_ctx) x %llu bytes does not fit in this machine's address space; "
+                     "use a smaller n_ctx", p->n_ctx, (unsigned long long) per_token);
+        return false;
+    }
+    return kv_fits_in_memory(p->n_ctx, per_token);
+}
+//@- full size-check
+
 
 //@+ full flash-attn
 // n_kv padded to a multiple of 64, GGML_F32_STEP of the AVX-512 mapping
@@ -285,9 +288,6 @@ struct mg_session * mg_session_new(struct mg_model * m, struct mg_session_params
     if (params.n_ctx <= 0) params.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     if (params.n_batch <= 0) params.n_batch = 512;
     if (params.n_threads <= 0) params.n_threads = 1;
-    //@+ full streams
-    if (!check_streams(&params)) return NULL;
-    //@- full streams
     struct mg_kv_cache * kv = kv_fits(m, &params) ? new_kv_cache(m, &params) : NULL;
     if (kv == NULL) return NULL;
     struct mg_session * s = calloc(1, sizeof(*s));
