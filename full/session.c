@@ -173,7 +173,7 @@ static bool check_streams(const struct mg_session_params * p) {
     const int n_stream = session_streams(p);
     if (p->n_ctx % n_stream != 0) {
         mg_set_error("n_ctx %d is not a multiple of n_seq_max %d: each sequence's stream holds n_ctx / n_seq_max "
-                     "cells (or use one pool: kv_unified)", p->n_ctx, n_stream);
+                     "cells (or one pool for all sequences: kv_unified, mg batched-bench -kvu)", p->n_ctx, n_stream);
         return false;
     }
     return true;
