@@ -334,7 +334,8 @@ static bool bb_keep_fitting(const char * cmd, struct bb_race * race, int n_ctx) 
 // Warm up as llama-batched-bench does: 16 tokens of one sequence.
 static bool bb_warm_up(const char * cmd, struct mg_session * s, int n_vocab) {
     int32_t   warm[16];
-    const int n_warm = mg_session_n_ctx(s) < 16 ? mg_session_n_ctx(s) : 16;
+    const int room   = mg_session_n_ctx(s) / mg_session_n_stream(s);   // sequence 0's cells (its stream's)
+    const int n_warm = room < 16 ? room : 16;
     for (int i = 0; i < n_warm; i++) warm[i] = bench_token(i, n_vocab);
     if (mg_decode(s, warm, n_warm, false)) return true;
     fprintf(stderr, "mg %s: the warm-up failed: %s\n", cmd, cli_last_error());
