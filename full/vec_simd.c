@@ -634,13 +634,95 @@ KERNEL void tile_float(enum mg_type type, int64_t n, float * s, size_t ss, const
     }
 }
 
-// Up to 8 rows as tiles of 4; one column row by row.
+// Eight registers of 8 floats as the columns of the 8 x 8 matrix they were
+// the rows of: v[j] becomes element j of every former row, in row order.
+KERNEL void transpose_8x8(__m256 v[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {   // pairs of rows interleaved
+        t[i]     = _mm256_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {   // then fours: each 128-bit half holds one column of 4 rows
+        u[i]     = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {   // rows 0-3 and 4-7 of a column side by side
+        v[j]     = _mm256_permute2f128_ps(u[j], u[j + 4], 0x20);
+        v[j + 4] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
+    }
+}
+
+// One column against up to 8 float rows: decode's attention, a query head
+// against every cached key (K . q) or every value row (V^T . p). Each row's
+// dot product is dot_float's, to the bit; only the order of the work
+// changes. dot_float adds the elements past the last whole F32_STEP one by
+// one into the reduced sum (in double for F16), and a row of keys of 96
+// (MiniMind's head_dim: 64, then 32 left over) spent most of its time on
+// those scalar steps. Here the SIMD parts go row by row as before; then the
+// leftovers go 8 elements of the 8 rows at a time: the products rounded to
+// float as alone, turned so that each register holds one element of every
+// row (transpose_8x8), and added in element order into 8 sums side by side,
+// one lane a row: each the same additions in the same order as alone. (On
+// the bench machine: MiniMind's K . q at 256 cached positions, 124 us a
+// layer row by row.) Rows beyond nr repeat the last; their lanes are dropped.
+KERNEL void rows_float_one_column(enum mg_type type, int64_t n, float * s, const void * x, size_t xs, int nr,
+                                  const void * y) {
+    enum { ROWS = MG_VEC_DOT_MAX_ROWS };
+    const int64_t np = n - n % F32_STEP;
+    const char *  xr[ROWS];
+    float         sum[ROWS];   // for F32: the sums
+    double        dsum[ROWS];  // for F16
+    UNROLLED for (int r = 0; r < ROWS; r++) {
+        xr[r] = (const char *) x + (size_t) (r < nr ? r : nr - 1) * xs;
+        dot_float(type, np, &sum[r], xr[r], y, 0, 1);   // up to np: no leftovers, just the reduced sum
+        dsum[r] = sum[r];
+    }
+    int64_t i = np;
+    if (type == MG_TYPE_F32) {
+        __m256 acc = _mm256_loadu_ps(sum);
+        for (; i + F32_LANES <= n; i += F32_LANES) {
+            __m256       p[ROWS];
+            const __m256 yv = load_8(type, y, i);
+            UNROLLED for (int r = 0; r < ROWS; r++) p[r] = _mm256_mul_ps(load_8(type, xr[r], i), yv);
+            transpose_8x8(p);
+            UNROLLED for (int j = 0; j < F32_LANES; j++) acc = _mm256_add_ps(acc, p[j]);
+        }
+        _mm256_storeu_ps(sum, acc);
+        for (; i < n; i++) {
+            UNROLLED for (int r = 0; r < ROWS; r++) sum[r] += ((const float *) xr[r])[i] * ((const float *) y)[i];
+        }
+        for (int r = 0; r < nr; r++) s[r] = sum[r];
+        return;
+    }
+    __m256d lo = _mm256_loadu_pd(dsum), hi = _mm256_loadu_pd(dsum + 4);
+    for (; i + F32_LANES <= n; i += F32_LANES) {
+        __m256       p[ROWS];
+        const __m256 yv = load_8(type, y, i);
+        UNROLLED for (int r = 0; r < ROWS; r++) p[r] = _mm256_mul_ps(load_8(type, xr[r], i), yv);
+        transpose_8x8(p);
+        UNROLLED for (int j = 0; j < F32_LANES; j++) {
+            lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(p[j])));
+            hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(p[j], 1)));
+        }
+    }
+    _mm256_storeu_pd(dsum, lo);
+    _mm256_storeu_pd(dsum + 4, hi);
+    for (; i < n; i++) {
+        const float yi = _cvtsh_ss(((const mg_fp16_t *) y)[i]);
+        UNROLLED for (int r = 0; r < ROWS; r++) dsum[r] += (double) (_cvtsh_ss(((const mg_fp16_t *) xr[r])[i]) * yi);
+    }
+    for (int r = 0; r < nr; r++) s[r] = (float) dsum[r];
+}
+
+// Up to 8 rows as tiles of 4; one column by rows_float_one_column.
 #define TILE_ENTRY_FLOAT(name, type)                                                                        \
     void mg_vec_dot_tile_##name##_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr, \
                                        const void * y, size_t ys, int nc) {                                 \
         MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);                      \
         if (nc == 1) {                                                                                      \
-            mg_vec_dot_tile_by_rows(mg_vec_dot_cols_##name##_simd, n, s, ss, x, xs, nr, y, ys, nc);         \
+            rows_float_one_column(type, n, s, x, xs, nr, y);                                                \
             return;                                                                                         \
         }                                                                                                   \
         for (int r0 = 0; r0 < nr; r0 += FLOAT_TILE_ROWS) {                                                  \
