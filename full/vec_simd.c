@@ -553,8 +553,8 @@ ENTRY_POINTS(f16, dot_f16)
 // accumulator j of all 16 dot products, 16 registers, each weight load
 // serving 4 columns and each activation load 4 rows. Every accumulator still
 // takes the same FMAs in the same order as in vec_dot. (With 2 columns, 2
-// accumulators of each fit at once: two passes.) One column has no tile: each
-// row's vec_dot keeps up with memory and reads it in order.
+// accumulators of each fit at once: two passes.) One column has no such
+// tile: rows_float_one_column, below, takes each row's SIMD part alone.
 //
 // The passes go over the rows FLOAT_TILE_CHUNK elements at a time, the
 // accumulators set aside in memory in between, so that the chunk of the 4
