@@ -716,13 +716,19 @@ KERNEL void rows_float_one_column(enum mg_type type, int64_t n, float * s, const
     for (int r = 0; r < nr; r++) s[r] = (float) dsum[r];
 }
 
-// Up to 8 rows as tiles of 4; one column by rows_float_one_column.
+// Up to 8 rows as tiles of 4. One column: rows with leftovers together
+// (rows_float_one_column), rows without them one by one, each row's vec_dot
+// streaming its weights in order.
 #define TILE_ENTRY_FLOAT(name, type)                                                                        \
     void mg_vec_dot_tile_##name##_simd(int64_t n, float * s, size_t ss, const void * x, size_t xs, int nr, \
                                        const void * y, size_t ys, int nc) {                                 \
         MG_ASSERT(nr >= 1 && nr <= MG_VEC_DOT_MAX_ROWS && nc >= 1 && nc <= MAX_COLS);                      \
-        if (nc == 1) {                                                                                      \
+        if (nc == 1 && n % F32_STEP != 0) {                                                                 \
             rows_float_one_column(type, n, s, x, xs, nr, y);                                                \
+            return;                                                                                         \
+        }                                                                                                   \
+        if (nc == 1) {                                                                                      \
+            mg_vec_dot_tile_by_rows(mg_vec_dot_cols_##name##_simd, n, s, ss, x, xs, nr, y, ys, nc);         \
             return;                                                                                         \
         }                                                                                                   \
         for (int r0 = 0; r0 < nr; r0 += FLOAT_TILE_ROWS) {                                                  \
