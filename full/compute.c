@@ -292,14 +292,26 @@ static void soft_max_scaled_row(const struct mg_tensor * dst, const char * ra, i
     const struct mg_tensor * a     = dst->src[0];
     const struct mg_tensor * mask  = dst->src[1];
     const float              scale = mg_get_op_param_f32(dst, 0);
-    const char *             rm    = mask != NULL ? row_ptr(mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]) : NULL;
-    for (int64_t i0 = 0; i0 < a->ne[0]; i0++) {
-        float v = get_f32(ra, a, i0) * scale;
-        if (rm != NULL) {
-            v += mask->type == MG_TYPE_F16 ? mg_fp16_to_fp32(((const mg_fp16_t *) rm)[i0]) : ((const float *) rm)[i0];
-        }
-        w[i0] = v;
+    const int64_t            n     = a->ne[0];
+    if (mask == NULL) {
+        for (int64_t i0 = 0; i0 < n; i0++) w[i0] = get_f32(ra, a, i0) * scale;
+        return;
     }
+    // The mask row first, as floats, into w (from chapter 07 on, w is the
+    // work buffer's and overlaps neither row), then each element scaled and
+    // its mask added, as one pass would: a row at a time, the F16 mask turns
+    // to floats in SIMD instead of through a call per element.
+    const char * rm = row_ptr(mask, i1, i2 % mask->ne[2], i3 % mask->ne[3]);
+    if (mask->type == MG_TYPE_F16) {
+#ifdef MG_SIMD
+        mg_fp16_to_fp32_row_simd(rm, w, n);   // the same floats, 8 at a time
+#else
+        mg_fp16_to_fp32_row(rm, w, n);
+#endif
+    } else {
+        memcpy(w, rm, (size_t) n * sizeof(float));
+    }
+    for (int64_t i0 = 0; i0 < n; i0++) w[i0] = get_f32(ra, a, i0) * scale + w[i0];
 }
 //@- full soft-max-mask-4d
 //@- 06 soft-max-mask
@@ -358,6 +370,22 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
 }
 #endif //@old forward-soft-max
 //@+ full soft-max-mask-4d
+// The largest of w's n values (ggml_vec_max_f32, whose MAX is a > b ? a : b;
+// fmaxf is a call). The largest is the largest in any order, so 8 running
+// maxima side by side, which the compiler keeps in one register, instead of
+// one chain of n compares.
+static float row_max(const float * w, int64_t n) {
+    float   m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int64_t i0   = 0;
+    for (; i0 + 8 <= n; i0 += 8) {
+        for (int j = 0; j < 8; j++) m[j] = w[i0 + j] > m[j] ? w[i0 + j] : m[j];
+    }
+    for (; i0 < n; i0++) m[0] = w[i0] > m[0] ? w[i0] : m[0];
+    float max = m[0];
+    for (int j = 1; j < 8; j++) max = m[j] > max ? m[j] : max;
+    return max;
+}
+
 // softmax(x * scale + mask) per row: subtract the row's max before exp so
 // that no exp overflows, sum in double, multiply by the inverse
 // (ggml_compute_forward_soft_max_f32). In full/ the mask row depends on the
@@ -375,9 +403,7 @@ static void forward_soft_max(const struct mg_compute_params * p, struct mg_tenso
         MG_ASSERT(dst->nb[0] == sizeof(float));
         float * w = soft_max_row(p, rd, n);
         soft_max_scaled_row(dst, ra, i1, i2, i3, w);
-        float max = -INFINITY;
-        for (int64_t i0 = 0; i0 < n; i0++) max = w[i0] > max ? w[i0] : max;   // ggml_vec_max_f32's MAX; fmaxf is a call
-        const float inv_sum = (float) (1.0 / soft_max_exp_row(n, rd, w, max));
+        const float inv_sum = (float) (1.0 / soft_max_exp_row(n, rd, w, row_max(w, n)));
         for (int64_t i0 = 0; i0 < n; i0++) rd[i0] *= inv_sum;
     }
 }
@@ -1220,12 +1246,16 @@ static void forward_set_rows(const struct mg_compute_params * p, struct mg_tenso
     const struct mg_tensor * idx = dst->src[1];
     int64_t r0, r1;
     mg_split_rows(mg_nrows(src), p->ith, p->nth, &r0, &r1);
+    int64_t i1, i2, i3;
+    unravel_row(src, r0, &i1, &i2, &i3);   // then step: the transposed V store has a row per element
     for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        unravel_row(src, r, &i1, &i2, &i3);
         const int32_t row = ((const int32_t *) idx->data)[r];
         MG_ASSERT(row >= 0 && row < dst->ne[1] && "set_rows: row index out of range");
         set_row(src, dst, row_ptr(src, i1, i2, i3), row_ptr(dst, row, 0, 0));
+        if (++i1 == src->ne[1]) {
+            i1 = 0;
+            if (++i2 == src->ne[2]) i2 = 0, i3++;
+        }
     }
 }
 //@- 09 set-rows

@@ -456,12 +456,16 @@ static void forward_set_rows(const struct mg_compute_params * p, struct mg_tenso
     const struct mg_tensor * idx = dst->src[1];
     int64_t r0, r1;
     mg_split_rows(mg_nrows(src), p->ith, p->nth, &r0, &r1);
+    int64_t i1, i2, i3;
+    unravel_row(src, r0, &i1, &i2, &i3);   // then step: the transposed V store has a row per element
     for (int64_t r = r0; r < r1; r++) {
-        int64_t i1, i2, i3;
-        unravel_row(src, r, &i1, &i2, &i3);
         const int32_t row = ((const int32_t *) idx->data)[r];
         MG_ASSERT(row >= 0 && row < dst->ne[1] && "set_rows: row index out of range");
         set_row(src, dst, row_ptr(src, i1, i2, i3), row_ptr(dst, row, 0, 0));
+        if (++i1 == src->ne[1]) {
+            i1 = 0;
+            if (++i2 == src->ne[2]) i2 = 0, i3++;
+        }
     }
 }
 
