@@ -311,6 +311,11 @@ static void soft_max_scaled_row(const struct mg_tensor * dst, const char * ra, i
     } else {
         memcpy(w, rm, (size_t) n * sizeof(float));
     }
+    if (a->nb[0] == sizeof(float)) {   // packed rows (every kq): a loop the compiler turns to SIMD
+        const float * x = (const float *) ra;
+        for (int64_t i0 = 0; i0 < n; i0++) w[i0] = x[i0] * scale + w[i0];
+        return;
+    }
     for (int64_t i0 = 0; i0 < n; i0++) w[i0] = get_f32(ra, a, i0) * scale + w[i0];
 }
 //@- full soft-max-mask-4d
