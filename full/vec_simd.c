@@ -654,6 +654,15 @@ KERNEL void transpose_8x8(__m256 v[8]) {
     }
 }
 
+// Elements i .. i+7 of 8 rows times the same elements of y, each product
+// rounded to float as dot_float's leftovers round it, then turned
+// (transpose_8x8) so that p[j] holds element i+j of every row, row r in lane r.
+KERNEL void products_by_element(enum mg_type type, const char * const xr[8], const void * y, int64_t i, __m256 p[8]) {
+    const __m256 yv = load_8(type, y, i);
+    UNROLLED for (int r = 0; r < 8; r++) p[r] = _mm256_mul_ps(load_8(type, xr[r], i), yv);
+    transpose_8x8(p);
+}
+
 // One column against up to 8 float rows: decode's attention, a query head
 // against every cached key (K . q) or every value row (V^T . p). Each row's
 // dot product is dot_float's, to the bit; only the order of the work
@@ -683,10 +692,8 @@ KERNEL void rows_float_one_column(enum mg_type type, int64_t n, float * s, const
     if (type == MG_TYPE_F32) {
         __m256 acc = _mm256_loadu_ps(sum);
         for (; i + F32_LANES <= n; i += F32_LANES) {
-            __m256       p[ROWS];
-            const __m256 yv = load_8(type, y, i);
-            UNROLLED for (int r = 0; r < ROWS; r++) p[r] = _mm256_mul_ps(load_8(type, xr[r], i), yv);
-            transpose_8x8(p);
+            __m256 p[ROWS];
+            products_by_element(type, xr, y, i, p);
             UNROLLED for (int j = 0; j < F32_LANES; j++) acc = _mm256_add_ps(acc, p[j]);
         }
         _mm256_storeu_ps(sum, acc);
@@ -698,10 +705,8 @@ KERNEL void rows_float_one_column(enum mg_type type, int64_t n, float * s, const
     }
     __m256d lo = _mm256_loadu_pd(dsum), hi = _mm256_loadu_pd(dsum + 4);
     for (; i + F32_LANES <= n; i += F32_LANES) {
-        __m256       p[ROWS];
-        const __m256 yv = load_8(type, y, i);
-        UNROLLED for (int r = 0; r < ROWS; r++) p[r] = _mm256_mul_ps(load_8(type, xr[r], i), yv);
-        transpose_8x8(p);
+        __m256 p[ROWS];
+        products_by_element(type, xr, y, i, p);
         UNROLLED for (int j = 0; j < F32_LANES; j++) {
             lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(p[j])));
             hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(p[j], 1)));
