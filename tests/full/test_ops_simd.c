@@ -1,5 +1,7 @@
 // test_ops_simd.c - the SIMD rows of softmax, SwiGLU and RoPE (ops_simd.c)
-// give exactly the bits of the scalar formulas they stand for.
+// give exactly the bits of the scalar formulas they stand for; and set_rows
+// with rows of one element (the transposed V store, which converts 256
+// elements at a time, compute.c) puts each element where a naive loop does.
 #include "harness.h"
 #include "mg.h"
 #include "ops_simd.h"
@@ -144,10 +146,53 @@ START_TEST(test_weighted_rows_add_matches_scalar) {
 }
 END_TEST
 
+// set_rows of rows of one element, F32 into F16, each at a distinct random
+// row, against mg_fp32_to_fp16 element by element; every other row keeps
+// its sentinel. A packed src (the batched path, over several 256-element
+// chunks) and a strided view (row by row), 1 and 2 threads.
+START_TEST(test_set_rows_of_one_element) {
+    enum { M = 600, N_DST = 1000, SENTINEL = 0x7bff };
+    uint64_t rng = 7;
+    for (int strided = 0; strided < 2; strided++) {
+        for (int threads = 1; threads <= 2; threads++) {
+            struct mg_context * ctx = mg_init((struct mg_init_params) {.mem_size = 1 << 20});
+            struct mg_tensor *  dst = mg_new_tensor_2d(ctx, MG_TYPE_F16, 1, N_DST);
+            struct mg_tensor *  all = mg_new_tensor_2d(ctx, MG_TYPE_F32, strided ? 2 : 1, M);
+            struct mg_tensor *  src = strided ? mg_view_2d(ctx, all, 1, M, all->nb[1], 0) : all;
+            struct mg_tensor *  ids = mg_new_tensor_1d(ctx, MG_TYPE_I32, M);
+            fill(all->data, (int) mg_nelements(all), &rng, -70000.0f, 70000.0f);   // past F16's range too
+            int32_t row_of[N_DST];
+            for (int i = 0; i < N_DST; i++) row_of[i] = i;
+            for (int i = N_DST - 1; i > 0; i--) {   // a random permutation; its first M are the rows
+                const int j = (int) (mg_test_rand_u64(&rng) % (uint64_t) (i + 1)), t = row_of[i];
+                row_of[i] = row_of[j], row_of[j] = t;
+            }
+            memcpy(ids->data, row_of, M * sizeof(int32_t));
+            for (int i = 0; i < N_DST; i++) ((mg_fp16_t *) dst->data)[i] = SENTINEL;
+            struct mg_tensor * out = mg_set_rows(ctx, dst, src, ids);
+            out->flags |= MG_TENSOR_FLAG_OUTPUT;
+            struct mg_cgraph * g = mg_new_graph(ctx);
+            mg_build_forward_expand(g, out);
+            mg_graph_compute_with_ctx(ctx, g, mg_test_threads(threads));
+            mg_fp16_t want[N_DST];
+            for (int i = 0; i < N_DST; i++) want[i] = SENTINEL;
+            for (int r = 0; r < M; r++) {
+                want[row_of[r]] = mg_fp32_to_fp16(*(const float *) ((const char *) src->data + r * src->nb[1]));
+            }
+            for (int i = 0; i < N_DST; i++) {
+                ck_assert_msg(((const mg_fp16_t *) dst->data)[i] == want[i], "strided %d threads %d row %d: %#x, want %#x",
+                              strided, threads, i, ((const mg_fp16_t *) dst->data)[i], want[i]);
+            }
+            mg_free(ctx);
+        }
+    }
+}
+END_TEST
+
 Suite * mg_test_suite(void) {
     Suite * s = suite_create("ops_simd");
     MG_TCASE(s, "ops_simd", test_exp_row_matches_scalar, test_exp_row_edges, test_expf_versions,
                 test_swiglu_row_matches_scalar, test_rope_pairs_matches_scalar_and_works_in_place,
-                test_weighted_rows_add_matches_scalar);
+                test_weighted_rows_add_matches_scalar, test_set_rows_of_one_element);
     return s;
 }
