@@ -708,6 +708,14 @@ size_t       mg_gguf_alignment(const struct mg_gguf * g)   { return g->alignment
 size_t       mg_gguf_data_offset(const struct mg_gguf * g) { return g->data_offset; }
 size_t       mg_gguf_file_size(const struct mg_gguf * g)   { return g->size; }
 
+//@+ full huge-pages
+bool mg_gguf_copy_to_huge_pages(struct mg_gguf * g, const void * data, size_t bytes) {
+    const uint8_t * at = data;
+    if (at < g->bytes || at > g->bytes + g->size) return false;
+    return mg_mmap_copy_to_huge_pages(g->map, (size_t) (at - g->bytes), bytes);
+}
+//@- full huge-pages
+
 // ---------------------------------------------------------------------------
 // Metadata
 // ---------------------------------------------------------------------------

@@ -66,6 +66,12 @@ uint32_t     mg_gguf_version(const struct mg_gguf * g);
 size_t       mg_gguf_alignment(const struct mg_gguf * g);
 size_t       mg_gguf_data_offset(const struct mg_gguf * g);   // file offset of the data section
 size_t       mg_gguf_file_size(const struct mg_gguf * g);
+//@+ full huge-pages
+// Bytes [data, data + bytes) of the mapped file (a tensor's data, say) moved
+// into memory backed by huge pages, at the same addresses (mmap.h,
+// mg_mmap_copy_to_huge_pages). False, nothing changed, where that cannot be.
+bool mg_gguf_copy_to_huge_pages(struct mg_gguf * g, const void * data, size_t bytes);
+//@- full huge-pages
 
 // Metadata. Keys are looked up by exact name; -1 when absent.
 int64_t           mg_gguf_n_kv(const struct mg_gguf * g);

@@ -12,6 +12,9 @@
 #pragma once
 
 #include <stddef.h>
+//@+ full huge-pages
+#include <stdbool.h>
+//@- full huge-pages
 //@+ full open-regular
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +38,19 @@ void             mg_mmap_close(struct mg_mmap * m);
 // files on disk (tokenizer.json, a --kl-base file), never a pipe.
 FILE * mg_open_regular(const char * path, uint64_t max_size, uint64_t * size);
 //@- full open-regular
+
+//@+ full huge-pages
+// Does the kernel give anonymous memory 2 MiB pages when asked (its
+// transparent huge page setting, /sys/kernel/mm/transparent_hugepage/enabled,
+// is "always" or "madvise", not "never")?
+bool mg_huge_pages_enabled(void);
+
+// Bytes [offset, offset + bytes) of the mapping (widened to whole pages)
+// replaced, at the same addresses, by a copy in memory the kernel may back
+// with 2 MiB pages (transparent huge pages), for the TLB's sake. False, the
+// mapping as it was, if the kernel has them off or a step fails.
+bool mg_mmap_copy_to_huge_pages(struct mg_mmap * m, size_t offset, size_t bytes);
+//@- full huge-pages
 
 // Page faults of this process so far (getrusage): minor = served from RAM,
 // major = had to wait for the disk.

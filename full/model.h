@@ -127,6 +127,7 @@ struct mg_model {
     void * repack_buf;           // the repacked copies of the Q4_0/Q4_K/Q2_K weights (repack.h), freed with the model
     size_t n_repacked_bytes;     // their size (0: none repacked)
     int    n_repacked;           // how many weight matrices
+    size_t n_huge_page_bytes;    // bytes of the file moved into huge pages (mg_model_params.huge_pages)
     //@- full repack
 };
 
@@ -138,12 +139,18 @@ struct mg_model * mg_model_load(const char * path);
 // for llama.cpp. repack: the Q4_0/Q4_K/Q2_K matrices also in the 8-row
 // layouts of repack.h, as llama.cpp's CPU_REPACK buffer holds them (its
 // use_extra_bufts; llama-cli --no-repack turns it off), in builds whose
-// kernels read them (mg_repack_available). mg_model_load is the file as it
-// is (chapter 09's loader): no repacking.
+// kernels read them (mg_repack_available). huge_pages: the weights the
+// kernels read from the file (not the repacked ones, not a token_embd that
+// is only looked up) moved into memory backed by 2 MiB pages, at the same
+// addresses (mmap.h): a copy in RAM, no longer shared with the page cache,
+// that saves decode a TLB miss every 4 KiB (llama.cpp keeps the mapping;
+// mg --no-huge-pages does too). mg_model_load is the file as it is
+// (chapter 09's loader): neither.
 struct mg_model_params {
     bool repack;
+    bool huge_pages;
 };
-struct mg_model_params mg_model_default_params(void);   // repack on
+struct mg_model_params mg_model_default_params(void);   // repack and huge_pages on
 struct mg_model *      mg_model_load_from_file(const char * path, struct mg_model_params params);
 //@- full repack
 void              mg_model_free(struct mg_model * m);

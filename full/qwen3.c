@@ -709,7 +709,45 @@ fail:
 
 //@+ full repack
 struct mg_model_params mg_model_default_params(void) {
-    return (struct mg_model_params) {.repack = true};
+    return (struct mg_model_params) {.repack = true, .huge_pages = true};
+}
+
+// A stretch of the file that weights take, as move_weights_to_huge_pages gathers them.
+struct byte_span {
+    const char * start, * end;
+};
+
+static int by_start(const void * a, const void * b) {
+    const char * x = ((const struct byte_span *) a)->start, * y = ((const struct byte_span *) b)->start;
+    return x < y ? -1 : x > y;
+}
+
+// The weights the kernels read from the file, into huge pages (mg_model_params):
+// every tensor but the repacked ones (read from their copy) and a token_embd
+// that is only looked up (a row a token), in stretches of the file as long as
+// the tensors next to each other make them.
+static void move_weights_to_huge_pages(struct mg_model * m) {
+    int n = 0;
+    for (struct mg_tensor * t = mg_get_first_tensor(m->ctx); t != NULL; t = mg_get_next_tensor(m->ctx, t)) n++;
+    struct byte_span * span = malloc((size_t) (n > 0 ? n : 1) * sizeof(*span));
+    MG_ASSERT(span != NULL);
+    n = 0;
+    for (struct mg_tensor * t = mg_get_first_tensor(m->ctx); t != NULL; t = mg_get_next_tensor(m->ctx, t)) {
+        const bool read_whole = t != m->tok_embd || m->output == m->tok_embd;
+        if (t->data == NULL || t->repacked != NULL || !read_whole || mg_nbytes(t) == 0) continue;
+        span[n++] = (struct byte_span) {t->data, (const char *) t->data + mg_nbytes(t)};
+    }
+    qsort(span, (size_t) n, sizeof(*span), by_start);
+    for (int i = 0; i < n;) {
+        struct byte_span run = span[i++];
+        while (i < n && span[i].start <= run.end + 4096) {   // next to it (the alignment's padding between)
+            if (span[i].end > run.end) run.end = span[i].end;
+            i++;
+        }
+        const size_t bytes = (size_t) (run.end - run.start);
+        if (mg_gguf_copy_to_huge_pages(m->gguf, run.start, bytes)) m->n_huge_page_bytes += bytes;
+    }
+    free(span);
 }
 
 // llama.cpp's llama_model_load_from_file: the file as mg_model_load reads
@@ -719,6 +757,7 @@ struct mg_model * mg_model_load_from_file(const char * path, struct mg_model_par
     if (m == NULL) return NULL;
     prefault_weights(m);
     if (params.repack && mg_repack_available()) repack_weights(m);
+    if (params.huge_pages) move_weights_to_huge_pages(m);
     return m;
 }
 //@- full repack

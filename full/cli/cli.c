@@ -245,6 +245,7 @@ int cli_engine_options(struct cli_engine_opts * e, struct cli_option * out) {
         {NULL, "--kv-type", CLI_STRING, &e->kv_type, "KV cache type: f16 (default, as llama.cpp) or f32"},
         {"-fa", "--flash-attn", CLI_FLAG, &e->flash_attn, "flash attention: an online softmax over the cache"},
         {NULL, "--no-repack", CLI_FLAG, &e->no_repack, "keep Q4_0/Q4_K/Q2_K weights as in the file (no 8-row repacking)"},
+        {NULL, "--no-huge-pages", CLI_FLAG, &e->no_huge_pages, "read the weights from the file's mapping (no copy into huge pages)"},
         {NULL, "--trace", CLI_STRING, &e->trace, "trace categories, e.g. infer,alloc,graph (like MG_TRACE)"},
         {NULL, "--dot", CLI_OUT_DIR, &e->dot, "write Graphviz drawings of the graphs into this directory"},
         {NULL, "--svg", CLI_OUT_DIR, &e->svg, "write the compute buffer's memory maps (SVG) into this directory"},
@@ -398,10 +399,11 @@ struct mg_session_params cli_session_params(const struct cli_engine_opts * e) {
     return p;
 }
 
-struct mg_model * cli_load_model(const char * cmd, const char * path, bool repack, double * load_ms) {
+struct mg_model * cli_load_model(const char * cmd, const char * path, bool repack, bool huge_pages, double * load_ms) {
     const double           t0 = mg_time_ms();
     struct mg_model_params p  = mg_model_default_params();
     p.repack                  = repack;
+    p.huge_pages              = huge_pages;
     struct mg_model * m = mg_model_load_from_file(path, p);
     if (m == NULL) {
         fprintf(stderr, "mg %s: %s\n", cmd, cli_last_error());
@@ -710,6 +712,8 @@ void cli_print_timings(const struct mg_session * s, double load_ms, int n_prompt
     const struct mg_model * m = mg_session_model(s);
     fprintf(stderr, "mg: repacked         = %9.2f MiB: %d Q4_0/Q4_K/Q2_K matrices in groups of 8 rows (%s)\n",
             mg_mib(m->n_repacked_bytes), m->n_repacked, m->n_repacked > 0 ? "--no-repack to compare" : "off or none");
+    fprintf(stderr, "mg: huge pages       = %9.2f MiB of the weights copied into memory backed by 2 MiB pages (%s)\n",
+            mg_mib(m->n_huge_page_bytes), m->n_huge_page_bytes > 0 ? "--no-huge-pages to compare" : "off or unavailable");
 }
 
 bool cli_race_options(const char * cmd, const char * rival_flag, const char * rival, int max_rounds, int * rounds,

@@ -90,6 +90,7 @@ struct cli_engine_opts {
     int          dot_layers; // draw only this many layers (-1: all)
     bool         flash_attn;
     bool         no_repack;  // keep Q4_0/Q4_K/Q2_K weights in the file's layout (mg_model_params.repack off)
+    bool         no_huge_pages;  // keep the weights in the file's mapping (mg_model_params.huge_pages off)
     bool         draws;      // the command writes --dot/--svg drawings (mg run); set before parsing
     int          n_gpu_layers;   // -ngl: layers whose weights and cache go to a GPU device (0: none)
     const char * device;         // -dev: which GPU device (backend.h's registry names)
@@ -107,7 +108,7 @@ bool cli_engine_setup(const char * cmd, const struct cli_engine_opts * e);
 struct mg_session_params cli_session_params(const struct cli_engine_opts * e);
 
 // Load the model (repacked unless --no-repack), or print the reason and return NULL.
-struct mg_model * cli_load_model(const char * cmd, const char * path, bool repack, double * load_ms);
+struct mg_model * cli_load_model(const char * cmd, const char * path, bool repack, bool huge_pages, double * load_ms);
 
 struct cli_sampling_opts {
     struct mg_sampler_params p;

@@ -371,7 +371,7 @@ int cmd_batched_bench(int argc, char ** argv) {
     if (params.n_ctx <= 0) params.n_ctx = n_ctx_req;
     params.n_seq_max  = bb_max(l.npl, l.n_pl);   // a stream per sequence, unless one pool is asked for
     params.kv_unified = o.kv_unified || o.shared;
-    struct mg_model * m = cli_load_model(cmd, e.model, !e.no_repack, NULL);
+    struct mg_model * m = cli_load_model(cmd, e.model, !e.no_repack, !e.no_huge_pages, NULL);
     if (m == NULL) return 1;
     struct mg_session * s = mg_session_new(m, params);
     if (s == NULL && e.n_ctx <= 0) bb_say_largest_case(cmd, &race, n_ctx_req);
@@ -652,7 +652,7 @@ static void par_run_free(struct par_run * r) {
 
 // The model, its session and a sequence per prompt. False after printing why.
 static bool par_set_up(const char * cmd, struct par_run * r) {
-    r->m = cli_load_model(cmd, r->e.model, !r->e.no_repack, NULL);
+    r->m = cli_load_model(cmd, r->e.model, !r->e.no_repack, !r->e.no_huge_pages, NULL);
     if (r->m == NULL) return false;
     r->s = mg_session_new(r->m, cli_session_params(&r->e));
     r->q = calloc((size_t) r->n_prompts, sizeof(struct par_seq));

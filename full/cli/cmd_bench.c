@@ -435,6 +435,7 @@ struct bench_opts {
     const char * prompt, * gen, * depth, * threads, * fa, * kv, * baseline, * bandwidth, * llama_bench;
     int    reps, rounds;
     bool   no_repack;
+    bool   no_huge_pages;
     double rival_timeout;   // seconds
     int          n_gpu_layers;   // -ngl, for both engines
     const char * device;         // -dev
@@ -528,6 +529,7 @@ static bool bench_parse(const char * cmd, int argc, char ** argv, struct bench_r
         {NULL, "--rival-timeout", CLI_FLOAT, &rival_timeout, "seconds one llama-bench run may take before it is killed (default 3600)"},
         {NULL, "--baseline", CLI_IN_FILE, &o->baseline, "figures from another time (model test threads t/s)"},
         {NULL, "--no-repack", CLI_FLAG, &o->no_repack, "keep Q4_0/Q4_K/Q2_K weights as in the file (no 8-row repacking)"},
+        {NULL, "--no-huge-pages", CLI_FLAG, &o->no_huge_pages, "read the weights from the file's mapping (no copy into huge pages)"},
     };
     const char * positional[1];
     int          n_positional;
@@ -623,7 +625,7 @@ static double decode_weight_bytes(const struct mg_model * m) {
 static bool bench_one_model(const char * cmd, struct bench_run * b, int mi, int round, struct measurement * ours,
                             double * theirs) {
     const char *      path = b->models[mi];
-    struct mg_model * m    = cli_load_model(cmd, path, !b->o.no_repack, NULL);
+    struct mg_model * m    = cli_load_model(cmd, path, !b->o.no_repack, !b->o.no_huge_pages, NULL);
     if (m == NULL) return false;
     if (round == 0) bench_warn(cmd, b, path, m);
     const bool   ok           = bench_model(m, b->tests, b->n_tests, b->o.reps, &b->base, ours);
@@ -670,7 +672,7 @@ static void bench_print_end(const struct bench_run * b) {
 int cmd_bench(int argc, char ** argv) {
     const char *             cmd = "bench";
     static struct bench_run  b;   // large: not on the stack
-    b = (struct bench_run) {.o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, CLI_ROUNDS_UNSET, false,
+    b = (struct bench_run) {.o = {"64", "64", "0", "1,2", "0", "f16", NULL, NULL, NULL, 5, CLI_ROUNDS_UNSET, false, false,
                                    CLI_RIVAL_TIMEOUT_UNSET, 0, NULL}};
     if (!bench_parse(cmd, argc, argv, &b) || !bench_set_up(cmd, &b)) {
         free(b.rows);

@@ -235,7 +235,7 @@ int cmd_chat(int argc, char ** argv) {
         return 1;
     }
     struct chat c = {.n_predict = n_predict, .normalize = normalize};
-    c.m = cli_load_model(cmd, e.model, !e.no_repack, NULL);
+    c.m = cli_load_model(cmd, e.model, !e.no_repack, !e.no_huge_pages, NULL);
     if (c.m == NULL) return 1;
     const char * tmpl = mg_vocab_chat_template(c.m->vocab);
     if (tmpl == NULL || strstr(tmpl, "<|im_start|>") == NULL) {

@@ -111,7 +111,7 @@ int cmd_logits(int argc, char ** argv) {
     struct mg_session * s      = NULL;
     int32_t *           tokens = NULL;
     struct mg_npy_dumper dumper = {0};
-    struct mg_model *   m      = cli_load_model(cmd, e.model, !e.no_repack, NULL);
+    struct mg_model *   m      = cli_load_model(cmd, e.model, !e.no_repack, !e.no_huge_pages, NULL);
     if (m == NULL) goto done;
     s = cli_session_new_dumping(cmd, m, &e, dump_dir, &dumper);
     if (s == NULL) goto done;

@@ -290,7 +290,7 @@ static bool ppl_read_text(const char * cmd, struct ppl_run * r) {
 
 // The model, the tokens to score, the chunk count, and the evaluator's session and buffers.
 static bool ppl_set_up(const char * cmd, struct ppl_run * r) {
-    r->m = cli_load_model(cmd, r->e.model, !r->e.no_repack, &r->load_ms);
+    r->m = cli_load_model(cmd, r->e.model, !r->e.no_repack, !r->e.no_huge_pages, &r->load_ms);
     if (r->m == NULL) return false;
     if (!(r->o.kl_base != NULL ? ppl_open_base(cmd, r) : ppl_read_text(cmd, r))) return false;
     if (mg_vocab_add_eos(r->m->vocab)) {   // llama.cpp asserts the same: EOS inside chunks would be scored

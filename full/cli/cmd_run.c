@@ -157,7 +157,7 @@ static bool run_tokenize(const char * cmd, struct run_state * r) {
 
 // The model, the session (dumping, tracing), the prompt's tokens and the sampler that has seen them.
 static bool run_set_up(const char * cmd, struct run_state * r) {
-    r->m = cli_load_model(cmd, r->e.model, !r->e.no_repack, &r->load_ms);
+    r->m = cli_load_model(cmd, r->e.model, !r->e.no_repack, !r->e.no_huge_pages, &r->load_ms);
     if (r->m == NULL) return false;
     r->s = cli_session_new_dumping(cmd, r->m, &r->e, r->o.dump_dir, &r->dumper);
     if (r->s == NULL) return false;
