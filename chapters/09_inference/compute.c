@@ -450,23 +450,26 @@ static void set_row(const struct mg_tensor * src, const struct mg_tensor * dst, 
     }
 }
 
-// Row r of src, converted to dst's type, into row idx[r] of dst.
-static void forward_set_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
-    const struct mg_tensor * src = dst->src[0];
-    const struct mg_tensor * idx = dst->src[1];
-    int64_t r0, r1;
-    mg_split_rows(mg_nrows(src), p->ith, p->nth, &r0, &r1);
+// Rows r0..r1 of src, converted to dst's type, into rows idx[r] of dst,
+// one row at a time.
+static void set_rows_one_by_one(const struct mg_tensor * src, struct mg_tensor * dst, const int32_t * idx, int64_t r0,
+                                int64_t r1) {
     int64_t i1, i2, i3;
     unravel_row(src, r0, &i1, &i2, &i3);   // then step: the transposed V store has a row per element
     for (int64_t r = r0; r < r1; r++) {
-        const int32_t row = ((const int32_t *) idx->data)[r];
-        MG_ASSERT(row >= 0 && row < dst->ne[1] && "set_rows: row index out of range");
-        set_row(src, dst, row_ptr(src, i1, i2, i3), row_ptr(dst, row, 0, 0));
+        MG_ASSERT(idx[r] >= 0 && idx[r] < dst->ne[1] && "set_rows: row index out of range");
+        set_row(src, dst, row_ptr(src, i1, i2, i3), row_ptr(dst, idx[r], 0, 0));
         if (++i1 == src->ne[1]) {
             i1 = 0;
             if (++i2 == src->ne[2]) i2 = 0, i3++;
         }
     }
+}
+// Row r of src, converted to dst's type, into row idx[r] of dst.
+static void forward_set_rows(const struct mg_compute_params * p, struct mg_tensor * dst) {
+    int64_t r0, r1;
+    mg_split_rows(mg_nrows(dst->src[0]), p->ith, p->nth, &r0, &r1);
+    set_rows_one_by_one(dst->src[0], dst, (const int32_t *) dst->src[1]->data, r0, r1);
 }
 
 // ---------------------------------------------------------------------------
