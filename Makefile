@@ -93,7 +93,7 @@ exercise:
 check-handout: check-chapters
 	@sh tools/handout.sh check $(CHAPTERS)
 
-$(BUILD)/test_chapgen: tests/tools/test_chapgen.c tests/harness.c tests/harness.h $(BUILD)/chapgen
+$(BUILD)/test_chapgen: tests/tools/test_chapgen.c tests/harness.c tests/harness.h $(BUILD)/chapgen | deps
 	$(CC) $(TOOL_CFLAGS) $$(pkg-config --cflags check) -DMG_TEST_ROOT='"$(CURDIR)"' \
 		-DCHAPGEN_BIN='"$(CURDIR)/$(BUILD)/chapgen"' -DCHAPGEN_FIXTURE='"$(CURDIR)/tests/tools/fixture"' \
 		-Itests tests/tools/test_chapgen.c tests/harness.c $$(pkg-config --libs check) -lm -o $@
@@ -102,7 +102,7 @@ $(BUILD)/readme_check: tools/readme_check.c
 	@mkdir -p $(BUILD)
 	$(CC) $(TOOL_CFLAGS) $< -o $@
 
-$(BUILD)/test_readme_check: tests/tools/test_readme_check.c tests/harness.c tests/harness.h $(BUILD)/readme_check
+$(BUILD)/test_readme_check: tests/tools/test_readme_check.c tests/harness.c tests/harness.h $(BUILD)/readme_check | deps
 	$(CC) $(TOOL_CFLAGS) $$(pkg-config --cflags check) -DMG_TEST_ROOT='"$(CURDIR)"' \
 		-DREADME_CHECK_BIN='"$(CURDIR)/$(BUILD)/readme_check"' \
 		-Itests tests/tools/test_readme_check.c tests/harness.c $$(pkg-config --libs check) -lm -o $@

@@ -451,8 +451,9 @@ void mg_quantize_row_q8_K_simd(const float * x, void * vy, int64_t n) {
 //    every 4th group of 8 products; at the end they are added (0+2) + (1+3)
 //    and the 8 lanes summed by GGML_F32x8_REDUCE's horizontal adds;
 //  - AVX-512 (GGML_F32_STEP 64, GGML_F32_EPR 16): 4 accumulators of 16
-//    lanes, here 8 registers of 8 (16-lane accumulator j is registers 2j,
-//    2j+1); added (0+2), (1+3), then (0+1), and the 16 lanes summed as GCC's
+//    lanes (dot_float: 4 registers of 16; the tiles: 8 registers of 8, the
+//    16-lane accumulator j being registers 2j and 2j+1); added (0+2),
+//    (1+3), then (0+1), and the 16 lanes summed as GCC's
 //    _mm512_reduce_add_ps does: upper 8 + lower 8, then hsum_float_8.
 // The leftover n % STEP elements are added one by one. llama.cpp built for
 // this machine (-march=native, AVX-512) takes the second: a kq dot of 64 or a
@@ -516,6 +517,48 @@ KERNEL float add_leftovers(enum mg_type type, float reduced, const void * x, con
     return (float) sum;
 }
 
+#if F32_ACCS == 8
+// With AVX-512 a row's dot product keeps its 4 accumulators of 16 lanes in 4
+// registers of 16, as ggml's own mapping does, and loads a whole cache line
+// of an F32 row at a time. The sums are the same as with 8 registers of 8
+// (accumulator j is their 2j and 2j+1; reduce_accs_16 adds in reduce_accs's
+// order). Only decode's speed changes, which streams F32 rows from memory:
+// on an Intel Xeon with AVX-512, rows of 768 over 256 MiB read 32 bytes at a
+// time ran at 13.6-14.5 GB/s, 64 at a time at 15.9-17.4, and a plain sum of
+// the same bytes (tools/bandwidth.c's loop) at 16.2-17.4. The tiles (below)
+// keep their registers of 8: they work from cache.
+KERNEL __m512 load_16(enum mg_type type, const void * row, int64_t i) {
+    return type == MG_TYPE_F32 ? _mm512_loadu_ps((const float *) row + i)
+                               : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) ((const mg_fp16_t *) row + i)));
+}
+
+KERNEL float reduce_accs_16(const __m512 acc[4]) {
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+    const __m256 hi  = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sum), 1));
+    return hsum_float_8(_mm256_add_ps(hi, _mm512_castps512_ps256(sum)));
+}
+
+// One F32 or F16 row (F16 widened by F16C) against up to 4 columns.
+KERNEL void dot_float(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys, int nc) {
+    enum { ACCS = F32_ACCS / 2, LANES = 2 * F32_LANES };
+    const void * y[MAX_COLS];
+    __m512       acc[MAX_COLS][ACCS];
+    UNROLLED for (int c = 0; c < nc; c++) {
+        y[c] = column(vy, ys, c);
+        UNROLLED for (int j = 0; j < ACCS; j++) acc[c][j] = _mm512_setzero_ps();
+    }
+    const int64_t np = n - n % F32_STEP;
+    for (int64_t i = 0; i < np; i += F32_STEP) {
+        UNROLLED for (int j = 0; j < ACCS; j++) {
+            const __m512 xv = load_16(type, x, i + j * LANES);
+            UNROLLED for (int c = 0; c < nc; c++) {
+                acc[c][j] = _mm512_fmadd_ps(xv, load_16(type, y[c], i + j * LANES), acc[c][j]);
+            }
+        }
+    }
+    UNROLLED for (int c = 0; c < nc; c++) s[c] = add_leftovers(type, reduce_accs_16(acc[c]), x, y[c], np, n);
+}
+#else
 // One F32 or F16 row (F16 widened by F16C) against up to 4 columns.
 KERNEL void dot_float(enum mg_type type, int64_t n, float * s, const void * x, const void * vy, size_t ys, int nc) {
     const void * y[MAX_COLS];
@@ -535,6 +578,7 @@ KERNEL void dot_float(enum mg_type type, int64_t n, float * s, const void * x, c
     }
     UNROLLED for (int c = 0; c < nc; c++) s[c] = add_leftovers(type, reduce_accs(acc[c]), x, y[c], np, n);
 }
+#endif
 
 KERNEL void dot_f32(int64_t n, float * s, const void * x, const void * y, size_t ys, int nc) {
     dot_float(MG_TYPE_F32, n, s, x, y, ys, nc);
